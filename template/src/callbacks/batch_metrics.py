@@ -1,0 +1,25 @@
+"""LOG-4: per-step batch/ metrics, and the top-level learning rate per epoch."""
+
+from __future__ import annotations
+
+import lightning as L
+import torch
+
+
+class BatchMetricsCallback(L.Callback):
+    """batch/grad_norm (before clipping) and batch/lr at every optimizer step; `lr`
+    once per epoch. LearningRateMonitor (CB-3) also logs each parameter group's rate."""
+
+    def on_before_optimizer_step(
+        self, trainer: L.Trainer, pl_module: L.LightningModule, optimizer: torch.optim.Optimizer
+    ) -> None:
+        grads = [p.grad.detach().norm() for p in pl_module.parameters() if p.grad is not None]
+        if grads:
+            norm = torch.linalg.vector_norm(torch.stack(grads))
+            pl_module.log("batch/grad_norm", norm, on_step=True, on_epoch=False)
+        pl_module.log("batch/lr", optimizer.param_groups[0]["lr"], on_step=True, on_epoch=False)
+
+    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if trainer.optimizers:
+            lr = trainer.optimizers[0].param_groups[0]["lr"]
+            pl_module.log("lr", lr, on_step=False, on_epoch=True)

@@ -1,0 +1,53 @@
+"""PRF-2 / PRF-4: where each training epoch's time goes, logged under timing/."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import lightning as L
+
+MEASURED = ("data", "inference", "backward", "validation")
+
+
+class TimingCallback(L.Callback):
+    """Splits every epoch into data loading, forward pass, backward + optimizer step,
+    validation and overhead (logging, checkpointing, everything else), as seconds
+    and as percentages that add up to 100."""
+
+    def __init__(self) -> None:
+        self._totals = dict.fromkeys(MEASURED, 0.0)
+        self._epoch_start = self._mark = time.perf_counter()
+
+    def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._totals = dict.fromkeys(MEASURED, 0.0)
+        self._epoch_start = self._mark = time.perf_counter()
+
+    def on_train_batch_start(self, trainer, pl_module, batch: Any, batch_idx: int) -> None:
+        self._lap("data")  # since the previous batch ended: waiting for this one
+
+    def on_before_backward(self, trainer, pl_module, loss) -> None:
+        self._lap("inference")
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch: Any, batch_idx: int) -> None:
+        self._lap("backward")  # loss.backward() and the optimizer step
+
+    def on_validation_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._validation_start = time.perf_counter()
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if not trainer.sanity_checking:
+            self._totals["validation"] += time.perf_counter() - self._validation_start
+
+    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        total = time.perf_counter() - self._epoch_start
+        seconds = {**self._totals, "overhead": max(total - sum(self._totals.values()), 0.0)}
+        metrics = {f"timing/{name}_seconds": value for name, value in seconds.items()}
+        metrics |= {f"timing/{name}_pct": 100 * value / total for name, value in seconds.items()}
+        metrics["timing/epoch_seconds"] = total
+        pl_module.log_dict(metrics, on_step=False, on_epoch=True)
+
+    def _lap(self, section: str) -> None:
+        now = time.perf_counter()
+        self._totals[section] += now - self._mark
+        self._mark = now

@@ -1,0 +1,92 @@
+"""One training run's lifetime: its directory, snapshots and console log.
+
+    with start_run(cfg, resume_from) as run:
+        ...train, writing into run.dir...
+
+On rank zero only (DDP-1) it writes config.json (OUT-2), tees the console into
+console.log (OUT-2) and keeps run.json up to date: pid, command and status,
+which is what the babysitter (OPS-3) reads to tell a crash from a finished run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import wandb
+from lightning.pytorch.utilities import rank_zero_only
+
+from src.callbacks.stop_file import stop_file_paths, stop_requested
+from src.config import BaseConfig
+from src.console import tee_console
+from src.run_dir import RUN_DIR_ENV, create_run_dir, inherited_run_dir
+
+
+@dataclass
+class Run:
+    dir: Path
+    resume_from: Path | None  # checkpoint to continue from; None for a fresh run
+
+
+@contextlib.contextmanager
+def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]:
+    run_dir = (
+        inherited_run_dir()
+        or (resume_from.parent.parent if resume_from else None)
+        or create_run_dir(Path(cfg.output.base_dir), cfg.name)
+    )
+    is_writer = rank_zero_only.rank == 0
+    previous_env = os.environ.get(RUN_DIR_ENV)
+    os.environ[RUN_DIR_ENV] = str(run_dir)  # for the DDP ranks Lightning starts
+    with contextlib.ExitStack() as stack:
+        if is_writer:
+            stack.enter_context(tee_console(run_dir / "console.log"))
+            (run_dir / "config.json").write_text(cfg.to_json() + "\n")
+            _write_status(run_dir, "running", resume_from)
+        print(f"run directory: {run_dir}" + (f" (resuming {resume_from.name})" if resume_from else ""))
+        if stopper := stop_requested(stop_file_paths(cfg.stop_file, run_dir)):
+            print(f"warning: {stopper} exists: this run will stop after its first epoch (delete it?)")
+        try:
+            yield Run(run_dir, resume_from)
+        except BaseException as error:
+            status = "interrupted" if isinstance(error, KeyboardInterrupt) else "failed"
+            if is_writer:
+                _write_status(run_dir, status, resume_from, error=repr(error))
+            if wandb.run is not None:
+                wandb.finish(exit_code=1)
+            raise
+        else:
+            if is_writer:
+                _write_status(run_dir, "finished", resume_from)
+        finally:
+            if previous_env is None:
+                os.environ.pop(RUN_DIR_ENV, None)
+            else:
+                os.environ[RUN_DIR_ENV] = previous_env
+
+
+def _write_status(run_dir: Path, status: str, resume_from: Path | None, **extra: Any) -> None:
+    path = run_dir / "run.json"
+    record = json.loads(path.read_text()) if path.exists() else {"history": []}
+    now = datetime.now().isoformat(timespec="seconds")
+    if status == "running":
+        record["history"].append({"started": now, "resumed_from": str(resume_from or "")})
+    record.pop("error", None)
+    record.update(
+        status=status,
+        updated=now,
+        pid=os.getpid(),
+        host=socket.gethostname(),
+        cwd=os.getcwd(),
+        command=[sys.executable, *sys.argv],
+        **extra,
+    )
+    path.write_text(json.dumps(record, indent=2) + "\n")

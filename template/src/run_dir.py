@@ -1,0 +1,57 @@
+"""Run directories: {output.base_dir}/{name}_{YYYYMMDD_HHMMSS}/ (OUT-1, OUT-2), and
+finding the checkpoint a run resumes from (RES-1)."""
+
+from __future__ import annotations
+
+import os
+import re
+from datetime import datetime
+from pathlib import Path
+
+STAMP_FORMAT = "%Y%m%d_%H%M%S"
+# Lightning starts DDP ranks as copies of this command; they inherit the run
+# directory through this variable instead of stamping their own (DDP-1).
+RUN_DIR_ENV = "TRAIN_RUN_DIR"
+
+
+def create_run_dir(base_dir: Path, name: str) -> Path:
+    """Make a new, empty run directory; a second run in the same second gets a suffix."""
+    stamp = datetime.now().strftime(STAMP_FORMAT)
+    candidate, attempt = base_dir / f"{name}_{stamp}", 1
+    while True:
+        try:
+            candidate.mkdir(parents=True)
+            return candidate
+        except FileExistsError:
+            attempt += 1
+            candidate = base_dir / f"{name}_{stamp}_{attempt}"
+
+
+def find_latest_run(base_dir: Path, name: str) -> Path | None:
+    """The newest run directory of config `name` that has a last.ckpt, if any."""
+    pattern = re.compile(rf"{re.escape(name)}_(\d{{8}}_\d{{6}})(?:_(\d+))?")
+    runs = []
+    for path in base_dir.glob(f"{name}_*"):
+        match = pattern.fullmatch(path.name)
+        if match and (path / "checkpoints" / "last.ckpt").is_file():
+            runs.append(((match[1], int(match[2] or 1)), path))
+    return max(runs)[1] if runs else None
+
+
+def resolve_checkpoint(path: Path) -> Path:
+    """A .ckpt file as given, or a run directory's checkpoints/last.ckpt."""
+    if path.is_file():
+        if path.suffix != ".ckpt":
+            raise FileNotFoundError(f"{path} is not a .ckpt file or a run directory")
+        return path
+    if path.is_dir():
+        last = path / "checkpoints" / "last.ckpt"
+        if last.is_file():
+            return last
+        raise FileNotFoundError(f"{path} has no checkpoints/last.ckpt (no epoch finished yet)")
+    raise FileNotFoundError(f"{path} does not exist")
+
+
+def inherited_run_dir() -> Path | None:
+    value = os.environ.get(RUN_DIR_ENV)
+    return Path(value) if value else None

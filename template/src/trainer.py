@@ -1,0 +1,106 @@
+"""The Trainer every Lightning part uses, with the checklist's callbacks."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from datetime import timedelta
+from pathlib import Path
+
+import lightning as L
+import torch
+from lightning.pytorch.callbacks import (
+    BatchSizeFinder,
+    EarlyStopping,
+    LearningRateMonitor,
+    ModelCheckpoint,
+    Timer,
+)
+from lightning.pytorch.loggers import Logger
+from lightning.pytorch.profilers import AdvancedProfiler, SimpleProfiler
+from lightning.pytorch.utilities import rank_zero_info
+
+from src.callbacks import (
+    BatchMetricsCallback,
+    EpochSummaryCallback,
+    RngStateCallback,
+    RunInfoCallback,
+    StopFileCallback,
+    SystemMetricsCallback,
+    TimingCallback,
+    TrackingCallback,
+)
+from src.callbacks.stop_file import stop_file_paths
+from src.config import LightningConfig
+from src.metrics_jsonl import JsonlLogger
+from src.precision import choose_precision
+
+# Raised inside Lightning 2.6 by newer torch on every run; nothing in this project to act on.
+warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)")
+
+
+def build_callbacks(
+    cfg: LightningConfig, run_dir: Path, monitor: str = "val_loss", mode: str = "min"
+) -> list[L.Callback]:
+    callbacks: list[L.Callback] = [
+        EarlyStopping(monitor=monitor, patience=cfg.patience, mode=mode, min_delta=cfg.min_delta),  # CB-1
+        ModelCheckpoint(  # CB-2, OUT-3: checkpoints/best.ckpt and checkpoints/last.ckpt
+            dirpath=run_dir / "checkpoints",
+            filename="best",
+            monitor=monitor,
+            mode=mode,
+            save_top_k=1,
+            save_last=True,
+            enable_version_counter=False,
+        ),
+        LearningRateMonitor(logging_interval="epoch"),  # CB-3
+        StopFileCallback(stop_file_paths(cfg.stop_file, run_dir)),  # CB-4
+        Timer(duration=timedelta(hours=cfg.max_wall_clock_hours), interval="step"),  # CFG-4
+        TimingCallback(),  # PRF-2, PRF-4
+        TrackingCallback(monitor=monitor, mode=mode),  # LOG-4
+        BatchMetricsCallback(),  # LOG-4
+        SystemMetricsCallback(),  # LOG-4
+        RunInfoCallback(),  # LOG-5
+        RngStateCallback(),  # RES-1
+        EpochSummaryCallback(),
+    ]
+    if cfg.find_batch_size:
+        callbacks.append(BatchSizeFinder(mode="binsearch"))  # MEM-1
+    return callbacks
+
+
+def build_trainer(
+    cfg: LightningConfig,
+    run_dir: Path,
+    wandb_logger: Logger | None,
+    monitor: str = "val_loss",
+    mode: str = "min",
+) -> L.Trainer:
+    precision = choose_precision(cfg.precision)
+    rank_zero_info(
+        f"precision: {precision} (requested {cfg.precision}; "
+        f"CUDA {'available' if torch.cuda.is_available() else 'not available'})"
+    )
+    if torch.cuda.is_available():
+        torch.set_float32_matmul_precision("high")  # TF32 for what still runs in fp32
+    loggers: list[Logger] = [JsonlLogger(run_dir / "metrics.jsonl")]  # OUT-4
+    if wandb_logger is not None:
+        loggers.insert(0, wandb_logger)
+    profiler_cls = AdvancedProfiler if cfg.profiler == "advanced" else SimpleProfiler  # PRF-1
+    return L.Trainer(
+        default_root_dir=run_dir,  # OUT-1
+        logger=loggers,
+        callbacks=build_callbacks(cfg, run_dir, monitor, mode),
+        max_epochs=cfg.num_epochs,
+        precision=precision,  # PRC-1, PRC-3
+        accumulate_grad_batches=cfg.gradient_accumulation_steps,  # MEM-3
+        gradient_clip_val=cfg.gradient_clip_val,  # LIT-4
+        accelerator=cfg.accelerator,
+        devices=cfg.devices,
+        num_nodes=cfg.num_nodes,
+        strategy=cfg.strategy,
+        profiler=profiler_cls(dirpath=run_dir, filename="profile"),
+        log_every_n_steps=cfg.log_every_n_steps,
+        # A progress bar only on a terminal; detached runs get EpochSummaryCallback's lines.
+        enable_progress_bar=sys.stderr.isatty(),
+    )
