@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TypeVar
 
 import lightning as L
 import torch
-
-M = TypeVar("M", bound=L.LightningModule)
 
 
 def save_module(module: L.LightningModule, path: Path) -> Path:
@@ -17,7 +14,9 @@ def save_module(module: L.LightningModule, path: Path) -> Path:
     return path
 
 
-def load_module(module_cls: type[M], path: Path, map_location: str | torch.device = "cpu") -> M:
+def load_module(
+    module_cls: type[L.LightningModule], path: Path, map_location: str | torch.device = "cpu"
+) -> L.LightningModule:
     """Load a `save_module` file or a Lightning checkpoint onto any device.
 
     Both hold `hyper_parameters` and `state_dict`. weights_only=True refuses to run

@@ -17,15 +17,13 @@ import sys
 import typing
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import NoReturn, TypeVar
+from typing import NoReturn
 
 import tyro
 
 from src.config import BaseConfig
 from src.data_checks import DataValidationError
 from src.run_dir import find_latest_run, resolve_checkpoint
-
-C = TypeVar("C", bound=BaseConfig)
 
 USAGE = """\
 Run options (everything else is a config field, see below):
@@ -37,8 +35,8 @@ Run options (everything else is a config field, see below):
 
 
 def parse_cli(
-    configs: Mapping[str, type[C]], argv: Sequence[str] | None = None, prog: str | None = None
-) -> tuple[C, Path | None]:
+    configs: Mapping[str, type[BaseConfig]], argv: Sequence[str] | None = None, prog: str | None = None
+) -> tuple[BaseConfig, Path | None]:
     """Parse the command line into a config and the checkpoint to resume from (if any)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     default_name = next(iter(configs))

@@ -11,11 +11,9 @@ import json
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Self
 
 from src.project import PROJECT_SLUG, WANDB_ENTITY
-
-C = TypeVar("C", bound="BaseConfig")
 
 WandbMode = Literal["auto", "online", "offline", "disabled"]
 
@@ -49,7 +47,7 @@ class BaseConfig:
         return json.loads(json.dumps(dataclasses.asdict(self)))
 
     @classmethod
-    def from_dict(cls: type[C], data: dict[str, Any]) -> C:
+    def from_dict(cls, data: dict[str, Any]) -> Self:
         """Rebuild a config from `to_dict()` output; unknown keys are an error (CFG-2)."""
         return _build(cls, data)
 
@@ -57,7 +55,7 @@ class BaseConfig:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
 
     @classmethod
-    def from_json(cls: type[C], text: str) -> C:
+    def from_json(cls, text: str) -> Self:
         return cls.from_dict(json.loads(text))
 
 

@@ -86,7 +86,15 @@ def _write_status(run_dir: Path, status: str, resume_from: Path | None, **extra:
         pid=os.getpid(),
         host=socket.gethostname(),
         cwd=os.getcwd(),
-        command=[sys.executable, *sys.argv],
+        command=_command(),
         **extra,
     )
     path.write_text(json.dumps(record, indent=2) + "\n")
+
+
+def _command() -> list[str]:
+    """How this process was started, as `python -m package.module` where it was."""
+    main_spec = getattr(sys.modules["__main__"], "__spec__", None)
+    if main_spec is not None:
+        return [sys.executable, "-m", main_spec.name, *sys.argv[1:]]
+    return [sys.executable, *sys.argv]

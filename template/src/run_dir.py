@@ -29,7 +29,7 @@ def create_run_dir(base_dir: Path, name: str) -> Path:
 
 def find_latest_run(base_dir: Path, name: str) -> Path | None:
     """The newest run directory of config `name` that has a last.ckpt, if any."""
-    pattern = re.compile(rf"{re.escape(name)}_(\d{{8}}_\d{{6}})(?:_(\d+))?")
+    pattern = re.compile(re.escape(name) + r"_(\d{8}_\d{6})(?:_(\d+))?")
     runs = []
     for path in base_dir.glob(f"{name}_*"):
         match = pattern.fullmatch(path.name)

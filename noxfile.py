@@ -1,0 +1,83 @@
+"""Sessions for working on the template: nox -s tests | lint | demo | fmt."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+CONSTRAINTS = ROOT / "template" / "constraints.txt"  # the one file that pins tested versions
+TOOLS = ["copier", "pytest-copie", "pytest", "ruff", "pyyaml"]
+# What a rendered project needs; versions come from the constraints file.
+PROJECT_DEPS = ["lightning", "torchmetrics", "wandb", "tyro", "numpy", "pandas", "pandera", "scikit-learn", "psutil"]
+
+nox.options.sessions = ["lint", "tests"]
+nox.options.reuse_existing_virtualenvs = True
+
+
+def install(session: nox.Session, *packages: str) -> None:
+    # torch first and alone: an unpinned torch anywhere pulls the newest CUDA build.
+    session.install("-c", str(CONSTRAINTS), "torch")
+    session.install("-c", str(CONSTRAINTS), *packages)
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Render every variant, lint it, smoke-train it and run its own tests."""
+    install(session, *TOOLS, *PROJECT_DEPS)
+    session.run("pytest", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """Ruff on the template's own Python and on the default rendered project."""
+    session.install("-c", str(CONSTRAINTS), "ruff", "copier")
+    session.run("ruff", "check", "noxfile.py", "tests")
+    session.run("ruff", "format", "--check", "noxfile.py", "tests")
+    project = render(session, Path(tempfile.mkdtemp()) / "lint")  # outside the repo's .gitignore
+    session.run("ruff", "check", "--no-cache", str(project))
+    session.run("ruff", "format", "--check", "--no-cache", str(project))
+
+
+@nox.session
+def demo(session: nox.Session) -> None:
+    """Render the default project into build/demo, install it and smoke-train it."""
+    install(session, "copier")
+    project = render(session, ROOT / "build" / "demo")
+    session.install("-c", str(CONSTRAINTS), "-e", f"{project}[dev]")
+    session.chdir(project)
+    session.run("python", "-m", "part1.train", "--config", "smoke", env={"WANDB_MODE": "offline"})
+
+
+@nox.session
+def fmt(session: nox.Session) -> None:
+    """Format the template: render, let ruff fix the result, copy fixes back to plain
+    .py sources. Changes to .jinja files are only reported."""
+    session.install("-c", str(CONSTRAINTS), "ruff", "copier")
+    project = render(session, Path(tempfile.mkdtemp()) / "fmt")
+    session.run("ruff", "check", "--fix", "--no-cache", "-q", str(project), success_codes=[0, 1])
+    session.run("ruff", "format", "--no-cache", "-q", str(project))
+    for source in (ROOT / "template").rglob("*.py"):
+        rendered = project / rendered_path(source.relative_to(ROOT / "template"))
+        if rendered.exists() and rendered.read_text() != source.read_text():
+            shutil.copyfile(rendered, source)
+            session.log(f"formatted {source.relative_to(ROOT)}")
+    for source in (ROOT / "template").rglob("*.py.jinja"):
+        session.log(f"check by hand: {source.relative_to(ROOT)} (ruff check {project})")
+
+
+def render(session: nox.Session, destination: Path) -> Path:
+    if destination.exists():
+        shutil.rmtree(destination)
+    session.run("copier", "copy", "--vcs-ref", "HEAD", "--defaults", "--quiet", str(ROOT), str(destination))
+    return destination
+
+
+def rendered_path(path: Path) -> Path:
+    """A template source's path in the default project (parts: sl_neural only)."""
+    text = re.sub(r"\{% if [^%]*%\}(.*?)\{% endif %\}", r"\1", str(path))
+    return Path(text.replace("{{sl_neural_dir}}", "part1"))

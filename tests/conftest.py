@@ -1,0 +1,80 @@
+"""Rendering helpers for the template's tests (pytest-copie renders; we assert)."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+TEMPLATE = Path(__file__).resolve().parents[1]
+QUESTIONS = yaml.safe_load((TEMPLATE / "copier.yml").read_text())
+
+
+def choices(question: str) -> list:
+    values = QUESTIONS[question]["choices"]
+    return list(values.values()) if isinstance(values, dict) else list(values)
+
+
+# Part kinds that render today; the others are refused by the `parts` validator.
+AVAILABLE_PARTS = ["sl_neural"]
+
+
+def part_selections() -> list[list[str]]:
+    return [
+        list(combo)
+        for size in range(1, len(AVAILABLE_PARTS) + 1)
+        for combo in itertools.combinations(AVAILABLE_PARTS, size)
+    ]
+
+
+def every_variant() -> list[dict]:
+    """Every combination of answers the questions allow today."""
+    return [
+        {"parts": parts, "sweep": sweep, "license": license, "python_version": python}
+        for parts in part_selections()
+        for sweep in (False, True)
+        for license in choices("license")
+        for python in choices("python_version")
+    ]
+
+
+def variant_id(answers: dict) -> str:
+    return "-".join(
+        ["+".join(answers["parts"]), "sweep" if answers["sweep"] else "nosweep", answers["license"], answers["python_version"]]
+    )
+
+
+def run(command: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess:
+    """Run a command to completion, with a GPU lock of its own so parallel jobs don't queue."""
+    environment = {**os.environ, "GPU_LOCK_PATH": str(cwd / ".gpu.lock"), "WANDB_MODE": "disabled", **env}
+    return subprocess.run(command, cwd=cwd, env=environment, capture_output=True, text=True)
+
+
+@dataclass
+class Project:
+    dir: Path
+    python: str  # the interpreter of the venv the project is installed in
+
+
+@pytest.fixture(scope="session")
+def default_project(copie_session, tmp_path_factory) -> Project:
+    """The project `copier copy --defaults` renders, installed as its README says:
+    editable, into a virtual environment of its own."""
+    result = copie_session.copy()
+    assert result.exit_code == 0, result.exception
+    venv = tmp_path_factory.mktemp("venv")
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    # The new venv sees this environment's packages (torch, lightning ...) through a .pth file.
+    site = run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], venv).stdout.strip()
+    Path(site, "parent_env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    install = run([python, "-m", "pip", "install", "-q", "--no-deps", "-e", "."], result.project_dir)
+    assert install.returncode == 0, install.stderr
+    return Project(result.project_dir, python)
