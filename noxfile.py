@@ -61,9 +61,11 @@ def fmt(session: nox.Session) -> None:
     project = render(session, Path(tempfile.mkdtemp()) / "fmt")
     session.run("ruff", "check", "--fix", "--no-cache", "-q", str(project), success_codes=[0, 1])
     session.run("ruff", "format", "--no-cache", "-q", str(project))
-    for source in (ROOT / "template").rglob("*.py"):
+    for source in (ROOT / "template").rglob("*"):
         rendered = project / rendered_path(source.relative_to(ROOT / "template"))
-        if rendered.exists() and rendered.read_text() != source.read_text():
+        if rendered.suffix != ".py" or source.suffix == ".jinja" or not rendered.is_file():
+            continue
+        if rendered.read_text() != source.read_text():
             shutil.copyfile(rendered, source)
             session.log(f"formatted {source.relative_to(ROOT)}")
     for source in (ROOT / "template").rglob("*.py.jinja"):

@@ -33,8 +33,9 @@ class _Tee:
 
 
 @contextlib.contextmanager
-def tee_console(path: Path) -> Iterator[None]:
-    """Copy stdout, stderr and logging output into `path` until the block ends."""
+def tee_console(path: Path) -> Iterator[TextIO]:
+    """Copy stdout, stderr and logging output into `path` until the block ends;
+    yields the log file, for what belongs in the log but not on the terminal."""
     saved = sys.stdout, sys.stderr
     with open(path, "a", buffering=1, encoding="utf-8") as log_file:
         sys.stdout, sys.stderr = _Tee(saved[0], log_file), _Tee(saved[1], log_file)
@@ -43,7 +44,7 @@ def tee_console(path: Path) -> Iterator[None]:
         for handler, stream in handlers.items():
             handler.setStream(sys.stderr if stream is saved[1] else sys.stdout)
         try:
-            yield
+            yield log_file
         finally:
             for handler, stream in handlers.items():
                 handler.setStream(stream)

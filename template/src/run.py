@@ -15,6 +15,7 @@ import json
 import os
 import socket
 import sys
+import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -46,25 +47,28 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
     is_writer = rank_zero_only.rank == 0
     previous_env = os.environ.get(RUN_DIR_ENV)
     os.environ[RUN_DIR_ENV] = str(run_dir)  # for the DDP ranks Lightning starts
-    with contextlib.ExitStack() as stack:
-        if is_writer:
-            stack.enter_context(tee_console(run_dir / "console.log"))
+    console = tee_console(run_dir / "console.log") if is_writer else contextlib.nullcontext()
+    with console as log_file:
+        if log_file is not None:
             (run_dir / "config.json").write_text(cfg.to_json() + "\n")
             _write_status(run_dir, "running", resume_from)
-        print(f"run directory: {run_dir}" + (f" (resuming {resume_from.name})" if resume_from else ""))
-        if stopper := stop_requested(stop_file_paths(cfg.stop_file, run_dir)):
-            print(f"warning: {stopper} exists: this run will stop after its first epoch (delete it?)")
+            print(f"run directory: {run_dir}" + (f" (resuming {resume_from.name})" if resume_from else ""))
+            if stopper := stop_requested(stop_file_paths(cfg.stop_file, run_dir)):
+                print(f"warning: {stopper} exists: this run will stop after its first epoch (delete it?)")
         try:
             yield Run(run_dir, resume_from)
         except BaseException as error:
-            status = "interrupted" if isinstance(error, KeyboardInterrupt) else "failed"
-            if is_writer:
+            # Lightning turns Ctrl-C into SystemExit after saving what it can.
+            status = "interrupted" if isinstance(error, (KeyboardInterrupt, SystemExit)) else "failed"
+            if log_file is not None:
+                # The terminal gets the traceback when it propagates; the log gets it now.
+                log_file.write(traceback.format_exc())
                 _write_status(run_dir, status, resume_from, error=repr(error))
             if wandb.run is not None:
                 wandb.finish(exit_code=1)
             raise
         else:
-            if is_writer:
+            if log_file is not None:
                 _write_status(run_dir, "finished", resume_from)
         finally:
             if previous_env is None:
