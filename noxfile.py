@@ -13,7 +13,17 @@ ROOT = Path(__file__).parent
 CONSTRAINTS = ROOT / "template" / "constraints.txt"  # the one file that pins tested versions
 TOOLS = ["copier", "pytest-copie", "pytest", "ruff", "pyyaml"]
 # What a rendered project needs; versions come from the constraints file.
-PROJECT_DEPS = ["lightning", "torchmetrics", "wandb", "tyro", "numpy", "pandas", "pandera", "scikit-learn", "psutil"]
+PROJECT_DEPS = [
+    "lightning",
+    "torchmetrics",
+    "wandb",
+    "tyro",
+    "numpy",
+    "pandas",
+    "pandera",
+    "scikit-learn",
+    "psutil",
+]
 
 nox.options.sessions = ["lint", "tests"]
 nox.options.reuse_existing_virtualenvs = True

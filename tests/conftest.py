@@ -47,7 +47,12 @@ def every_variant() -> list[dict]:
 
 def variant_id(answers: dict) -> str:
     return "-".join(
-        ["+".join(answers["parts"]), "sweep" if answers["sweep"] else "nosweep", answers["license"], answers["python_version"]]
+        [
+            "+".join(answers["parts"]),
+            "sweep" if answers["sweep"] else "nosweep",
+            answers["license"],
+            answers["python_version"],
+        ]
     )
 
 
@@ -73,7 +78,9 @@ def default_project(copie_session, tmp_path_factory) -> Project:
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = str(venv / "bin" / "python")
     # The new venv sees this environment's packages (torch, lightning ...) through a .pth file.
-    site = run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], venv).stdout.strip()
+    site = run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], venv
+    ).stdout.strip()
     Path(site, "parent_env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     install = run([python, "-m", "pip", "install", "-q", "--no-deps", "-e", "."], result.project_dir)
     assert install.returncode == 0, install.stderr

@@ -13,7 +13,10 @@ pytestmark = [
 
 
 def test_rendered_gpu_tests_pass_in_bf16(default_project):
-    result = run([default_project.python, "-m", "pytest", "-m", "gpu", "-v", "-p", "no:cacheprovider"], default_project.dir)
+    result = run(
+        [default_project.python, "-m", "pytest", "-m", "gpu", "-v", "-p", "no:cacheprovider"],
+        default_project.dir,
+    )
     print(result.stdout[-3000:])
     assert result.returncode == 0, result.stdout[-5000:]
     assert "passed" in result.stdout and "skipped" not in result.stdout.split("short test summary")[-1]

@@ -9,6 +9,12 @@ import pytest
 import yaml
 from conftest import every_variant, run, variant_id
 
+SRC_MODULES = """
+    __init__ babysit checkpoints cli config console data_checks metrics_jsonl optim precision
+    project records run run_dir system_metrics trainer wandb_utils
+    utils/__init__ utils/gpu_lock utils/memory
+"""
+CALLBACKS = "__init__ batch_metrics epoch_summary rng_state run_info stop_file system_metrics timing tracking"
 SHARED_FILES = {
     ".copier-answers.yml",
     ".github/workflows/ci.yml",
@@ -23,22 +29,8 @@ SHARED_FILES = {
     "tests/conftest.py",
     "tests/test_config_cli.py",
     "tests/test_ops.py",
-    *(
-        f"src/{name}"
-        for name in (
-            "__init__.py", "babysit.py", "checkpoints.py", "cli.py", "config.py", "console.py",
-            "data_checks.py", "metrics_jsonl.py", "optim.py", "precision.py", "project.py",
-            "records.py", "run.py", "run_dir.py", "system_metrics.py", "trainer.py",
-            "wandb_utils.py", "utils/__init__.py", "utils/gpu_lock.py", "utils/memory.py",
-        )
-    ),
-    *(
-        f"src/callbacks/{name}.py"
-        for name in (
-            "__init__", "batch_metrics", "epoch_summary", "rng_state", "run_info",
-            "stop_file", "system_metrics", "timing", "tracking",
-        )
-    ),
+    *(f"src/{name}.py" for name in SRC_MODULES.split()),
+    *(f"src/callbacks/{name}.py" for name in CALLBACKS.split()),
 }
 PART_FILES = ("__init__.py", "config.py", "data.py", "model.py", "train.py")
 

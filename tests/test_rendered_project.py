@@ -25,7 +25,13 @@ def smoke(default_project):
 
 def test_smoke_run_leaves_its_outputs(smoke):  # OUT-1..4
     run_dir, _ = smoke
-    for name in ("config.json", "console.log", "metrics.jsonl", "checkpoints/best.ckpt", "checkpoints/last.ckpt"):
+    for name in (
+        "config.json",
+        "console.log",
+        "metrics.jsonl",
+        "checkpoints/best.ckpt",
+        "checkpoints/last.ckpt",
+    ):
         assert (run_dir / name).stat().st_size > 0, name
     events = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     keys = set().union(*events)
@@ -41,6 +47,8 @@ def test_script_form_of_the_command_works(default_project):
 
 
 def test_rendered_projects_own_suite_passes(default_project, smoke):
-    result = run([default_project.python, "-m", "pytest", "-q", "-p", "no:cacheprovider"], default_project.dir)
+    result = run(
+        [default_project.python, "-m", "pytest", "-q", "-p", "no:cacheprovider"], default_project.dir
+    )
     assert result.returncode == 0, result.stdout[-5000:]
     assert " passed" in result.stdout
