@@ -23,6 +23,7 @@ PROJECT_DEPS = [
     "pandera",
     "scikit-learn",
     "psutil",
+    "nvidia-ml-py",
 ]
 
 nox.options.sessions = ["lint", "tests"]

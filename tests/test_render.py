@@ -14,7 +14,10 @@ SRC_MODULES = """
     project records run run_dir system_metrics trainer wandb_utils
     utils/__init__ utils/gpu_lock utils/memory
 """
-CALLBACKS = "__init__ batch_metrics epoch_summary rng_state run_info stop_file system_metrics timing tracking"
+CALLBACKS = """
+    __init__ batch_metrics epoch_summary plateau_resume rng_state run_info stop_file
+    system_metrics timing tracking
+"""
 SHARED_FILES = {
     ".copier-answers.yml",
     ".github/workflows/ci.yml",

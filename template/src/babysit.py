@@ -5,10 +5,12 @@
 
 Checks: process health, hung process (no output for --stall-minutes), metric
 trend (non-finite values, epochs without improvement), GPU and system (memory,
-disk), checkpoint integrity (last.ckpt loads). A dead run that did not finish is
-restarted from its last checkpoint with --restart; problems are also recorded as
-issues/ files (OPS-4). Exit status: 0 when the run finished, 1 when the last
-check found a failure, 3 while the run is still going (one-shot mode).
+disk), checkpoint integrity (last.ckpt loads). With --restart, a run that was
+killed (its process vanished without recording an end) is started again from its
+last checkpoint; a run that failed with an error or was interrupted on purpose is
+reported, not restarted. Problems are also recorded in issues/ (OPS-4). Exit
+status: 0 when the run finished, 1 when the last check found a failure, 3 while
+the run is still going (one-shot mode).
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ import json
 import math
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -38,17 +41,30 @@ class Finding:
     level: str  # OK, WARN or FAIL
     message: str
     issue_type: str = ""  # set on failures that deserve an issues/ record
+    details: dict[str, str] = field(default_factory=dict)  # the issue type's fields
+    restartable: bool = False
 
 
-def check_process(run_dir: Path, record: dict) -> Finding:
-    status, pid = record.get("status"), record.get("pid")
+def check_process(run_dir: Path, record: dict, pending_restart: int | None) -> Finding:
+    status, pid, host = record.get("status"), record.get("pid"), record.get("host")
+    last = str(run_dir / "checkpoints" / "last.ckpt")
     if status == "finished":
         return Finding("process", "OK", "finished")
-    if status in ("failed", "interrupted"):
-        return Finding("process", "FAIL", f"{status}: {record.get('error', '')}", "crash")
+    if host and host != socket.gethostname():
+        return Finding("process", "WARN", f"runs on {host}: only its files are checked from here")
+    if status == "interrupted":
+        return Finding("process", "WARN", "interrupted on purpose (Ctrl-C or SIGTERM): not restarted")
+    if status == "failed":
+        details = {"exit_status": "failed", "last_checkpoint": last, "traceback": record.get("error", "")}
+        message = f"failed: {record.get('error', '')} (fix it, then --resume)"
+        return Finding("process", "FAIL", message, "crash", details)
     if pid and psutil.pid_exists(pid):
         return Finding("process", "OK", f"running as pid {pid}")
-    return Finding("process", "FAIL", f"pid {pid} is gone but the run never finished (killed?)", "crash")
+    if pending_restart:
+        return Finding("process", "OK", f"restarted as pid {pending_restart}, not yet running (GPU lock?)")
+    details = {"exit_status": "killed (no status recorded)", "last_checkpoint": last}
+    message = f"pid {pid} is gone but the run never finished (killed?)"
+    return Finding("process", "FAIL", message, "crash", details, restartable=True)
 
 
 def check_hung(run_dir: Path, stall_minutes: float) -> Finding:
@@ -56,18 +72,23 @@ def check_hung(run_dir: Path, stall_minutes: float) -> Finding:
     newest = max((p.stat().st_mtime for p in outputs if p.exists()), default=0.0)
     idle_minutes = (time.time() - newest) / 60
     if idle_minutes > stall_minutes:
-        return Finding("hung", "FAIL", f"no output for {idle_minutes:.0f} min", "hang")
+        last_output = datetime.fromtimestamp(newest).isoformat(timespec="seconds")
+        details = {"last_output_at": last_output}
+        return Finding("hung", "FAIL", f"no output for {idle_minutes:.0f} min", "hang", details)
     return Finding("hung", "OK", f"last output {idle_minutes:.1f} min ago")
 
 
 def check_metrics(run_dir: Path, monitor: str, patience: int) -> Finding:
     path = run_dir / "metrics.jsonl"
-    values = [e[monitor] for e in read_jsonl(path) if monitor in e] if path.exists() else []
-    if not values:
+    events = [e for e in read_jsonl(path) if monitor in e] if path.exists() else []
+    if not events:
         return Finding("metrics", "OK", f"no {monitor} yet")
-    if not all(math.isfinite(v) for v in values):
-        return Finding("metrics", "FAIL", f"{monitor} is not finite: {values[-1]}", "divergence")
-    best = min(values)
+    values = [e[monitor] for e in events]
+    if not math.isfinite(values[-1]):
+        details = {"metric": monitor, "epoch": str(events[-1].get("epoch", "")), "value": str(values[-1])}
+        return Finding("metrics", "FAIL", f"{monitor} is not finite: {values[-1]}", "divergence", details)
+    finite = [v for v in values if math.isfinite(v)]
+    best = min(finite)
     since_best = len(values) - 1 - values.index(best)
     level = "WARN" if since_best >= max(patience // 2, 1) else "OK"
     trend = f"{monitor} {values[-1]:.4g} (best {best:.4g}, {since_best} epoch(s) ago, {len(values)} epochs)"
@@ -89,62 +110,97 @@ def check_checkpoint(run_dir: Path) -> Finding:
     try:
         checkpoint = torch.load(last, map_location="cpu", weights_only=True, mmap=True)
     except Exception as error:  # noqa: BLE001 - any failure to load means a broken file
-        return Finding("checkpoint", "FAIL", f"last.ckpt does not load: {error}", "crash")
+        details = {"exit_status": "", "last_checkpoint": str(last), "traceback": repr(error)}
+        return Finding("checkpoint", "FAIL", f"last.ckpt does not load: {error}", "crash", details)
     age = (time.time() - last.stat().st_mtime) / 60
     return Finding(
         "checkpoint", "OK", f"last.ckpt loads (epoch {checkpoint.get('epoch')}, {age:.0f} min old)"
     )
 
 
-def restart(run_dir: Path, record: dict, log_dir: Path) -> str:
-    """Start the run's own command again, detached, resuming from its last checkpoint."""
-    if not (run_dir / "checkpoints" / "last.ckpt").exists():
-        return "not restarted: no last.ckpt to resume from"
-    log = log_dir / f"{run_dir.name}_restart_{datetime.now():%Y%m%d_%H%M%S}.txt"
-    command = [*record["command"], "--resume", str(run_dir.resolve())]
-    with open(log, "w") as output:
-        subprocess.Popen(
-            command,
-            cwd=record.get("cwd"),
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # outlives the babysitter, like nohup (OPS-2)
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-    return f"restarted from last.ckpt; output in {log}"
+class Babysitter:
+    """Checks one run; remembers its restarts in logs/babysit_<run>.json."""
 
+    def __init__(self, run_dir: Path, args: argparse.Namespace) -> None:
+        self.run_dir = run_dir
+        self.args = args
+        self.log_dir = Path(args.log_dir)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path = self.log_dir / f"babysit_{run_dir.name}.log"
+        self.state_path = self.log_dir / f"babysit_{run_dir.name}.json"
 
-def babysit_once(run_dir: Path, args: argparse.Namespace) -> list[Finding]:
-    record = json.loads((run_dir / "run.json").read_text())
-    config = json.loads((run_dir / "config.json").read_text())
-    findings = [check_process(run_dir, record)]
-    if record.get("status") == "running":
-        findings.append(check_hung(run_dir, args.stall_minutes))
-    findings += [
-        check_metrics(run_dir, args.monitor, config.get("patience", 10)),
-        check_system(run_dir),
-        check_checkpoint(run_dir),
-    ]
-    log_dir = Path(args.log_dir)
-    for finding in findings:
-        _log(log_dir, run_dir, f"{finding.level:<4} {finding.check:<10} {finding.message}")
-        if finding.issue_type:
-            _record_issue(run_dir, finding)
-    dead = findings[0].level == "FAIL"
-    if dead and args.restart:
-        restarts = _count_restarts(log_dir, run_dir)
-        if restarts < args.max_restarts:
-            _log(log_dir, run_dir, f"ACT  restart    {restart(run_dir, record, log_dir)}")
-        else:
-            _log(log_dir, run_dir, f"ACT  restart    not restarted: {restarts} restarts already")
-    return findings
+    def check(self) -> list[Finding]:
+        record = json.loads((self.run_dir / "run.json").read_text())
+        config = json.loads((self.run_dir / "config.json").read_text())
+        findings = [check_process(self.run_dir, record, self._pending_restart(record))]
+        if record.get("status") == "running":
+            findings.append(check_hung(self.run_dir, self.args.stall_minutes))
+        findings += [
+            check_metrics(self.run_dir, self.args.monitor, config.get("patience", 10)),
+            check_system(self.run_dir),
+            check_checkpoint(self.run_dir),
+        ]
+        for finding in findings:
+            self._log(f"{finding.level:<4} {finding.check:<10} {finding.message}")
+            if finding.issue_type:
+                self._record_issue(finding, record.get("pid"))
+        if findings[0].restartable and self.args.restart:
+            self._log(f"ACT  restart    {self._restart(record)}")
+        return findings
+
+    def _restart(self, record: dict) -> str:
+        """Start the run's own command again, detached, resuming from its last checkpoint."""
+        restarts = self._state().get("restarts", [])
+        if len(restarts) >= self.args.max_restarts:
+            return f"not restarted: {len(restarts)} restarts already (--max-restarts)"
+        if not (self.run_dir / "checkpoints" / "last.ckpt").exists():
+            return "not restarted: no last.ckpt to resume from"
+        output = self.log_dir / f"{self.run_dir.name}_restart_{datetime.now():%Y%m%d_%H%M%S}.txt"
+        command = [*record["command"], "--resume", str(self.run_dir.resolve())]
+        with open(output, "w") as log:
+            process = subprocess.Popen(
+                command,
+                cwd=record.get("cwd"),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # outlives the babysitter, like nohup (OPS-2)
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+        restarts.append({"pid": process.pid, "at": datetime.now().isoformat(timespec="seconds")})
+        self.state_path.write_text(json.dumps({"restarts": restarts}, indent=2))
+        return f"restarted from last.ckpt as pid {process.pid}; output in {output}"
+
+    def _pending_restart(self, record: dict) -> int | None:
+        """A restart of ours that is alive but has not taken over run.json yet."""
+        restarts = self._state().get("restarts", [])
+        if restarts and restarts[-1]["pid"] != record.get("pid") and psutil.pid_exists(restarts[-1]["pid"]):
+            return restarts[-1]["pid"]
+        return None
+
+    def _state(self) -> dict:
+        return json.loads(self.state_path.read_text()) if self.state_path.exists() else {}
+
+    def _log(self, line: str) -> None:
+        # Appended and flushed per finding: a babysitter killed mid-check loses nothing.
+        with open(self.log_path, "a") as log:
+            log.write(f"{datetime.now():%Y-%m-%d %H:%M:%S} {line}\n")
+        print(line, flush=True)
+
+    def _record_issue(self, finding: Finding, pid: int | None) -> None:
+        marker = self.run_dir / f".issue_{finding.check}_{pid}"  # once per problem and process
+        if marker.exists():
+            return
+        title = f"{self.run_dir.name} {finding.check}: {finding.message[:60]}"
+        path = new_issue(Path.cwd(), title, finding.issue_type, str(self.run_dir), **finding.details)
+        marker.write_text(str(path))
+        self._log(f"ACT  issue      recorded {path}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m src.babysit", description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("--every", type=float, default=0, help="seconds between checks; 0: check once")
-    parser.add_argument("--restart", action="store_true", help="restart a dead run from last.ckpt")
+    parser.add_argument("--restart", action="store_true", help="restart a killed run from last.ckpt")
     parser.add_argument("--max-restarts", type=int, default=3)
     parser.add_argument("--stall-minutes", type=float, default=30.0)
     parser.add_argument("--monitor", default="val_loss")
@@ -152,9 +208,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not (args.run_dir / "run.json").is_file():
         parser.error(f"{args.run_dir} is not a run directory (it has no run.json)")
-    Path(args.log_dir).mkdir(parents=True, exist_ok=True)
+    babysitter = Babysitter(args.run_dir, args)
     while True:
-        findings = babysit_once(args.run_dir, args)
+        findings = babysitter.check()
         finished = findings[0].message == "finished"
         if finished or not args.every:
             return 0 if finished else 1 if any(f.level == "FAIL" for f in findings) else 3
@@ -166,38 +222,13 @@ def _gpu_readings() -> list[str]:
         return []
     query = "--query-gpu=index,utilization.gpu,memory.used,memory.total,temperature.gpu"
     result = subprocess.run(
-        ["nvidia-smi", query, "--format=csv,noheader,nounits"], capture_output=True, text=True
+        ["nvidia-smi", query, "--format=csv,noheader,nounits"], capture_output=True, text=True, check=False
     )
     readings = []
     for line in result.stdout.strip().splitlines():
         index, util, used, total, temperature = (x.strip() for x in line.split(","))
         readings.append(f"GPU{index} {util}% {used}/{total} MiB {temperature}C")
     return readings
-
-
-def _log(log_dir: Path, run_dir: Path, line: str) -> None:
-    # Appended and flushed per finding: a babysitter killed mid-check loses nothing.
-    with open(log_dir / f"babysit_{run_dir.name}.log", "a") as log:
-        log.write(f"{datetime.now():%Y-%m-%d %H:%M:%S} {line}\n")
-    print(line, flush=True)
-
-
-def _record_issue(run_dir: Path, finding: Finding) -> None:
-    marker = run_dir / f".issue_{finding.check}"  # one record per problem and run
-    if marker.exists():
-        return
-    path = new_issue(
-        Path.cwd(),
-        f"{run_dir.name} {finding.check}: {finding.message[:60]}",
-        finding.issue_type,
-        str(run_dir),
-    )
-    marker.write_text(str(path))
-
-
-def _count_restarts(log_dir: Path, run_dir: Path) -> int:
-    log = log_dir / f"babysit_{run_dir.name}.log"
-    return log.read_text().count("restarted from last.ckpt") if log.exists() else 0
 
 
 if __name__ == "__main__":

@@ -6,10 +6,13 @@ from pathlib import Path
 
 import lightning as L
 import torch
+from lightning.pytorch.utilities import rank_zero_only
 
 
+@rank_zero_only
 def save_module(module: L.LightningModule, path: Path) -> Path:
-    """Weights and constructor arguments only: small, and loadable with weights_only=True."""
+    """Weights and constructor arguments only: small, and loadable with weights_only=True.
+    Written by rank zero only (DDP-1); other ranks get None."""
     torch.save({"hyper_parameters": dict(module.hparams), "state_dict": module.state_dict()}, path)
     return path
 

@@ -21,7 +21,7 @@ from typing import NoReturn
 
 import tyro
 
-from src.config import BaseConfig
+from src.config import BaseConfig, ConfigError
 from src.data_checks import DataValidationError
 from src.run_dir import find_latest_run, resolve_checkpoint
 
@@ -30,7 +30,7 @@ Run options (everything else is a config field, see below):
   --config NAME   one of: {names} (default: {default})
   --resume PATH   continue a run: its run directory or a .ckpt file; the run's
                   config.json is the starting point and flags still override it
-  --resume auto   continue the newest run of this config name, or start afresh
+  --resume auto   continue the newest unfinished run of this config name, or start afresh
 """
 
 
@@ -40,7 +40,7 @@ def parse_cli(
     """Parse the command line into a config and the checkpoint to resume from (if any)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     default_name = next(iter(configs))
-    pre = argparse.ArgumentParser(add_help=False)
+    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     pre.add_argument("--config", default=default_name)
     pre.add_argument("--resume", default=None)
     run_args, field_args = pre.parse_known_args(argv)
@@ -52,27 +52,36 @@ def parse_cli(
     config_cls = configs[run_args.config]
     _reject_unknown_flags(config_cls, field_args, prog)
 
-    cfg = tyro.cli(config_cls, default=config_cls(), args=field_args, prog=prog)
+    cfg = _checked(tyro.cli(config_cls, default=config_cls(), args=field_args, prog=prog))
     if run_args.resume is None:
         return cfg, None
 
     checkpoint = _checkpoint_to_resume(cfg, run_args.resume)
     if checkpoint is None:
-        print(f"--resume auto: no earlier '{cfg.name}' run in {cfg.output.base_dir}/, starting afresh")
+        print(f"--resume auto: no unfinished '{cfg.name}' run in {cfg.output.base_dir}/, starting afresh")
         return cfg, None
     # The resumed run keeps its own config; flags given now still win (e.g. a longer budget).
     saved_json = (checkpoint.parent.parent / "config.json").read_text()
     saved = config_cls.from_dict(json.loads(saved_json))
-    return tyro.cli(config_cls, default=saved, args=field_args, prog=prog), checkpoint
+    return _checked(tyro.cli(config_cls, default=saved, args=field_args, prog=prog)), checkpoint
 
 
 @contextlib.contextmanager
 def exit_on_bad_input() -> Iterator[None]:
-    """DATA-1 errors end the command with status 2 and the message, not a traceback."""
+    """Bad data (DATA-1) or config values end the command with status 2 and the
+    message, not a traceback."""
     try:
         yield
-    except DataValidationError as error:
+    except (DataValidationError, ConfigError) as error:
         _fail(str(error))
+
+
+def _checked(cfg: BaseConfig) -> BaseConfig:
+    try:
+        cfg.validate()
+    except ConfigError as error:
+        _fail(str(error))
+    return cfg
 
 
 def _checkpoint_to_resume(cfg: BaseConfig, resume: str) -> Path | None:
@@ -90,7 +99,7 @@ def _checkpoint_to_resume(cfg: BaseConfig, resume: str) -> Path | None:
 
 def _reject_unknown_flags(config_cls: type, args: Sequence[str], prog: str | None) -> None:
     valid = sorted(_flags(config_cls))
-    spellings = {f.replace("-", "_") for f in valid} | set(valid)
+    spellings = {"--" + flag[2:].replace("-", "_") for flag in valid} | set(valid)
     unknown = [a for a in args if a.startswith("--") and a.split("=")[0] not in spellings | {"--help"}]
     if unknown:
         _fail(

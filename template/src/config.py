@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -16,6 +17,10 @@ from typing import Any, Literal, Self
 from src.project import PROJECT_SLUG, WANDB_ENTITY
 
 WandbMode = Literal["auto", "online", "offline", "disabled"]
+
+
+class ConfigError(ValueError):
+    """A config value is out of its valid range; the message lists every such field."""
 
 
 @dataclass
@@ -31,7 +36,7 @@ class BaseConfig:
 
     name: str = "baseline"
     seed: int = 42
-    # CFG-4: every run ends within this budget, checkpoint and final evaluation included.
+    # CFG-4: training stops within this budget (checkpoints kept); the final test follows.
     max_wall_clock_hours: float = 24.0
     output: OutputConfig = field(default_factory=OutputConfig)
     # CB-4: a file at this path (relative to the working directory) stops the run after
@@ -41,6 +46,22 @@ class BaseConfig:
     wandb_mode: WandbMode = "auto"
     wandb_project: str = PROJECT_SLUG
     wandb_entity: str = WANDB_ENTITY
+
+    def problems(self) -> list[str]:
+        """What is wrong with these values (CFG-3); empty when they can run.
+        Each level of the hierarchy adds the checks of its own fields."""
+        found = []
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", self.name):
+            found.append(
+                f"name {self.name!r}: use letters, digits, '_', '.' and '-' (it names the run directory)"
+            )
+        if self.max_wall_clock_hours <= 0:
+            found.append(f"max_wall_clock_hours {self.max_wall_clock_hours}: must be positive")
+        return found
+
+    def validate(self) -> None:
+        if found := self.problems():
+            raise ConfigError(f"config '{self.name}' cannot run:\n  " + "\n  ".join(found))
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready snapshot of every field (CFG-2)."""
@@ -86,6 +107,23 @@ class LightningConfig(BaseConfig):
     strategy: str = "auto"
     log_every_n_steps: int = 10
 
+    def problems(self) -> list[str]:
+        return [
+            *super().problems(),
+            *_at_least(
+                self,
+                num_epochs=1,
+                patience=0,
+                batch_size=1,
+                learning_rate=0,
+                weight_decay=0,
+                gradient_accumulation_steps=1,
+                gradient_clip_val=0,
+                num_nodes=1,
+                log_every_n_steps=1,
+            ),
+        ]
+
 
 @dataclass
 class SLNeuralConfig(LightningConfig):
@@ -96,6 +134,10 @@ class SLNeuralConfig(LightningConfig):
     test_fraction: float = 0.15
     # The train/val/test split has its own seed, so changing `seed` keeps the split.
     split_seed: int = 0
+
+    def problems(self) -> list[str]:
+        found = [*super().problems(), *_at_least(self, num_workers=0)]
+        return found + _split_problems(self.val_fraction, self.test_fraction)
 
 
 @dataclass
@@ -109,6 +151,10 @@ class SLTreeConfig(BaseConfig):
     test_fraction: float = 0.15
     split_seed: int = 0
 
+    def problems(self) -> list[str]:
+        found = [*super().problems(), *_at_least(self, num_boost_round=1, early_stopping_rounds=1)]
+        return found + _split_problems(self.val_fraction, self.test_fraction)
+
 
 @dataclass
 class RLConfig(LightningConfig):
@@ -117,6 +163,29 @@ class RLConfig(LightningConfig):
     num_envs: int = 4  # RL-1
     frames_per_batch: int = 1024
     gamma: float = 0.99
+
+    def problems(self) -> list[str]:
+        found = [*super().problems(), *_at_least(self, num_envs=1, frames_per_batch=1)]
+        if not 0 < self.gamma <= 1:
+            found.append(f"gamma {self.gamma}: must be in (0, 1]")
+        return found
+
+
+def _at_least(config: object, **minimums: float) -> list[str]:
+    return [
+        f"{name} {getattr(config, name)}: must be at least {minimum}"
+        for name, minimum in minimums.items()
+        if getattr(config, name) < minimum
+    ]
+
+
+def _split_problems(val_fraction: float, test_fraction: float) -> list[str]:
+    if val_fraction > 0 and test_fraction > 0 and val_fraction + test_fraction < 1:
+        return []
+    return [
+        f"val_fraction {val_fraction} and test_fraction {test_fraction}: "
+        "each must be positive and together less than 1 (the rest trains)"
+    ]
 
 
 def _build(cls: type, data: dict[str, Any]) -> Any:

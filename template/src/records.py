@@ -103,6 +103,13 @@ def main(argv: list[str] | None = None) -> None:
     issue.add_argument("title")
     issue.add_argument("--type", required=True, choices=list(ISSUE_FIELDS), dest="issue_type")
     issue.add_argument("--run", default="", help="the run directory it happened in")
+    issue.add_argument(
+        "--field",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a field of the issue's type, e.g. --field metric=val_loss (repeatable)",
+    )
     commands.add_parser("list", help="every record with its type and status")
     args = parser.parse_args(argv)
 
@@ -110,7 +117,12 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "experiment":
         print(new_experiment(root, args.title, args.hypothesis, args.configs))
     elif args.command == "issue":
-        print(new_issue(root, args.title, args.issue_type, args.run))
+        fields = dict(item.split("=", 1) for item in args.field if "=" in item)
+        unknown = sorted(set(fields) - set(ISSUE_FIELDS[args.issue_type]))
+        if unknown or len(fields) != len(args.field):
+            valid = ", ".join(ISSUE_FIELDS[args.issue_type])
+            parser.error(f"--field takes NAME=VALUE with NAME one of: {valid} (got {', '.join(args.field)})")
+        print(new_issue(root, args.title, args.issue_type, args.run, **fields))
     else:
         for record in list_records(root):
             print(f"{record.get('status', '?'):<14} {record.get('type', '?'):<12} {record['file']}")

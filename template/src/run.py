@@ -39,6 +39,7 @@ class Run:
 
 @contextlib.contextmanager
 def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]:
+    cfg.validate()  # raises ConfigError before any directory exists
     run_dir = (
         inherited_run_dir()
         or (resume_from.parent.parent if resume_from else None)

@@ -3,6 +3,7 @@ finding the checkpoint a run resumes from (RES-1)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from datetime import datetime
@@ -28,12 +29,12 @@ def create_run_dir(base_dir: Path, name: str) -> Path:
 
 
 def find_latest_run(base_dir: Path, name: str) -> Path | None:
-    """The newest run directory of config `name` that has a last.ckpt, if any."""
+    """The newest unfinished run of config `name` that has a last.ckpt, if any."""
     pattern = re.compile(re.escape(name) + r"_(\d{8}_\d{6})(?:_(\d+))?")
     runs = []
     for path in base_dir.glob(f"{name}_*"):
         match = pattern.fullmatch(path.name)
-        if match and (path / "checkpoints" / "last.ckpt").is_file():
+        if match and (path / "checkpoints" / "last.ckpt").is_file() and not _finished(path):
             runs.append(((match[1], int(match[2] or 1)), path))
     return max(runs)[1] if runs else None
 
@@ -50,6 +51,11 @@ def resolve_checkpoint(path: Path) -> Path:
             return last
         raise FileNotFoundError(f"{path} has no checkpoints/last.ckpt (no epoch finished yet)")
     raise FileNotFoundError(f"{path} does not exist")
+
+
+def _finished(run_dir: Path) -> bool:
+    status = run_dir / "run.json"
+    return status.is_file() and json.loads(status.read_text()).get("status") == "finished"
 
 
 def inherited_run_dir() -> Path | None:

@@ -25,7 +25,7 @@ def collect_system_metrics() -> dict[str, float]:
             "system/gpu_memory_reserved_gb": torch.cuda.memory_reserved() / GIB,
             "system/gpu_max_memory_allocated_gb": torch.cuda.max_memory_allocated() / GIB,
         }
-        # Needs the NVIDIA management library (pynvml); a missing reading never fails a run.
+        # Read through pynvml (nvidia-ml-py); a missing reading never fails a run.
         with contextlib.suppress(Exception):
             metrics["system/gpu_utilization_percent"] = float(torch.cuda.utilization())
     return metrics

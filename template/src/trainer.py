@@ -23,6 +23,7 @@ from lightning.pytorch.utilities import rank_zero_info
 from src.callbacks import (
     BatchMetricsCallback,
     EpochSummaryCallback,
+    PlateauResumeCallback,
     RngStateCallback,
     RunInfoCallback,
     StopFileCallback,
@@ -37,6 +38,8 @@ from src.precision import choose_precision
 
 # Raised inside Lightning 2.6 by newer torch on every run; nothing in this project to act on.
 warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)")
+# By design: the first ModelCheckpoint (best.ckpt) is the one test(ckpt_path="best") uses.
+warnings.filterwarnings("ignore", message=r".*multiple `ModelCheckpoint` callbacks")
 
 
 def build_callbacks(
@@ -44,15 +47,18 @@ def build_callbacks(
 ) -> list[L.Callback]:
     callbacks: list[L.Callback] = [
         EarlyStopping(monitor=monitor, patience=cfg.patience, mode=mode, min_delta=cfg.min_delta),  # CB-1
-        ModelCheckpoint(  # CB-2, OUT-3: checkpoints/best.ckpt and checkpoints/last.ckpt
+        # CB-2, OUT-3: checkpoints/best.ckpt (lowest val_loss) and checkpoints/last.ckpt.
+        # Two callbacks, because Lightning 2.6's save_last=True rewrites last.ckpt only
+        # when the best improves; this second one rewrites it after every validation.
+        ModelCheckpoint(
             dirpath=run_dir / "checkpoints",
             filename="best",
             monitor=monitor,
             mode=mode,
             save_top_k=1,
-            save_last=True,
             enable_version_counter=False,
         ),
+        ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="last", enable_version_counter=False),
         LearningRateMonitor(logging_interval="epoch"),  # CB-3
         StopFileCallback(stop_file_paths(cfg.stop_file, run_dir)),  # CB-4
         Timer(duration=timedelta(hours=cfg.max_wall_clock_hours), interval="step"),  # CFG-4
@@ -62,6 +68,7 @@ def build_callbacks(
         SystemMetricsCallback(),  # LOG-4
         RunInfoCallback(),  # LOG-5
         RngStateCallback(),  # RES-1
+        PlateauResumeCallback(),  # RES-1
         EpochSummaryCallback(),
     ]
     if cfg.find_batch_size:

@@ -69,9 +69,10 @@ def create_wandb_logger(cfg: BaseConfig, run_dir: Path) -> WandbLogger | None:
     )
 
 
-def log_model_artifact(path: Path, name: str, metadata: dict[str, Any] | None = None) -> bool:
-    """LOG-6: log the trained model once, at the end of the run. False when W&B is off."""
-    if wandb.run is None:
+def log_model_artifact(path: Path | None, name: str, metadata: dict[str, Any] | None = None) -> bool:
+    """LOG-6: log the trained model once, at the end of the run. False when W&B is off
+    (or on a DDP rank other than zero)."""
+    if wandb.run is None or path is None:
         return False
     artifact = wandb.Artifact(re.sub(r"[^A-Za-z0-9_.-]", "-", name), type="model", metadata=metadata)
     artifact.add_file(str(path))

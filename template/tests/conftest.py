@@ -35,4 +35,10 @@ def part_module(kind: str, module: str) -> ModuleType:
     return importlib.import_module(f"{PARTS[kind]}.{module}")
 
 
-gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+slow = pytest.mark.slow  # trains or starts Python processes: deselect with -m "not slow"
+
+
+def gpu(test):
+    """Mark a test `gpu` (select with -m gpu) and skip it where CUDA is missing."""
+    needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+    return pytest.mark.gpu(needs_cuda(test))

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import PARTS, ROOT, part_module
+from conftest import PARTS, ROOT, part_module, slow
 
 from src.cli import parse_cli
 
@@ -40,17 +40,36 @@ def test_cli_flags_override_the_config_class(kind):
         (["--no-such-field", "1"], "valid options:"),
         (["--seed", "not-a-number"], "--seed"),
         (["--resume", "no/such/run"], "does not exist"),
+        (["--max-wall-clock-hours", "0"], "max_wall_clock_hours 0.0: must be positive"),
+        (["--name", "a/b"], "name 'a/b'"),
     ],
 )
-def test_bad_command_lines_exit_2_with_a_message_and_no_run_dir(kind, args, message, tmp_path):
+def test_bad_command_lines_are_refused_with_what_is_valid(kind, args, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        parse_cli(part_module(kind, "config").CONFIGS, args)
+    assert exit_info.value.code == 2
+    output = capsys.readouterr()
+    assert message in output.err + output.out
+
+
+@pytest.mark.parametrize("kind", sorted(PARTS))
+def test_underscore_spellings_of_flags_are_accepted(kind):
+    cfg, _ = parse_cli(
+        part_module(kind, "config").CONFIGS, ["--max_wall_clock_hours", "2", "--output.base_dir", "x"]
+    )
+    assert (cfg.max_wall_clock_hours, cfg.output.base_dir) == (2, "x")
+
+
+@slow
+@pytest.mark.parametrize("kind", sorted(PARTS))
+def test_a_bad_command_line_exits_2_without_traceback_or_run_dir(kind, tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", f"{PARTS[kind]}.train", *args],
+        [sys.executable, "-m", f"{PARTS[kind]}.train", "--config", "smoke", "--seed", "x"],
         cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True,
         text=True,
     )
     assert result.returncode == 2, result.stderr
-    assert message in result.stderr + result.stdout
-    assert "Traceback" not in result.stderr
+    assert "--seed" in result.stderr + result.stdout and "Traceback" not in result.stderr
     assert not (tmp_path / "output").exists()

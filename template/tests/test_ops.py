@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -42,16 +43,18 @@ def test_gpu_lock_makes_a_second_job_wait(tmp_path):  # OPS-1
     assert holder.returncode == 0
 
 
-def make_run(tmp_path, status="running", pid=None, val_losses=(1.0, 0.8, 0.7)):
+def make_run(tmp_path, status="running", pid=None, val_losses=(1.0, 0.8, 0.7), linger=0.0):
+    """A run directory as a run leaves it; its command writes its arguments to `marker`."""
     run_dir = tmp_path / "output" / "baseline_20260101_120000"
     (run_dir / "checkpoints").mkdir(parents=True)
     (run_dir / "config.json").write_text(json.dumps({"name": "baseline", "patience": 10}))
     marker = tmp_path / "restarted"
-    command = [sys.executable, "-c", f"open({str(marker)!r}, 'w').write(' '.join(__import__('sys').argv))"]
+    script = f"import sys, time; open({str(marker)!r}, 'w').write(' '.join(sys.argv)); time.sleep({linger})"
     run = {
         "status": status,
         "pid": pid or os.getpid(),
-        "command": command,
+        "host": socket.gethostname(),
+        "command": [sys.executable, "-c", script],
         "cwd": str(tmp_path),
         "history": [],
     }
@@ -62,21 +65,34 @@ def make_run(tmp_path, status="running", pid=None, val_losses=(1.0, 0.8, 0.7)):
     return run_dir, marker
 
 
-def babysit_args(tmp_path, **overrides):
+def babysitter(tmp_path, run_dir, **overrides):
     defaults = {
         "stall_minutes": 30.0,
         "monitor": "val_loss",
         "log_dir": str(tmp_path / "logs"),
         "restart": False,
     }
-    (tmp_path / "logs").mkdir(exist_ok=True)
-    return SimpleNamespace(max_restarts=3, **{**defaults, **overrides})
+    return babysit.Babysitter(run_dir, SimpleNamespace(max_restarts=3, **{**defaults, **overrides}))
+
+
+def dead_pid():
+    finished = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    return int(finished.stdout)
+
+
+def wait_for(path, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not (path.exists() and path.read_text()):
+        time.sleep(0.1)
+    return path.read_text() if path.exists() else ""
 
 
 def test_babysitter_reports_a_healthy_run(tmp_path, monkeypatch):  # OPS-3
     monkeypatch.chdir(tmp_path)
     run_dir, _ = make_run(tmp_path)
-    findings = babysit.babysit_once(run_dir, babysit_args(tmp_path))
+    findings = babysitter(tmp_path, run_dir).check()
     assert [f.check for f in findings] == ["process", "hung", "metrics", "system", "checkpoint"]
     assert all(f.level == "OK" for f in findings), findings
     log = (tmp_path / "logs" / f"babysit_{run_dir.name}.log").read_text()
@@ -84,21 +100,31 @@ def test_babysitter_reports_a_healthy_run(tmp_path, monkeypatch):  # OPS-3
     assert not (tmp_path / "issues").exists()
 
 
-def test_babysitter_restarts_a_dead_run_and_files_an_issue(tmp_path, monkeypatch):  # OPS-3, OPS-4
+def test_babysitter_restarts_a_killed_run_once_and_files_an_issue(tmp_path, monkeypatch):  # OPS-3, OPS-4
     monkeypatch.chdir(tmp_path)
-    finished = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
-    )
-    run_dir, marker = make_run(tmp_path, pid=int(finished.stdout))
-    findings = babysit.babysit_once(run_dir, babysit_args(tmp_path, restart=True))
+    run_dir, marker = make_run(tmp_path, pid=dead_pid(), linger=5)
+    sitter = babysitter(tmp_path, run_dir, restart=True)
+    findings = sitter.check()
     assert findings[0].level == "FAIL" and "never finished" in findings[0].message
-    for _ in range(100):
-        if marker.exists() and marker.read_text():
-            break
-        time.sleep(0.1)
-    assert marker.read_text().endswith(f"--resume {run_dir.resolve()}")
+    assert wait_for(marker).endswith(f"--resume {run_dir.resolve()}")
+    # The restarted job has not taken over run.json yet (queued on the GPU lock, say).
+    assert sitter.check()[0].message.startswith("restarted as pid")
+    assert len(json.loads(sitter.state_path.read_text())["restarts"]) == 1
     (issue,) = (tmp_path / "issues").glob("*.md")
-    assert 'type: "crash"' in issue.read_text() and 'status: "open"' in issue.read_text()
+    text = issue.read_text()
+    assert 'type: "crash"' in text and 'status: "open"' in text and "last.ckpt" in text
+
+
+@pytest.mark.parametrize("status", ["failed", "interrupted"])
+def test_babysitter_does_not_restart_a_run_that_ended_on_purpose_or_with_an_error(
+    tmp_path, monkeypatch, status
+):
+    monkeypatch.chdir(tmp_path)
+    run_dir, marker = make_run(tmp_path, status=status, pid=dead_pid())
+    findings = babysitter(tmp_path, run_dir, restart=True).check()
+    assert findings[0].level == ("FAIL" if status == "failed" else "WARN")
+    log = (tmp_path / "logs" / f"babysit_{run_dir.name}.log").read_text()
+    assert not marker.exists() and "ACT  restart" not in log
 
 
 @pytest.mark.parametrize(
@@ -113,7 +139,7 @@ def test_babysitter_fails_what_is_broken(tmp_path, monkeypatch, breakage, check)
     monkeypatch.chdir(tmp_path)
     run_dir, _ = make_run(tmp_path)
     breakage(run_dir)
-    findings = {f.check: f for f in babysit.babysit_once(run_dir, babysit_args(tmp_path))}
+    findings = {f.check: f for f in babysitter(tmp_path, run_dir).check()}
     assert findings[check].level == "FAIL", findings[check]
 
 
@@ -126,6 +152,18 @@ def test_records_carry_type_status_and_their_own_fields(tmp_path):  # OPS-4
     assert listed == {("experiment", "planned"), ("divergence", "open")}
     with pytest.raises(ValueError, match="valid types: crash"):
         records.new_issue(tmp_path, "x", "oops")
+
+
+def test_records_command_line_fills_type_fields(tmp_path, monkeypatch, capsys):  # OPS-4
+    monkeypatch.chdir(tmp_path)
+    records.main(
+        ["issue", "NaN loss", "--type", "divergence", "--field", "metric=val_loss", "--field", "epoch=12"]
+    )
+    (issue,) = (tmp_path / "issues").glob("*.md")
+    assert 'metric: "val_loss"' in issue.read_text() and 'epoch: "12"' in issue.read_text()
+    with pytest.raises(SystemExit):
+        records.main(["issue", "x", "--type", "divergence", "--field", "colour=red"])
+    assert "NAME one of: metric, epoch, value" in capsys.readouterr().err
 
 
 def test_detach_script_starts_an_unbuffered_background_job(tmp_path):  # OPS-2

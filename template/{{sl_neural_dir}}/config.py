@@ -30,6 +30,20 @@ class DigitsConfig(SLNeuralConfig):
     lr_factor: float = 0.5
     lr_patience: int = 5
 
+    def problems(self) -> list[str]:
+        found = super().problems()
+        if self.num_features < 1 or self.num_classes < 2:
+            found.append(
+                f"num_features {self.num_features}, num_classes {self.num_classes}: need >= 1 and >= 2"
+            )
+        if not self.feature_range[0] < self.feature_range[1]:
+            found.append(f"feature_range {self.feature_range}: the low end must be below the high end")
+        if not self.hidden_sizes or min(self.hidden_sizes) < 1:
+            found.append(f"hidden_sizes {self.hidden_sizes}: give one or more positive layer widths")
+        if not 0 <= self.dropout < 1 or not 0 < self.lr_factor < 1:
+            found.append(f"dropout {self.dropout}, lr_factor {self.lr_factor}: must be in [0, 1) and (0, 1)")
+        return found
+
 
 @dataclass
 class Wide(DigitsConfig):

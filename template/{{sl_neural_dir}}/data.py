@@ -17,7 +17,7 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 from torch.utils.data import DataLoader, TensorDataset
 
-from src.data_checks import finite, validate_table
+from src.data_checks import DataValidationError, finite, validate_table
 
 from .config import DigitsConfig
 
@@ -27,7 +27,12 @@ def load_table(cfg: DigitsConfig) -> pd.DataFrame:
     if not cfg.data_path:
         return load_digits(as_frame=True).frame  # ships with scikit-learn: no download
     path = Path(cfg.data_path)
-    return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    if not path.is_file():
+        raise DataValidationError(f"--data-path {path}: no such file")
+    try:
+        return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    except (ValueError, OSError) as error:  # empty or unreadable files included
+        raise DataValidationError(f"--data-path {path}: cannot read it as a table ({error})") from None
 
 
 def table_schema(cfg: DigitsConfig, columns: list[str]) -> pa.DataFrameSchema:
@@ -38,7 +43,8 @@ def table_schema(cfg: DigitsConfig, columns: list[str]) -> pa.DataFrameSchema:
     return pa.DataFrameSchema(
         {
             **features,
-            cfg.label_column: pa.Column(int, pa.Check.isin(range(cfg.num_classes)), coerce=True),
+            # No coercion: a float label such as 3.5 is an error, not a silent 3.
+            cfg.label_column: pa.Column(int, pa.Check.isin(range(cfg.num_classes))),
         },
         checks=pa.Check(
             lambda table: table.shape[1] - 1 == cfg.num_features,
@@ -63,17 +69,7 @@ class DigitsDataModule(L.LightningDataModule):
         table = self._load_valid_table()
         features = table.drop(columns=self.cfg.label_column).to_numpy(dtype=np.float32)
         labels = table[self.cfg.label_column].to_numpy(dtype=np.int64)
-        # Stratified, and seeded apart from training, so every run sees the same split.
-        held_out = self.cfg.val_fraction + self.cfg.test_fraction
-        train_idx, rest_idx = train_test_split(
-            np.arange(len(labels)), test_size=held_out, stratify=labels, random_state=self.cfg.split_seed
-        )
-        val_idx, test_idx = train_test_split(
-            rest_idx,
-            test_size=self.cfg.test_fraction / held_out,
-            stratify=labels[rest_idx],
-            random_state=self.cfg.split_seed,
-        )
+        train_idx, val_idx, test_idx = self._split(labels)
 
         def subset(index: np.ndarray) -> TensorDataset:
             return TensorDataset(torch.from_numpy(features[index]), torch.from_numpy(labels[index]))
@@ -100,6 +96,25 @@ class DigitsDataModule(L.LightningDataModule):
             persistent_workers=self.cfg.num_workers > 0,
             pin_memory=torch.cuda.is_available(),
         )
+
+    def _split(self, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Stratified, and seeded apart from training, so every run sees the same split."""
+        held_out = self.cfg.val_fraction + self.cfg.test_fraction
+        try:
+            train_idx, rest_idx = train_test_split(
+                np.arange(len(labels)), test_size=held_out, stratify=labels, random_state=self.cfg.split_seed
+            )
+            val_idx, test_idx = train_test_split(
+                rest_idx,
+                test_size=self.cfg.test_fraction / held_out,
+                stratify=labels[rest_idx],
+                random_state=self.cfg.split_seed,
+            )
+        except ValueError as error:  # too few rows of some class for a stratified split
+            raise DataValidationError(
+                f"cannot split {len(labels)} rows into train/val/test: {error}"
+            ) from None
+        return train_idx, val_idx, test_idx
 
     def _load_valid_table(self) -> pd.DataFrame:
         table = load_table(self.cfg)

@@ -28,8 +28,10 @@ class DigitsClassifier(L.LightningModule):
         lr_patience: int = 5,
     ) -> None:
         super().__init__()
-        self.save_hyperparameters()  # LIT-1, LOG-2: checkpoints and W&B get them
-        self.batch_size = batch_size  # MEM-2: BatchSizeFinder may change it
+        # LIT-1, LOG-2: checkpoints and W&B get them. batch_size is an attribute instead,
+        # the one place BatchSizeFinder looks for and changes it (MEM-2).
+        self.save_hyperparameters(ignore=["batch_size"])
+        self.batch_size = batch_size
         # Standardizes inputs with statistics learned from the training batches, so
         # the saved model needs no separate preprocessing step.
         layers: list[nn.Module] = [nn.BatchNorm1d(num_features, affine=False)]
@@ -83,8 +85,8 @@ class DigitsClassifier(L.LightningModule):
         }
 
 
-def save_model(model: DigitsClassifier, path: Path) -> Path:
-    """Weights and hyperparameters, for use outside Lightning (LIT-3)."""
+def save_model(model: DigitsClassifier, path: Path) -> Path | None:
+    """Weights and hyperparameters, for use outside Lightning (LIT-3); None off rank zero."""
     return save_module(model, path)
 
 

@@ -2,6 +2,7 @@
 
 from src.callbacks.batch_metrics import BatchMetricsCallback
 from src.callbacks.epoch_summary import EpochSummaryCallback
+from src.callbacks.plateau_resume import PlateauResumeCallback
 from src.callbacks.rng_state import RngStateCallback
 from src.callbacks.run_info import RunInfoCallback
 from src.callbacks.stop_file import StopFileCallback
@@ -12,6 +13,7 @@ from src.callbacks.tracking import TrackingCallback
 __all__ = [
     "BatchMetricsCallback",
     "EpochSummaryCallback",
+    "PlateauResumeCallback",
     "RngStateCallback",
     "RunInfoCallback",
     "StopFileCallback",

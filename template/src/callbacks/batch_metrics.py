@@ -7,8 +7,9 @@ import torch
 
 
 class BatchMetricsCallback(L.Callback):
-    """batch/grad_norm (before clipping) and batch/lr at every optimizer step; `lr`
-    once per epoch. LearningRateMonitor (CB-3) also logs each parameter group's rate."""
+    """batch/grad_norm (before clipping) at every optimizer step; the top-level `lr`
+    once per epoch (LearningRateMonitor, CB-3, logs each parameter group's rate as
+    lr/decay and lr/no_decay)."""
 
     def on_before_optimizer_step(
         self, trainer: L.Trainer, pl_module: L.LightningModule, optimizer: torch.optim.Optimizer
@@ -17,7 +18,6 @@ class BatchMetricsCallback(L.Callback):
         if grads:
             norm = torch.linalg.vector_norm(torch.stack(grads))
             pl_module.log("batch/grad_norm", norm, on_step=True, on_epoch=False)
-        pl_module.log("batch/lr", optimizer.param_groups[0]["lr"], on_step=True, on_epoch=False)
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if trainer.optimizers:

@@ -34,5 +34,6 @@ class RngStateCallback(L.Callback):
         kind, keys, *rest = state_dict["numpy"]
         np.random.set_state((kind, np.array(keys, dtype=np.uint32), *rest))
         torch.set_rng_state(state_dict["torch"])
-        if "cuda" in state_dict and torch.cuda.is_available():
+        # RES-3: a run resumed on a different number of GPUs keeps freshly seeded CUDA generators.
+        if len(state_dict.get("cuda", ())) == torch.cuda.device_count() > 0:
             torch.cuda.set_rng_state_all(state_dict["cuda"])

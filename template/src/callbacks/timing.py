@@ -11,13 +11,29 @@ MEASURED = ("data", "inference", "backward", "validation")
 
 
 class TimingCallback(L.Callback):
-    """Splits every epoch into data loading, forward pass, backward + optimizer step,
-    validation and overhead (logging, checkpointing, everything else), as seconds
-    and as percentages that add up to 100."""
+    """Splits every epoch into data loading, inference (the forward pass), backward
+    (loss, backward pass and optimizer step), validation and overhead (logging,
+    checkpointing, everything else), as seconds and as percentages that add up to 100."""
 
     def __init__(self) -> None:
         self._totals = dict.fromkeys(MEASURED, 0.0)
         self._epoch_start = self._mark = time.perf_counter()
+        self._forward_end: float | None = None
+        self._hook: Any = None
+
+    def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        # Marks where the module's forward pass ends inside training_step.
+        self.teardown(trainer, pl_module, stage)
+        self._hook = pl_module.register_forward_hook(self._on_forward_end)
+
+    def teardown(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        if self._hook is not None:
+            self._hook.remove()
+            self._hook = None
+
+    def _on_forward_end(self, module: Any, args: Any, output: Any) -> None:
+        if module.training:
+            self._forward_end = time.perf_counter()
 
     def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self._totals = dict.fromkeys(MEASURED, 0.0)
@@ -25,9 +41,11 @@ class TimingCallback(L.Callback):
 
     def on_train_batch_start(self, trainer, pl_module, batch: Any, batch_idx: int) -> None:
         self._lap("data")  # since the previous batch ended: waiting for this one
+        self._forward_end = None
 
     def on_before_backward(self, trainer, pl_module, loss) -> None:
-        self._lap("inference")
+        # The forward pass is inference; the loss computed from its output counts as backward.
+        self._lap("inference", until=self._forward_end)
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch: Any, batch_idx: int) -> None:
         self._lap("backward")  # loss.backward() and the optimizer step
@@ -47,7 +65,7 @@ class TimingCallback(L.Callback):
         metrics["timing/epoch_seconds"] = total
         pl_module.log_dict(metrics, on_step=False, on_epoch=True)
 
-    def _lap(self, section: str) -> None:
-        now = time.perf_counter()
+    def _lap(self, section: str, until: float | None = None) -> None:
+        now = until or time.perf_counter()
         self._totals[section] += now - self._mark
         self._mark = now
