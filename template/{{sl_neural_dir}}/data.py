@@ -59,14 +59,16 @@ class DigitsDataModule(L.LightningDataModule):
         super().__init__()
         self.cfg = cfg
         self.batch_size = cfg.batch_size  # MEM-2: BatchSizeFinder may change it
+        self._checked_table: pd.DataFrame | None = None
 
     def prepare_data(self) -> None:
-        # DDP-2: once per node. Downloads go here; the bundled data only needs checking,
-        # so bad data fails before any rank trains.
-        self._load_valid_table()
+        # DDP-2: once per node, before any rank trains. Downloads go here; the bundled
+        # data only needs checking, so bad data fails fast.
+        self._checked_table = self._load_valid_table()
 
     def setup(self, stage: str | None = None) -> None:
-        table = self._load_valid_table()
+        # The process that ran prepare_data reuses its table; other DDP ranks load their own.
+        table = self._checked_table if self._checked_table is not None else self._load_valid_table()
         features = table.drop(columns=self.cfg.label_column).to_numpy(dtype=np.float32)
         labels = table[self.cfg.label_column].to_numpy(dtype=np.int64)
         train_idx, val_idx, test_idx = self._split(labels)
