@@ -24,7 +24,14 @@ PROJECT_DEPS = [
     "scikit-learn",
     "psutil",
     "nvidia-ml-py",
+    "xgboost-cpu",  # the CPU-only build: no NCCL download in CI
+    "matplotlib",
 ]
+
+# Every part kind the template renders today, and the folder each gets when all are chosen.
+ALL_PARTS = '["sl_neural", "sl_tree"]'
+PART_DIRS = {"{{sl_neural_dir}}": "part1", "{{sl_tree_dir}}": "part2"}
+
 
 nox.options.sessions = ["lint", "tests"]
 nox.options.reuse_existing_virtualenvs = True
@@ -49,7 +56,7 @@ def lint(session: nox.Session) -> None:
     session.install("-c", str(CONSTRAINTS), "ruff", "copier")
     session.run("ruff", "check", "noxfile.py", "tests")
     session.run("ruff", "format", "--check", "noxfile.py", "tests")
-    project = render(session, Path(tempfile.mkdtemp()) / "lint")  # outside the repo's .gitignore
+    project = render(session, Path(tempfile.mkdtemp()) / "lint", ALL_PARTS)  # outside the repo's .gitignore
     session.run("ruff", "check", "--no-cache", str(project))
     session.run("ruff", "format", "--check", "--no-cache", str(project))
 
@@ -69,7 +76,7 @@ def fmt(session: nox.Session) -> None:
     """Format the template: render, let ruff fix the result, copy fixes back to plain
     .py sources. Changes to .jinja files are only reported."""
     session.install("-c", str(CONSTRAINTS), "ruff", "copier")
-    project = render(session, Path(tempfile.mkdtemp()) / "fmt")
+    project = render(session, Path(tempfile.mkdtemp()) / "fmt", ALL_PARTS)
     session.run("ruff", "check", "--fix", "--no-cache", "-q", str(project), success_codes=[0, 1])
     session.run("ruff", "format", "--no-cache", "-q", str(project))
     for source in (ROOT / "template").rglob("*"):
@@ -83,14 +90,20 @@ def fmt(session: nox.Session) -> None:
         session.log(f"check by hand: {source.relative_to(ROOT)} (ruff check {project})")
 
 
-def render(session: nox.Session, destination: Path) -> Path:
+def render(session: nox.Session, destination: Path, parts: str = "") -> Path:
+    """Render with the default answers, and the given parts (JSON list) if any."""
     if destination.exists():
         shutil.rmtree(destination)
-    session.run("copier", "copy", "--vcs-ref", "HEAD", "--defaults", "--quiet", str(ROOT), str(destination))
+    data = ["--data", f"parts={parts}"] if parts else []
+    session.run(
+        "copier", "copy", "--vcs-ref", "HEAD", "--defaults", "--quiet", *data, str(ROOT), str(destination)
+    )
     return destination
 
 
 def rendered_path(path: Path) -> Path:
-    """A template source's path in the default project (parts: sl_neural only)."""
+    """A template source's path in the project rendered with ALL_PARTS."""
     text = re.sub(r"\{% if [^%]*%\}(.*?)\{% endif %\}", r"\1", str(path))
-    return Path(text.replace("{{sl_neural_dir}}", "part1"))
+    for variable, folder in PART_DIRS.items():
+        text = text.replace(variable, folder)
+    return Path(text)

@@ -23,7 +23,7 @@ def choices(question: str) -> list:
 
 
 # Part kinds that render today; the others are refused by the `parts` validator.
-AVAILABLE_PARTS = ["sl_neural"]
+AVAILABLE_PARTS = ["sl_neural", "sl_tree"]
 
 
 def part_selections() -> list[list[str]]:
@@ -66,13 +66,14 @@ def run(command: list[str], cwd: Path, **env: str) -> subprocess.CompletedProces
 class Project:
     dir: Path
     python: str  # the interpreter of the venv the project is installed in
+    parts: list[str]  # part kinds, in folder order: parts[0] is part1
 
 
-@pytest.fixture(scope="session")
-def default_project(copie_session, tmp_path_factory) -> Project:
-    """The project `copier copy --defaults` renders, installed as its README says:
-    editable, into a virtual environment of its own."""
-    result = copie_session.copy()
+@pytest.fixture(scope="session", params=[{}, {"parts": AVAILABLE_PARTS}], ids=["defaults", "all-parts"])
+def project(request, copie_session, tmp_path_factory) -> Project:
+    """A rendered project (the default answers, and every part kind), installed as its
+    README says: editable, into a virtual environment of its own."""
+    result = copie_session.copy(extra_answers=request.param)
     assert result.exit_code == 0, result.exception
     venv = tmp_path_factory.mktemp("venv")
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
@@ -84,4 +85,4 @@ def default_project(copie_session, tmp_path_factory) -> Project:
     Path(site, "parent_env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     install = run([python, "-m", "pip", "install", "-q", "--no-deps", "-e", "."], result.project_dir)
     assert install.returncode == 0, install.stderr
-    return Project(result.project_dir, python)
+    return Project(result.project_dir, python, request.param.get("parts", ["sl_neural"]))

@@ -12,10 +12,10 @@ pytestmark = [
 ]
 
 
-def test_rendered_gpu_tests_pass_in_bf16(default_project):
+def test_rendered_gpu_tests_pass_in_bf16(project):
     result = run(
-        [default_project.python, "-m", "pytest", "-m", "gpu", "-v", "-p", "no:cacheprovider"],
-        default_project.dir,
+        [project.python, "-m", "pytest", "-m", "gpu", "-v", "-p", "no:cacheprovider"],
+        project.dir,
     )
     print(result.stdout[-3000:])
     assert result.returncode == 0, result.stdout[-5000:]

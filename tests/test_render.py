@@ -38,10 +38,18 @@ SHARED_FILES = {
 PART_FILES = ("__init__.py", "config.py", "data.py", "model.py", "train.py")
 
 
+# Files a part kind adds beyond the four of every part; {part} is its folder.
+KIND_FILES = {
+    "sl_neural": [],
+    "sl_tree": ["{part}/benchmark.py", "src/xgb_callbacks.py", "src/tree_plots.py"],
+}
+
+
 def expected_files(answers: dict) -> set[str]:
     files = set(SHARED_FILES)
     for number, kind in enumerate(answers["parts"], start=1):
         files |= {f"part{number}/{name}" for name in PART_FILES}
+        files |= {name.format(part=f"part{number}") for name in KIND_FILES[kind]}
         files.add(f"tests/test_{kind}.py")
     if answers["license"] != "Proprietary":
         files.add("LICENSE")
@@ -70,6 +78,13 @@ def test_variant_renders_cleanly(copie, answers):
 
 
 def test_readme_names_each_part(copie):
-    result = copie.copy(extra_answers={"parts": ["sl_neural"]})
+    result = copie.copy(extra_answers={"parts": ["sl_neural", "sl_tree"]})
     readme = (Path(result.project_dir) / "README.md").read_text()
     assert "| `part1/` | supervised neural (Lightning) |" in readme
+    assert "| `part2/` | supervised tree (XGBoost) |" in readme
+
+
+def test_a_tree_only_project_numbers_its_part_1(copie):
+    result = copie.copy(extra_answers={"parts": ["sl_tree"]})
+    assert (result.project_dir / "part1" / "benchmark.py").is_file()
+    assert "from part1.config import CONFIGS" in (result.project_dir / "part1" / "train.py").read_text()

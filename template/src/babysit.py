@@ -5,7 +5,7 @@
 
 Checks: process health, hung process (no output for --stall-minutes), metric
 trend (non-finite values, epochs without improvement), GPU and system (memory,
-disk), checkpoint integrity (last.ckpt loads). With --restart, a run that was
+disk), checkpoint integrity (the latest checkpoint loads). With --restart, a run that was
 killed (its process vanished without recording an end) is started again from its
 last checkpoint; a run that failed with an error or was interrupted on purpose is
 reported, not restarted. Problems are also recorded in issues/ (OPS-4). Exit
@@ -33,6 +33,7 @@ import torch
 
 from src.metrics_jsonl import read_jsonl
 from src.records import new_issue
+from src.run_dir import latest_checkpoint
 
 
 @dataclass
@@ -47,7 +48,7 @@ class Finding:
 
 def check_process(run_dir: Path, record: dict, pending_restart: int | None) -> Finding:
     status, pid, host = record.get("status"), record.get("pid"), record.get("host")
-    last = str(run_dir / "checkpoints" / "last.ckpt")
+    last = str(latest_checkpoint(run_dir) or "none")
     if status == "finished":
         return Finding("process", "OK", "finished")
     if host and host != socket.gethostname():
@@ -104,18 +105,25 @@ def check_system(run_dir: Path) -> Finding:
 
 
 def check_checkpoint(run_dir: Path) -> Finding:
-    last = run_dir / "checkpoints" / "last.ckpt"
-    if not last.exists():
-        return Finding("checkpoint", "OK", "no last.ckpt yet")
+    last = latest_checkpoint(run_dir)
+    if last is None:
+        return Finding("checkpoint", "OK", "no checkpoint yet")
     try:
-        checkpoint = torch.load(last, map_location="cpu", weights_only=True, mmap=True)
+        progress = _load_checkpoint(last)
     except Exception as error:  # noqa: BLE001 - any failure to load means a broken file
         details = {"exit_status": "", "last_checkpoint": str(last), "traceback": repr(error)}
-        return Finding("checkpoint", "FAIL", f"last.ckpt does not load: {error}", "crash", details)
+        return Finding("checkpoint", "FAIL", f"{last.name} does not load: {error}", "crash", details)
     age = (time.time() - last.stat().st_mtime) / 60
-    return Finding(
-        "checkpoint", "OK", f"last.ckpt loads (epoch {checkpoint.get('epoch')}, {age:.0f} min old)"
-    )
+    return Finding("checkpoint", "OK", f"{last.name} loads ({progress}, {age:.0f} min old)")
+
+
+def _load_checkpoint(path: Path) -> str:
+    """Load a checkpoint the way a resume would; say how far it got."""
+    if path.suffix == ".ubj":
+        import xgboost as xgb  # only projects with a tree part have it
+
+        return f"{xgb.Booster(model_file=path).num_boosted_rounds()} rounds"
+    return f"epoch {torch.load(path, map_location='cpu', weights_only=True, mmap=True).get('epoch')}"
 
 
 class Babysitter:
@@ -153,8 +161,8 @@ class Babysitter:
         restarts = self._state().get("restarts", [])
         if len(restarts) >= self.args.max_restarts:
             return f"not restarted: {len(restarts)} restarts already (--max-restarts)"
-        if not (self.run_dir / "checkpoints" / "last.ckpt").exists():
-            return "not restarted: no last.ckpt to resume from"
+        if latest_checkpoint(self.run_dir) is None:
+            return "not restarted: no checkpoint to resume from"
         output = self.log_dir / f"{self.run_dir.name}_restart_{datetime.now():%Y%m%d_%H%M%S}.txt"
         command = [*record["command"], "--resume", str(self.run_dir.resolve())]
         with open(output, "w") as log:
@@ -168,7 +176,7 @@ class Babysitter:
             )
         restarts.append({"pid": process.pid, "at": datetime.now().isoformat(timespec="seconds")})
         self.state_path.write_text(json.dumps({"restarts": restarts}, indent=2))
-        return f"restarted from last.ckpt as pid {process.pid}; output in {output}"
+        return f"restarted from its latest checkpoint as pid {process.pid}; output in {output}"
 
     def _pending_restart(self, record: dict) -> int | None:
         """A restart of ours that is alive but has not taken over run.json yet."""
@@ -200,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m src.babysit", description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("--every", type=float, default=0, help="seconds between checks; 0: check once")
-    parser.add_argument("--restart", action="store_true", help="restart a killed run from last.ckpt")
+    parser.add_argument("--restart", action="store_true", help="restart a killed run from its checkpoint")
     parser.add_argument("--max-restarts", type=int, default=3)
     parser.add_argument("--stall-minutes", type=float, default=30.0)
     parser.add_argument("--monitor", default="val_loss")

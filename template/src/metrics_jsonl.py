@@ -17,11 +17,13 @@ from lightning.pytorch.loggers import Logger
 from lightning.pytorch.utilities import rank_zero_only
 
 
-def append_jsonl(path: Path, record: Mapping[str, Any]) -> None:
-    """Append one event; values JSON cannot hold (tensors, paths) become numbers or text."""
-    line = json.dumps({"time": round(time.time(), 3), **record}, default=_plain)
+def append_jsonl(path: Path, *records: Mapping[str, Any]) -> None:
+    """Append events, one line each; values JSON cannot hold (tensors, paths) become
+    numbers or text."""
+    now = round(time.time(), 3)
+    lines = [json.dumps({"time": now, **record}, default=_plain) + "\n" for record in records]
     with open(path, "a", encoding="utf-8") as file:
-        file.write(line + "\n")
+        file.writelines(lines)
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ STAMP_FORMAT = "%Y%m%d_%H%M%S"
 # Lightning starts DDP ranks as copies of this command; they inherit the run
 # directory through this variable instead of stamping their own (DDP-1).
 RUN_DIR_ENV = "TRAIN_RUN_DIR"
+CHECKPOINT_SUFFIXES = (".ckpt", ".ubj")  # Lightning, XGBoost
 
 
 def create_run_dir(base_dir: Path, name: str) -> Path:
@@ -29,28 +30,36 @@ def create_run_dir(base_dir: Path, name: str) -> Path:
 
 
 def find_latest_run(base_dir: Path, name: str) -> Path | None:
-    """The newest unfinished run of config `name` that has a last.ckpt, if any."""
+    """The newest unfinished run of config `name` that has a latest checkpoint, if any."""
     pattern = re.compile(re.escape(name) + r"_(\d{8}_\d{6})(?:_(\d+))?")
     runs = []
     for path in base_dir.glob(f"{name}_*"):
         match = pattern.fullmatch(path.name)
-        if match and (path / "checkpoints" / "last.ckpt").is_file() and not _finished(path):
+        if match and latest_checkpoint(path) and not _finished(path):
             runs.append(((match[1], int(match[2] or 1)), path))
     return max(runs)[1] if runs else None
 
 
 def resolve_checkpoint(path: Path) -> Path:
-    """A .ckpt file as given, or a run directory's checkpoints/last.ckpt."""
+    """A checkpoint file as given, or a run directory's latest checkpoint."""
     if path.is_file():
-        if path.suffix != ".ckpt":
-            raise FileNotFoundError(f"{path} is not a .ckpt file or a run directory")
+        if path.suffix not in CHECKPOINT_SUFFIXES:
+            raise FileNotFoundError(
+                f"{path} is not a checkpoint ({', '.join(CHECKPOINT_SUFFIXES)}) or a run directory"
+            )
         return path
     if path.is_dir():
-        last = path / "checkpoints" / "last.ckpt"
-        if last.is_file():
+        last = latest_checkpoint(path)
+        if last is not None:
             return last
-        raise FileNotFoundError(f"{path} has no checkpoints/last.ckpt (no epoch finished yet)")
+        raise FileNotFoundError(f"{path} has no checkpoints/last.* (no epoch or round saved yet)")
     raise FileNotFoundError(f"{path} does not exist")
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    """checkpoints/last.ckpt (Lightning parts) or checkpoints/last.ubj (tree parts)."""
+    candidates = (run_dir / "checkpoints" / f"last{suffix}" for suffix in CHECKPOINT_SUFFIXES)
+    return next((path for path in candidates if path.is_file()), None)
 
 
 def _finished(run_dir: Path) -> bool:

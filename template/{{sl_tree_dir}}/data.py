@@ -1,0 +1,72 @@
+"""Data of this part: load, validate (DATA-1) and split a table.
+
+To train on your own data, set `--data-path your.csv` with `--feature-columns`
+and `--label-column`, or replace `load_table()`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import pandera.pandas as pa
+from sklearn.datasets import load_diabetes
+from sklearn.model_selection import train_test_split
+
+from src.data_checks import DataValidationError, finite, validate_table
+
+from .config import DiabetesConfig
+
+
+@dataclass
+class Split:
+    train_features: pd.DataFrame
+    train_labels: pd.Series
+    val_features: pd.DataFrame
+    val_labels: pd.Series
+    test_features: pd.DataFrame
+    test_labels: pd.Series
+
+
+def load_table(cfg: DiabetesConfig) -> pd.DataFrame:
+    """The raw table: one row per example, feature columns and the label column."""
+    if not cfg.data_path:
+        return load_diabetes(as_frame=True, scaled=False).frame  # ships with scikit-learn
+    path = Path(cfg.data_path)
+    if not path.is_file():
+        raise DataValidationError(f"--data-path {path}: no such file")
+    try:
+        return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    except (ValueError, OSError) as error:  # empty or unreadable files included
+        raise DataValidationError(f"--data-path {path}: cannot read it as a table ({error})") from None
+
+
+def table_schema(cfg: DiabetesConfig) -> pa.DataFrameSchema:
+    """DATA-1: every feature and the label present, numeric, non-null and finite.
+    Columns the config does not name are dropped."""
+    numeric = pa.Column(float, finite(), nullable=False, coerce=True)
+    return pa.DataFrameSchema(
+        {name: numeric for name in (*cfg.feature_columns, cfg.label_column)},
+        strict="filter",
+        ordered=False,
+    )
+
+
+def load_split(cfg: DiabetesConfig) -> Split:
+    """The validated table, split into train / validation / test with its own seed,
+    so every run of every config sees the same rows."""
+    source = cfg.data_path or "scikit-learn diabetes"
+    table = validate_table(load_table(cfg), table_schema(cfg), source)
+    features, labels = table[list(cfg.feature_columns)], table[cfg.label_column]
+    held_out = cfg.val_fraction + cfg.test_fraction
+    try:
+        train_x, rest_x, train_y, rest_y = train_test_split(
+            features, labels, test_size=held_out, random_state=cfg.split_seed
+        )
+        val_x, test_x, val_y, test_y = train_test_split(
+            rest_x, rest_y, test_size=cfg.test_fraction / held_out, random_state=cfg.split_seed
+        )
+    except ValueError as error:  # too few rows for the fractions asked for
+        raise DataValidationError(f"{source}: cannot split {len(table)} rows: {error}") from None
+    return Split(train_x, train_y, val_x, val_y, test_x, test_y)
