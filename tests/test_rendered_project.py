@@ -13,7 +13,7 @@ pytestmark = pytest.mark.slow
 # What a smoke run of each part kind leaves in its run directory, beyond config.json and console.log.
 OUTPUTS = {
     "sl_neural": ["checkpoints/best.ckpt", "checkpoints/last.ckpt", "model.pt"],
-    "sl_tree": ["checkpoints/last.ubj", "model.ubj", "metrics.json", "plots/shap_summary.png"],
+    "sl_tree": ["model.ubj", "metrics.json", "plots/shap_summary.png"],
 }
 NAMESPACES = ("timing/", "tracking/", "system/")
 

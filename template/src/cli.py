@@ -23,7 +23,7 @@ import tyro
 
 from src.config import BaseConfig, ConfigError
 from src.data_checks import DataValidationError
-from src.run_dir import find_latest_run, resolve_checkpoint
+from src.run_dir import find_latest_run, resolve_checkpoint, run_dir_of
 
 USAGE = """\
 Run options (everything else is a config field, see below):
@@ -61,7 +61,7 @@ def parse_cli(
         print(f"--resume auto: no unfinished '{cfg.name}' run in {cfg.output.base_dir}/, starting afresh")
         return cfg, None
     # The resumed run keeps its own config; flags given now still win (e.g. a longer budget).
-    saved_json = (checkpoint.parent.parent / "config.json").read_text()
+    saved_json = (run_dir_of(checkpoint) / "config.json").read_text()
     saved = config_cls.from_dict(json.loads(saved_json))
     return _checked(tyro.cli(config_cls, default=saved, args=field_args, prog=prog)), checkpoint
 
@@ -92,8 +92,8 @@ def _checkpoint_to_resume(cfg: BaseConfig, resume: str) -> Path | None:
         checkpoint = resolve_checkpoint(Path(resume))
     except FileNotFoundError as error:
         _fail(f"--resume {resume}: {error}")
-    if not (checkpoint.parent.parent / "config.json").is_file():
-        _fail(f"--resume {resume}: no config.json beside {checkpoint.parent}, so not a run directory")
+    if not (run_dir_of(checkpoint) / "config.json").is_file():
+        _fail(f"--resume {resume}: {run_dir_of(checkpoint)} has no config.json, so it is not a run directory")
     return checkpoint
 
 

@@ -28,7 +28,7 @@ from lightning.pytorch.utilities import rank_zero_only
 from src.callbacks.stop_file import stop_file_paths, stop_requested
 from src.config import BaseConfig
 from src.console import tee_console
-from src.run_dir import RUN_DIR_ENV, create_run_dir, inherited_run_dir
+from src.run_dir import RUN_DIR_ENV, create_run_dir, inherited_run_dir, run_dir_of
 
 
 @dataclass
@@ -42,7 +42,7 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
     cfg.validate()  # raises ConfigError before any directory exists
     run_dir = (
         inherited_run_dir()
-        or (resume_from.parent.parent if resume_from else None)
+        or (run_dir_of(resume_from) if resume_from else None)
         or create_run_dir(Path(cfg.output.base_dir), cfg.name)
     )
     is_writer = rank_zero_only.rank == 0

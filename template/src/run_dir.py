@@ -13,6 +13,7 @@ STAMP_FORMAT = "%Y%m%d_%H%M%S"
 # Lightning starts DDP ranks as copies of this command; they inherit the run
 # directory through this variable instead of stamping their own (DDP-1).
 RUN_DIR_ENV = "TRAIN_RUN_DIR"
+CHECKPOINTS = ("checkpoints/last.ckpt", "checkpoints/last.ubj", "model.ubj")
 CHECKPOINT_SUFFIXES = (".ckpt", ".ubj")  # Lightning, XGBoost
 
 
@@ -52,14 +53,20 @@ def resolve_checkpoint(path: Path) -> Path:
         last = latest_checkpoint(path)
         if last is not None:
             return last
-        raise FileNotFoundError(f"{path} has no checkpoints/last.* (no epoch or round saved yet)")
+        raise FileNotFoundError(f"{path} has no checkpoint yet ({', '.join(CHECKPOINTS)})")
     raise FileNotFoundError(f"{path} does not exist")
 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:
-    """checkpoints/last.ckpt (Lightning parts) or checkpoints/last.ubj (tree parts)."""
-    candidates = (run_dir / "checkpoints" / f"last{suffix}" for suffix in CHECKPOINT_SUFFIXES)
-    return next((path for path in candidates if path.is_file()), None)
+    """The newest of the run's checkpoints: checkpoints/last.ckpt (Lightning parts),
+    checkpoints/last.ubj or the finished model.ubj (tree parts)."""
+    existing = [run_dir / name for name in CHECKPOINTS if (run_dir / name).is_file()]
+    return max(existing, key=lambda path: path.stat().st_mtime) if existing else None
+
+
+def run_dir_of(checkpoint: Path) -> Path:
+    """The run directory a checkpoint belongs to."""
+    return checkpoint.parent.parent if checkpoint.parent.name == "checkpoints" else checkpoint.parent
 
 
 def _finished(run_dir: Path) -> bool:
