@@ -144,7 +144,11 @@ class Babysitter:
         if record.get("status") == "running":
             findings.append(check_hung(self.run_dir, self.args.stall_minutes))
         findings += [
-            check_metrics(self.run_dir, self.args.monitor, config.get("patience", 10)),
+            check_metrics(
+                self.run_dir,
+                self._monitor(config),
+                config.get("patience", config.get("early_stopping_rounds", 10)),
+            ),
             check_system(self.run_dir),
             check_checkpoint(self.run_dir),
         ]
@@ -155,6 +159,12 @@ class Babysitter:
         if findings[0].restartable and self.args.restart:
             self._log(f"ACT  restart    {self._restart(record)}")
         return findings
+
+    def _monitor(self, config: dict) -> str:
+        """--monitor, or what the run early-stops on: val_<eval_metric> for trees, else val_loss."""
+        if self.args.monitor:
+            return self.args.monitor
+        return f"val_{config['eval_metric']}" if "eval_metric" in config else "val_loss"
 
     def _restart(self, record: dict) -> str:
         """Start the run's own command again, detached, resuming from its last checkpoint."""
@@ -211,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--restart", action="store_true", help="restart a killed run from its checkpoint")
     parser.add_argument("--max-restarts", type=int, default=3)
     parser.add_argument("--stall-minutes", type=float, default=30.0)
-    parser.add_argument("--monitor", default="val_loss")
+    parser.add_argument("--monitor", help="the metric to watch (default: what the run early-stops on)")
     parser.add_argument("--log-dir", default="logs")
     args = parser.parse_args(argv)
     if not (args.run_dir / "run.json").is_file():
