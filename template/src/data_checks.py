@@ -6,6 +6,8 @@ declared per column, and every failure is collected before one error is raised.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pandera.pandas as pa
@@ -13,6 +15,18 @@ import pandera.pandas as pa
 
 class DataValidationError(ValueError):
     """The input data does not match its schema; the message names each bad column."""
+
+
+def read_table(path: str | Path) -> pd.DataFrame:
+    """A user's table from a CSV or Parquet file; a missing, empty or unreadable file
+    is a DataValidationError that names it."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataValidationError(f"--data-path {path}: no such file")
+    try:
+        return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    except (ValueError, OSError) as error:  # empty or unreadable files included
+        raise DataValidationError(f"--data-path {path}: cannot read it as a table ({error})") from None
 
 
 def finite() -> pa.Check:

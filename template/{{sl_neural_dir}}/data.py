@@ -6,8 +6,6 @@ plus `--label-column`), or replace `load_table()`.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import lightning as L
 import numpy as np
 import pandas as pd
@@ -17,7 +15,7 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 from torch.utils.data import DataLoader, TensorDataset
 
-from src.data_checks import DataValidationError, finite, validate_table
+from src.data_checks import DataValidationError, finite, read_table, validate_table
 
 from .config import DigitsConfig
 
@@ -26,13 +24,7 @@ def load_table(cfg: DigitsConfig) -> pd.DataFrame:
     """The raw table: one row per example, features and the label column."""
     if not cfg.data_path:
         return load_digits(as_frame=True).frame  # ships with scikit-learn: no download
-    path = Path(cfg.data_path)
-    if not path.is_file():
-        raise DataValidationError(f"--data-path {path}: no such file")
-    try:
-        return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
-    except (ValueError, OSError) as error:  # empty or unreadable files included
-        raise DataValidationError(f"--data-path {path}: cannot read it as a table ({error})") from None
+    return read_table(cfg.data_path)
 
 
 def table_schema(cfg: DigitsConfig, columns: list[str]) -> pa.DataFrameSchema:

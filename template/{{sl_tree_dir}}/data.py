@@ -7,14 +7,13 @@ and `--label-column`, or replace `load_table()`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import pandas as pd
 import pandera.pandas as pa
 from sklearn.datasets import load_diabetes
 from sklearn.model_selection import train_test_split
 
-from src.data_checks import DataValidationError, finite, validate_table
+from src.data_checks import DataValidationError, finite, read_table, validate_table
 
 from .config import DiabetesConfig
 
@@ -33,13 +32,7 @@ def load_table(cfg: DiabetesConfig) -> pd.DataFrame:
     """The raw table: one row per example, feature columns and the label column."""
     if not cfg.data_path:
         return load_diabetes(as_frame=True, scaled=False).frame  # ships with scikit-learn
-    path = Path(cfg.data_path)
-    if not path.is_file():
-        raise DataValidationError(f"--data-path {path}: no such file")
-    try:
-        return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
-    except (ValueError, OSError) as error:  # empty or unreadable files included
-        raise DataValidationError(f"--data-path {path}: cannot read it as a table ({error})") from None
+    return read_table(cfg.data_path)
 
 
 def table_schema(cfg: DiabetesConfig) -> pa.DataFrameSchema:
