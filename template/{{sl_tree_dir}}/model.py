@@ -11,6 +11,8 @@ import pandas as pd
 import torch
 import xgboost as xgb
 
+from src.config import ConfigError
+
 from .config import DiabetesConfig
 from .data import Split
 
@@ -19,6 +21,8 @@ def booster_params(cfg: DiabetesConfig) -> dict:
     device = cfg.device
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
+    elif device == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("device cuda: no CUDA GPU is visible here; use auto or cpu")
     return {
         "objective": cfg.objective,
         "eval_metric": cfg.eval_metric,
