@@ -25,6 +25,10 @@ def read_table(path: str | Path) -> pd.DataFrame:
         raise DataValidationError(f"--data-path {path}: no such file")
     try:
         return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    except ImportError:  # pandas reads Parquet through an optional engine
+        raise DataValidationError(
+            f"--data-path {path}: reading Parquet needs pyarrow (pip install pyarrow), or give a CSV file"
+        ) from None
     except (ValueError, OSError) as error:  # empty or unreadable files included
         raise DataValidationError(f"--data-path {path}: cannot read it as a table ({error})") from None
 

@@ -31,6 +31,23 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in file if line.strip()]
 
 
+def drop_metrics_from_step(path: Path, step: int) -> None:
+    """Remove the metric lines of `step` and later, which a run resumed from a
+    checkpoint taken at `step` logs again, and a last line a kill cut short.
+    Rewritten atomically."""
+    kept = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if record.get("event") != "metrics" or (record.get("step") or 0) < step:
+            kept.append(line + "\n")
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text("".join(kept), encoding="utf-8")
+    partial.replace(path)
+
+
 class JsonlLogger(Logger):
     def __init__(self, path: Path) -> None:
         super().__init__()

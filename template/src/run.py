@@ -13,8 +13,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import socket
 import sys
+import threading
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -49,7 +51,7 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
     previous_env = os.environ.get(RUN_DIR_ENV)
     os.environ[RUN_DIR_ENV] = str(run_dir)  # for the DDP ranks Lightning starts
     console = tee_console(run_dir / "console.log") if is_writer else contextlib.nullcontext()
-    with console as log_file:
+    with console as log_file, _sigterm_unwinds():
         if log_file is not None:
             (run_dir / "config.json").write_text(cfg.to_json() + "\n")
             _write_status(run_dir, "running", resume_from)
@@ -76,6 +78,29 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
                 os.environ.pop(RUN_DIR_ENV, None)
             else:
                 os.environ[RUN_DIR_ENV] = previous_env
+
+
+class Terminated(SystemExit):
+    """The process got SIGTERM (`kill PID`, a scheduler preempting the job)."""
+
+
+@contextlib.contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """SIGTERM unwinds the run like Ctrl-C instead of ending the process on the spot:
+    run.json says "interrupted" (the babysitter leaves it alone, `--resume auto`
+    continues it), W&B and console.log are closed, and the exit status is 143."""
+
+    def terminate(signum: int, frame: object) -> None:
+        raise Terminated(128 + signum)
+
+    if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _write_status(run_dir: Path, status: str, resume_from: Path | None, **extra: Any) -> None:

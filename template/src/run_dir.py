@@ -13,7 +13,7 @@ STAMP_FORMAT = "%Y%m%d_%H%M%S"
 # Lightning starts DDP ranks as copies of this command; they inherit the run
 # directory through this variable instead of stamping their own (DDP-1).
 RUN_DIR_ENV = "TRAIN_RUN_DIR"
-CHECKPOINTS = ("checkpoints/last.ckpt", "checkpoints/last.ubj", "model.ubj")
+CHECKPOINTS = ("checkpoints/last.ckpt", "checkpoints/last.ubj")  # Lightning, XGBoost
 CHECKPOINT_SUFFIXES = (".ckpt", ".ubj")  # Lightning, XGBoost
 
 
@@ -58,8 +58,8 @@ def resolve_checkpoint(path: Path) -> Path:
 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:
-    """The newest of the run's checkpoints: checkpoints/last.ckpt (Lightning parts),
-    checkpoints/last.ubj or the finished model.ubj (tree parts)."""
+    """The run's latest checkpoint: checkpoints/last.ckpt (Lightning parts) or
+    checkpoints/last.ubj (tree parts; model.ubj holds only the best rounds)."""
     existing = [run_dir / name for name in CHECKPOINTS if (run_dir / name).is_file()]
     return max(existing, key=lambda path: path.stat().st_mtime) if existing else None
 

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from conftest import ROOT
+from conftest import ROOT, slow
 
 from src import babysit, records
 from src.metrics_jsonl import append_jsonl
@@ -164,6 +164,28 @@ def test_records_command_line_fills_type_fields(tmp_path, monkeypatch, capsys): 
     with pytest.raises(SystemExit):
         records.main(["issue", "x", "--type", "divergence", "--field", "colour=red"])
     assert "NAME one of: metric, epoch, value" in capsys.readouterr().err
+
+
+@slow
+def test_sigterm_unwinds_the_run_and_records_it_as_interrupted(tmp_path):  # RES-1, OPS-3
+    script = f"""
+import dataclasses, os, signal, time
+from src.config import BaseConfig
+from src.run import start_run
+cfg = BaseConfig(name="terminated", wandb_mode="disabled")
+cfg = dataclasses.replace(cfg, output=dataclasses.replace(cfg.output, base_dir={str(tmp_path)!r}))
+with start_run(cfg):
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(60)
+"""
+    started = time.monotonic()
+    finished = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True)
+    assert finished.returncode == 143, finished.stderr
+    assert time.monotonic() - started < 30  # unwound at once, not after the sleep
+    (run_dir,) = tmp_path.glob("terminated_*")
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["status"] == "interrupted" and "Terminated" in record["error"]
+    assert "Terminated" in (run_dir / "console.log").read_text()
 
 
 def test_detach_script_starts_an_unbuffered_background_job(tmp_path):  # OPS-2

@@ -45,12 +45,20 @@ class DiabetesConfig(SLTreeConfig):
         found = super().problems()
         if self.label_column in self.feature_columns or not self.feature_columns:
             found.append("feature_columns: list one or more columns, not including label_column")
+        if duplicates := sorted({c for c in self.feature_columns if self.feature_columns.count(c) > 1}):
+            found.append(f"feature_columns: {', '.join(duplicates)} listed more than once")
         if not 0 < self.learning_rate <= 1 or self.max_depth < 1:
             found.append(
                 f"learning_rate {self.learning_rate}, max_depth {self.max_depth}: need (0, 1] and >= 1"
             )
         if not (0 < self.subsample <= 1 and 0 < self.colsample_bytree <= 1):
             found.append(f"subsample {self.subsample}, colsample_bytree {self.colsample_bytree}: need (0, 1]")
+        negative = {
+            name: getattr(self, name)
+            for name in ("min_child_weight", "reg_lambda", "reg_alpha", "num_threads")
+            if getattr(self, name) < 0
+        }
+        found += [f"{name} {value}: must be 0 or more" for name, value in negative.items()]
         if self.checkpoint_minutes <= 0:
             found.append(f"checkpoint_minutes {self.checkpoint_minutes}: must be positive")
         return found

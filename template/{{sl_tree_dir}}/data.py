@@ -35,12 +35,36 @@ def load_table(cfg: DiabetesConfig) -> pd.DataFrame:
     return read_table(cfg.data_path)
 
 
+# DATA-1 ranges: plausible values of the bundled table's columns (scikit-learn's raw,
+# unscaled diabetes data). Name your own table's columns here to check them too.
+COLUMN_CHECKS = {
+    "age": [pa.Check.in_range(0, 120)],
+    "sex": [pa.Check.isin([1, 2])],
+    "bmi": [pa.Check.in_range(10, 80)],
+    "bp": [pa.Check.in_range(30, 250)],
+    **{blood_serum: [pa.Check.ge(0)] for blood_serum in ("s1", "s2", "s3", "s4", "s5", "s6")},
+    "target": [pa.Check.ge(0)],
+}
+
+
 def table_schema(cfg: DiabetesConfig) -> pa.DataFrameSchema:
-    """DATA-1: every feature and the label present, numeric, non-null and finite.
-    Columns the config does not name are dropped."""
-    numeric = pa.Column(float, finite(), nullable=False, coerce=True)
+    """DATA-1: every feature and the label present, numeric, non-null, finite and in
+    range, and the label not the same in every row. Columns the config does not name
+    are dropped."""
+
+    def column(name: str, *checks: pa.Check) -> pa.Column:
+        return pa.Column(
+            float, [finite(), *COLUMN_CHECKS.get(name, []), *checks], nullable=False, coerce=True
+        )
+
+    label_varies = pa.Check(
+        lambda label: label.nunique() > 1, element_wise=False, error="takes 2 or more values"
+    )
     return pa.DataFrameSchema(
-        {name: numeric for name in (*cfg.feature_columns, cfg.label_column)},
+        {
+            **{name: column(name) for name in cfg.feature_columns},
+            cfg.label_column: column(cfg.label_column, label_varies),
+        },
         strict="filter",
         ordered=False,
     )

@@ -12,6 +12,7 @@ import torch
 import xgboost as xgb
 
 from src.config import ConfigError
+from src.xgb_callbacks import save_booster
 
 from .config import DiabetesConfig
 from .data import Split
@@ -69,15 +70,15 @@ def train_booster(
     )
 
 
-def best_iteration_range(booster: xgb.Booster) -> tuple[int, int]:
-    """The trees up to early stopping's best round; (0, 0) means all of them."""
-    best = booster.attributes().get("best_iteration")
-    return (0, int(best) + 1) if best is not None else (0, 0)
+def best_rounds(booster: xgb.Booster) -> xgb.Booster:
+    """The model early stopping chose: the trees up to its best validation round (all
+    of them if it recorded none)."""
+    best = booster.attr("best_iteration")
+    return booster[: int(best) + 1] if best is not None else booster
 
 
-def predict(booster: xgb.Booster, features: pd.DataFrame) -> np.ndarray:
-    """Predictions of the best round's model."""
-    return booster.inplace_predict(features, iteration_range=best_iteration_range(booster))
+def predict(model: xgb.Booster, features: pd.DataFrame) -> np.ndarray:
+    return model.inplace_predict(features)
 
 
 def evaluate(predicted: np.ndarray, actual: pd.Series) -> dict[str, float]:
@@ -86,14 +87,14 @@ def evaluate(predicted: np.ndarray, actual: pd.Series) -> dict[str, float]:
     return {
         "test_rmse": float(np.sqrt(np.mean(errors**2))),
         "test_mae": float(np.mean(np.abs(errors))),
-        "test_r2": 1 - float((errors**2).sum()) / total,
+        # R² is undefined when every test label is the same.
+        "test_r2": 1 - float((errors**2).sum()) / total if total > 0 else float("nan"),
     }
 
 
-def save_model(booster: xgb.Booster, path: Path) -> Path:
+def save_model(model: xgb.Booster, path: Path) -> Path:
     """XGBoost's own format (.ubj): loads in any XGBoost binding, no pickle involved."""
-    booster.save_model(path)
-    return path
+    return save_booster(model, path)
 
 
 def load_model(path: Path) -> xgb.Booster:
