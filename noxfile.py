@@ -26,11 +26,14 @@ PROJECT_DEPS = [
     "nvidia-ml-py",
     "xgboost-cpu",  # the CPU-only build: no NCCL download in CI
     "matplotlib",
+    "torchrl",
+    "tensordict",
+    "gymnasium",
 ]
 
 # Every part kind the template renders today, and the folder each gets when all are chosen.
-ALL_PARTS = '["sl_neural", "sl_tree"]'
-PART_DIRS = {"{{sl_neural_dir}}": "part1", "{{sl_tree_dir}}": "part2"}
+ALL_PARTS = '["sl_neural", "sl_tree", "rl"]'
+PART_DIRS = {"{{sl_neural_dir}}": "part1", "{{sl_tree_dir}}": "part2", "{{rl_dir}}": "part3"}
 
 
 nox.options.sessions = ["lint", "tests"]

@@ -22,8 +22,8 @@ def choices(question: str) -> list:
     return list(values.values()) if isinstance(values, dict) else list(values)
 
 
-# Part kinds that render today; the others are refused by the `parts` validator.
-AVAILABLE_PARTS = ["sl_neural", "sl_tree"]
+# Every part kind the template renders.
+AVAILABLE_PARTS = ["sl_neural", "sl_tree", "rl"]
 
 
 def part_selections() -> list[list[str]]:

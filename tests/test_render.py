@@ -42,6 +42,7 @@ PART_FILES = ("__init__.py", "config.py", "data.py", "model.py", "train.py")
 KIND_FILES = {
     "sl_neural": [],
     "sl_tree": ["{part}/benchmark.py", "src/xgb_callbacks.py", "src/tree_plots.py"],
+    "rl": ["{part}/envs.py", "{part}/benchmark.py"],
 }
 
 
@@ -78,10 +79,11 @@ def test_variant_renders_cleanly(copie, answers):
 
 
 def test_readme_names_each_part(copie):
-    result = copie.copy(extra_answers={"parts": ["sl_neural", "sl_tree"]})
+    result = copie.copy(extra_answers={"parts": ["sl_neural", "sl_tree", "rl"]})
     readme = (Path(result.project_dir) / "README.md").read_text()
     assert "| `part1/` | supervised neural (Lightning) |" in readme
     assert "| `part2/` | supervised tree (XGBoost) |" in readme
+    assert "| `part3/` | reinforcement learning (TorchRL PPO in Lightning) |" in readme
 
 
 def test_a_tree_only_project_numbers_its_part_1(copie):

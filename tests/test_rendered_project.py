@@ -14,6 +14,7 @@ pytestmark = pytest.mark.slow
 OUTPUTS = {
     "sl_neural": ["checkpoints/best.ckpt", "checkpoints/last.ckpt", "model.pt"],
     "sl_tree": ["model.ubj", "metrics.json", "plots/shap_summary.png"],
+    "rl": ["checkpoints/best.ckpt", "checkpoints/last.ckpt", "model.pt"],
 }
 NAMESPACES = ("timing/", "tracking/", "system/")
 

@@ -14,8 +14,7 @@ import pytest
         ({"project_name": "my/project"}, "may only contain letters, digits"),
         ({"project_name": "x" * 61}, "keep it to 60 or fewer"),
         ({"parts": []}, "Choose at least one kind of part"),
-        ({"parts": ["rl"]}, "The 'rl' part is not available in this release"),
-        ({"parts": ["sl_neural", "sl_tree", "rl"]}, "The 'rl' part is not available in this release"),
+        ({"parts": ["reinforcement"]}, "sl_neural, sl_tree or rl"),
         ({"wandb_entity": "my team"}, "A W&B entity contains only"),
     ],
 )

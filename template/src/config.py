@@ -158,16 +158,40 @@ class SLTreeConfig(BaseConfig):
 
 @dataclass
 class RLConfig(LightningConfig):
-    """Reinforcement-learning parts (TorchRL inside Lightning)."""
+    """Reinforcement-learning parts (TorchRL inside Lightning). A Lightning epoch is
+    `iterations_per_epoch` collections of `frames_per_batch` frames, each followed by
+    its policy updates; evaluation episodes are the validation."""
 
-    num_envs: int = 4  # RL-1
+    num_envs: int = 4  # RL-1: ParallelEnv workers
     frames_per_batch: int = 1024
+    iterations_per_epoch: int = 5
     gamma: float = 0.99
+    eval_episodes: int = 5
+    test_episodes: int = 20
+    # Training ends once the mean evaluation reward reaches this (None: never);
+    # early stopping on it (patience, in epochs) ends runs that stop improving.
+    target_reward: float | None = None
+    log_every_n_steps: int = 1  # a step is a whole collection and its updates
 
     def problems(self) -> list[str]:
-        found = [*super().problems(), *_at_least(self, num_envs=1, frames_per_batch=1)]
+        found = [
+            *super().problems(),
+            *_at_least(
+                self, num_envs=1, frames_per_batch=1, iterations_per_epoch=1, eval_episodes=1, test_episodes=1
+            ),
+        ]
+        if self.frames_per_batch % self.num_envs:
+            found.append(
+                f"frames_per_batch {self.frames_per_batch}: must be a multiple of num_envs {self.num_envs}"
+            )
         if not 0 < self.gamma <= 1:
             found.append(f"gamma {self.gamma}: must be in (0, 1]")
+        if self.gradient_accumulation_steps != 1:
+            found.append(
+                "gradient_accumulation_steps: must be 1 (PPO steps its optimizer once per minibatch)"
+            )
+        if self.find_batch_size:
+            found.append("find_batch_size: not for RL, where a batch is a rollout of frames_per_batch frames")
         return found
 
 

@@ -32,7 +32,7 @@ from src.callbacks import (
     TrackingCallback,
 )
 from src.callbacks.stop_file import stop_file_paths
-from src.config import LightningConfig
+from src.config import LightningConfig, RLConfig
 from src.metrics_jsonl import JsonlLogger
 from src.precision import choose_precision
 
@@ -45,8 +45,15 @@ warnings.filterwarnings("ignore", message=r".*multiple `ModelCheckpoint` callbac
 def build_callbacks(
     cfg: LightningConfig, run_dir: Path, monitor: str = "val_loss", mode: str = "min"
 ) -> list[L.Callback]:
+    is_rl = isinstance(cfg, RLConfig)
     callbacks: list[L.Callback] = [
-        EarlyStopping(monitor=monitor, patience=cfg.patience, mode=mode, min_delta=cfg.min_delta),  # CB-1
+        EarlyStopping(  # CB-1; an RL run also ends once its evaluation reward reaches the target
+            monitor=monitor,
+            patience=cfg.patience,
+            mode=mode,
+            min_delta=cfg.min_delta,
+            stopping_threshold=cfg.target_reward if is_rl else None,
+        ),
         # CB-2, OUT-3: checkpoints/best.ckpt (lowest val_loss) and checkpoints/last.ckpt.
         # Two callbacks, because Lightning 2.6's save_last=True rewrites last.ckpt only
         # when the best improves; this second one rewrites it after every validation.
@@ -62,7 +69,7 @@ def build_callbacks(
         LearningRateMonitor(logging_interval="epoch"),  # CB-3
         StopFileCallback(stop_file_paths(cfg.stop_file, run_dir)),  # CB-4
         Timer(duration=timedelta(hours=cfg.max_wall_clock_hours), interval="step"),  # CFG-4
-        TimingCallback(),  # PRF-2, PRF-4
+        TimingCallback(fetch_section="env_step" if is_rl else "data"),  # PRF-2, PRF-3, PRF-4
         TrackingCallback(monitor=monitor, mode=mode),  # LOG-4
         BatchMetricsCallback(),  # LOG-4
         SystemMetricsCallback(),  # LOG-4
@@ -94,14 +101,24 @@ def build_trainer(
     if wandb_logger is not None:
         loggers.insert(0, wandb_logger)
     profiler_cls = AdvancedProfiler if cfg.profiler == "advanced" else SimpleProfiler  # PRF-1
+    trainer_args = {
+        "accumulate_grad_batches": cfg.gradient_accumulation_steps,  # MEM-3
+        "gradient_clip_val": cfg.gradient_clip_val,  # LIT-4
+    }
+    if isinstance(cfg, RLConfig):
+        trainer_args = {
+            # An RL epoch is a fixed number of collections from an endless collector.
+            "limit_train_batches": cfg.iterations_per_epoch,
+            # PPO optimizes manually and clips actor and critic itself (RL-13).
+            "gradient_clip_val": None,
+            "num_sanity_val_steps": 0,  # evaluation episodes of an untrained policy tell nothing
+        }
     return L.Trainer(
         default_root_dir=run_dir,  # OUT-1
         logger=loggers,
         callbacks=build_callbacks(cfg, run_dir, monitor, mode),
         max_epochs=cfg.num_epochs,
         precision=precision,  # PRC-1, PRC-3
-        accumulate_grad_batches=cfg.gradient_accumulation_steps,  # MEM-3
-        gradient_clip_val=cfg.gradient_clip_val,  # LIT-4
         accelerator=cfg.accelerator,
         devices=cfg.devices,
         num_nodes=cfg.num_nodes,
@@ -110,4 +127,5 @@ def build_trainer(
         log_every_n_steps=cfg.log_every_n_steps,
         # A progress bar only on a terminal; detached runs get EpochSummaryCallback's lines.
         enable_progress_bar=sys.stderr.isatty(),
+        **trainer_args,
     )

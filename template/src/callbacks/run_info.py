@@ -17,15 +17,19 @@ class RunInfoCallback(L.Callback):
         info = {
             "total_params": sum(p.numel() for p in pl_module.parameters()),
             "trainable_params": sum(p.numel() for p in pl_module.parameters() if p.requires_grad),
-            "num_train_samples": _num_samples(trainer.train_dataloader),
-            "num_val_samples": _num_samples(trainer.val_dataloaders),
+            "num_train_samples": _num_samples(trainer, "num_train_samples", trainer.train_dataloader),
+            "num_val_samples": _num_samples(trainer, "num_val_samples", trainer.val_dataloaders),
             "gpu_name": gpu_name(),
         }
         for logger in trainer.loggers:
             logger.log_hyperparams(info)
 
 
-def _num_samples(loaders: Any) -> int:
+def _num_samples(trainer: L.Trainer, name: str, loaders: Any) -> int:
+    """The DataModule's own count where it has one (RL: frames per epoch), else the
+    size of the loaders' datasets."""
+    if hasattr(trainer.datamodule, name):
+        return int(getattr(trainer.datamodule, name))
     if loaders is None:
         return 0
     loaders = loaders if isinstance(loaders, (list, tuple)) else [loaders]

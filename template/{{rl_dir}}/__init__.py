@@ -1,0 +1,3 @@
+"""Reinforcement-learning part: PPO on TorchRL, driven by Lightning."""
+
+KIND = "rl"
