@@ -79,6 +79,12 @@ def check_hung(run_dir: Path, stall_minutes: float) -> Finding:
     return Finding("hung", "OK", f"last output {idle_minutes:.1f} min ago")
 
 
+def higher_is_better(metric: str) -> bool:
+    """Rewards, accuracies and XGBoost's auc / map / ndcg / pre grow as a run improves."""
+    name = metric.split("_", 1)[-1]
+    return "reward" in name or name.endswith("acc") or name.startswith(("auc", "map", "ndcg", "pre"))
+
+
 def check_metrics(run_dir: Path, monitor: str, patience: int) -> Finding:
     path = run_dir / "metrics.jsonl"
     events = [e for e in read_jsonl(path) if monitor in e] if path.exists() else []
@@ -89,7 +95,7 @@ def check_metrics(run_dir: Path, monitor: str, patience: int) -> Finding:
         details = {"metric": monitor, "epoch": str(events[-1].get("epoch", "")), "value": str(values[-1])}
         return Finding("metrics", "FAIL", f"{monitor} is not finite: {values[-1]}", "divergence", details)
     finite = [v for v in values if math.isfinite(v)]
-    best = min(finite)
+    best = max(finite) if higher_is_better(monitor) else min(finite)
     since_best = len(values) - 1 - values.index(best)
     level = "WARN" if since_best >= max(patience // 2, 1) else "OK"
     trend = f"{monitor} {values[-1]:.4g} (best {best:.4g}, {since_best} epoch(s) ago, {len(values)} epochs)"
@@ -161,10 +167,13 @@ class Babysitter:
         return findings
 
     def _monitor(self, config: dict) -> str:
-        """--monitor, or what the run early-stops on: val_<eval_metric> for trees, else val_loss."""
+        """--monitor, or what the run early-stops on: val_<eval_metric> for trees,
+        val_episode_reward for RL, else val_loss."""
         if self.args.monitor:
             return self.args.monitor
-        return f"val_{config['eval_metric']}" if "eval_metric" in config else "val_loss"
+        if "eval_metric" in config:
+            return f"val_{config['eval_metric']}"
+        return "val_episode_reward" if "num_envs" in config else "val_loss"
 
     def _restart(self, record: dict) -> str:
         """Start the run's own command again, detached, resuming from its last checkpoint."""

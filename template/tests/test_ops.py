@@ -100,6 +100,21 @@ def test_babysitter_reports_a_healthy_run(tmp_path, monkeypatch):  # OPS-3
     assert not (tmp_path / "issues").exists()
 
 
+def test_babysitter_reads_a_reward_as_higher_is_better(tmp_path):  # OPS-3
+    path = tmp_path / "metrics.jsonl"
+    rewards = [10.0, 50.0, 200.0, 480.0, 100.0, 100.0]
+    append_jsonl(
+        path, *({"event": "metrics", "epoch": e, "val_episode_reward": r} for e, r in enumerate(rewards[:4]))
+    )
+    assert babysit.check_metrics(tmp_path, "val_episode_reward", patience=4).level == "OK"
+    append_jsonl(
+        path,
+        *({"event": "metrics", "epoch": 4 + e, "val_episode_reward": r} for e, r in enumerate(rewards[4:])),
+    )
+    finding = babysit.check_metrics(tmp_path, "val_episode_reward", patience=4)
+    assert finding.level == "WARN" and "best 480" in finding.message
+
+
 def test_babysitter_restarts_a_killed_run_once_and_files_an_issue(tmp_path, monkeypatch):  # OPS-3, OPS-4
     monkeypatch.chdir(tmp_path)
     run_dir, marker = make_run(tmp_path, pid=dead_pid(), linger=5)
