@@ -14,7 +14,7 @@ import pytest
         ({"project_name": "my/project"}, "may only contain letters, digits"),
         ({"project_name": "x" * 61}, "keep it to 60 or fewer"),
         ({"parts": []}, "Choose at least one kind of part"),
-        ({"parts": ["reinforcement"]}, "sl_neural, sl_tree or rl"),
+        ({"parts": ["reinforcement"]}, "is not in ['sl_neural', 'sl_tree', 'rl']"),
         ({"wandb_entity": "my team"}, "A W&B entity contains only"),
     ],
 )
