@@ -29,6 +29,7 @@ PROJECT_DEPS = [
     "torchrl",
     "tensordict",
     "gymnasium",
+    "optuna",
 ]
 
 # Every part kind the template renders today, and the folder each gets when all are chosen.
@@ -59,7 +60,8 @@ def lint(session: nox.Session) -> None:
     session.install("-c", str(CONSTRAINTS), "ruff", "copier")
     session.run("ruff", "check", "noxfile.py", "tests")
     session.run("ruff", "format", "--check", "noxfile.py", "tests")
-    project = render(session, Path(tempfile.mkdtemp()) / "lint", ALL_PARTS)  # outside the repo's .gitignore
+    # Rendered outside the repo, whose .gitignore would hide files from ruff.
+    project = render(session, Path(tempfile.mkdtemp()) / "lint", ALL_PARTS, sweep=True)
     session.run("ruff", "check", "--no-cache", str(project))
     session.run("ruff", "format", "--check", "--no-cache", str(project))
 
@@ -79,7 +81,7 @@ def fmt(session: nox.Session) -> None:
     """Format the template: render, let ruff fix the result, copy fixes back to plain
     .py sources. Changes to .jinja files are only reported."""
     session.install("-c", str(CONSTRAINTS), "ruff", "copier")
-    project = render(session, Path(tempfile.mkdtemp()) / "fmt", ALL_PARTS)
+    project = render(session, Path(tempfile.mkdtemp()) / "fmt", ALL_PARTS, sweep=True)
     session.run("ruff", "check", "--fix", "--no-cache", "-q", str(project), success_codes=[0, 1])
     session.run("ruff", "format", "--no-cache", "-q", str(project))
     for source in (ROOT / "template").rglob("*"):
@@ -93,11 +95,12 @@ def fmt(session: nox.Session) -> None:
         session.log(f"check by hand: {source.relative_to(ROOT)} (ruff check {project})")
 
 
-def render(session: nox.Session, destination: Path, parts: str = "") -> Path:
-    """Render with the default answers, and the given parts (JSON list) if any."""
+def render(session: nox.Session, destination: Path, parts: str = "", sweep: bool = False) -> Path:
+    """Render with the default answers, and the given parts (JSON list) and sweep if any."""
     if destination.exists():
         shutil.rmtree(destination)
     data = ["--data", f"parts={parts}"] if parts else []
+    data += ["--data", "sweep=true"] if sweep else []
     session.run(
         "copier", "copy", "--vcs-ref", "HEAD", "--defaults", "--quiet", *data, str(ROOT), str(destination)
     )

@@ -69,9 +69,13 @@ class Project:
     parts: list[str]  # part kinds, in folder order: parts[0] is part1
 
 
-@pytest.fixture(scope="session", params=[{}, {"parts": AVAILABLE_PARTS}], ids=["defaults", "all-parts"])
+@pytest.fixture(
+    scope="session",
+    params=[{}, {"parts": AVAILABLE_PARTS, "sweep": True}],
+    ids=["defaults", "all-parts-with-sweep"],
+)
 def project(request, copie_session, tmp_path_factory) -> Project:
-    """A rendered project (the default answers, and every part kind), installed as its
+    """A rendered project (the default answers, and every part kind with sweeps), installed as its
     README says: editable, into a virtual environment of its own."""
     result = copie_session.copy(extra_answers=request.param)
     assert result.exit_code == 0, result.exception

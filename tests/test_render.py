@@ -52,6 +52,10 @@ def expected_files(answers: dict) -> set[str]:
         files |= {f"part{number}/{name}" for name in PART_FILES}
         files |= {name.format(part=f"part{number}") for name in KIND_FILES[kind]}
         files.add(f"tests/test_{kind}.py")
+        if answers["sweep"]:
+            files.add(f"part{number}/sweep.py")  # SWP-1
+    if answers["sweep"]:
+        files |= {"src/sweep.py", "tests/test_sweep.py"}
     if answers["license"] != "Proprietary":
         files.add("LICENSE")
     return files

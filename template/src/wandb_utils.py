@@ -60,6 +60,13 @@ def setup_run(cfg: BaseConfig, run_dir: Path) -> Any | None:
     return run
 
 
+def finish_run() -> None:
+    """End the W&B run at the end of training (MAIN-1), unless it is a sweep agent's:
+    the agent records the trial's score in it first, then ends it (SWP-3)."""
+    if wandb.run is not None and not wandb.run.sweep_id:
+        wandb.finish()
+
+
 def create_wandb_logger(cfg: BaseConfig, run_dir: Path) -> WandbLogger | None:
     """LOG-1: the WandbLogger handed to the Trainer, or None when W&B is off."""
     if resolve_mode(cfg.wandb_mode) == "disabled":
