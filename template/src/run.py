@@ -51,9 +51,13 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
     previous_env = os.environ.get(RUN_DIR_ENV)
     os.environ[RUN_DIR_ENV] = str(run_dir)  # for the DDP ranks Lightning starts
     console = tee_console(run_dir / "console.log") if is_writer else contextlib.nullcontext()
+    # A resume that fails (flags that do not fit the checkpoint, say) gives the run its
+    # config.json back, so the next --resume still works.
+    config_path = run_dir / "config.json"
+    previous_config = config_path.read_text() if resume_from and config_path.is_file() else None
     with console as log_file, _sigterm_unwinds():
         if log_file is not None:
-            (run_dir / "config.json").write_text(cfg.to_json() + "\n")
+            config_path.write_text(cfg.to_json() + "\n")
             _write_status(run_dir, "running", resume_from)
             print(f"run directory: {run_dir}" + (f" (resuming {resume_from.name})" if resume_from else ""))
             if stopper := stop_requested(stop_file_paths(cfg.stop_file, run_dir)):
@@ -66,6 +70,8 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
             if log_file is not None:
                 # The terminal gets the traceback when it propagates; the log gets it now.
                 log_file.write(traceback.format_exc())
+                if previous_config is not None:
+                    config_path.write_text(previous_config)
                 _write_status(run_dir, status, resume_from, error=repr(error))
             if wandb.run is not None:
                 wandb.finish(exit_code=1)

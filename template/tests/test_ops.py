@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -16,7 +17,9 @@ import torch
 from conftest import ROOT, slow
 
 from src import babysit, records
+from src.config import BaseConfig, OutputConfig
 from src.metrics_jsonl import append_jsonl
+from src.run import start_run
 from src.utils.gpu_lock import GpuLock
 
 
@@ -179,6 +182,19 @@ def test_records_command_line_fills_type_fields(tmp_path, monkeypatch, capsys): 
     with pytest.raises(SystemExit):
         records.main(["issue", "x", "--type", "divergence", "--field", "colour=red"])
     assert "NAME one of: metric, epoch, value" in capsys.readouterr().err
+
+
+def test_a_failed_resume_gives_the_run_its_config_back(tmp_path):  # RES-1
+    output = OutputConfig(base_dir=str(tmp_path))
+    first = BaseConfig(name="resumed", seed=1, wandb_mode="disabled", output=output)
+    with start_run(first) as run:
+        checkpoint = run.dir / "checkpoints" / "last.ckpt"
+        checkpoint.parent.mkdir()
+        checkpoint.write_bytes(b"weights")
+    saved = (run.dir / "config.json").read_text()
+    with pytest.raises(RuntimeError, match="size mismatch"), start_run(replace(first, seed=2), checkpoint):
+        raise RuntimeError("size mismatch")  # as loading a checkpoint into a different model does
+    assert (run.dir / "config.json").read_text() == saved
 
 
 @slow

@@ -47,8 +47,11 @@ class CartPoleConfig(RLConfig):
                 f"ppo_epochs {self.ppo_epochs}, clip_epsilon {self.clip_epsilon}, gae_lambda "
                 f"{self.gae_lambda}: need >= 1, (0, 1) and [0, 1]"
             )
-        if self.target_kl <= 0 or self.max_grad_norm <= 0:
-            found.append(f"target_kl {self.target_kl}, max_grad_norm {self.max_grad_norm}: must be positive")
+        if self.target_kl <= 0 or self.max_grad_norm <= 0 or self.critic_coef <= 0:
+            found.append(
+                f"target_kl {self.target_kl}, max_grad_norm {self.max_grad_norm}, critic_coef "
+                f"{self.critic_coef}: must be positive"
+            )
         return found
 
 

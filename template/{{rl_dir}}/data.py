@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator
 
+import gymnasium
 import lightning as L
 import torch
 from tensordict import TensorDictBase
@@ -14,6 +15,8 @@ from tensordict.nn import TensorDictModuleBase
 from torchrl.collectors import Collector
 from torchrl.envs import EnvBase, ExplorationType, GymEnv, ParallelEnv, RewardSum, StepCounter, TransformedEnv
 from torchrl.envs.utils import set_exploration_type
+
+from src.config import ConfigError
 
 from .config import CartPoleConfig
 from .envs import LineWalk
@@ -77,11 +80,24 @@ class RolloutDataModule(L.LightningDataModule):
         self.num_val_samples = cfg.eval_episodes
         self.env: EnvBase | None = None
         self.collector: Collector | None = None
-        self.eval_env: EnvBase | None = None
+        self.val_env: EnvBase | None = None
+        self.test_env: EnvBase | None = None
 
     def observation_and_action_sizes(self) -> tuple[int, int]:
-        env = make_env(self.cfg.env_name)
+        """The policy's input and output sizes; a ConfigError for an env this part cannot train."""
         try:
+            env = make_env(self.cfg.env_name)
+        except gymnasium.error.Error as error:
+            raise ConfigError(
+                f"env_name {self.cfg.env_name!r}: {error}; "
+                "use a gymnasium id such as CartPole-v1, or LineWalk"
+            ) from None
+        try:
+            if not hasattr(env.action_spec.space, "n"):
+                raise ConfigError(
+                    f"env_name {self.cfg.env_name!r}: its actions are continuous; this PPO policy "
+                    "picks one of n discrete actions (CartPole-v1, LineWalk, ...)"
+                )
             return env.observation_spec["observation"].shape[-1], env.action_spec.space.n
         finally:
             env.close()
@@ -105,16 +121,20 @@ class RolloutDataModule(L.LightningDataModule):
         return self.collector
 
     def val_dataloader(self) -> EvaluationEpisodes:
-        return self._episodes(self.cfg.eval_episodes)
+        if self.val_env is None:
+            self.val_env = self._evaluation_env(seed=self.cfg.seed + 1)
+        return EvaluationEpisodes(self.val_env, self.trainer.lightning_module.policy, self.cfg.eval_episodes)
 
     def test_dataloader(self) -> EvaluationEpisodes:
-        return self._episodes(self.cfg.test_episodes)
+        # Its own seed: the test episodes are not the validation episodes played again.
+        if self.test_env is None:
+            self.test_env = self._evaluation_env(seed=self.cfg.seed + 2)
+        return EvaluationEpisodes(self.test_env, self.trainer.lightning_module.policy, self.cfg.test_episodes)
 
-    def _episodes(self, count: int) -> EvaluationEpisodes:
-        if self.eval_env is None:
-            self.eval_env = with_episode_stats(make_env(self.cfg.env_name))
-            self.eval_env.set_seed(self.cfg.seed + 1)
-        return EvaluationEpisodes(self.eval_env, self.trainer.lightning_module.policy, count)
+    def _evaluation_env(self, seed: int) -> EnvBase:
+        env = with_episode_stats(make_env(self.cfg.env_name))
+        env.set_seed(seed)
+        return env
 
     def teardown(self, stage: str) -> None:
         self.close()
@@ -125,7 +145,7 @@ class RolloutDataModule(L.LightningDataModule):
         if self.collector is not None:
             self.collector.shutdown()  # closes self.env too
             self.collector = None
-        for env in (self.env, self.eval_env):
+        for env in (self.env, self.val_env, self.test_env):
             if env is not None and not env.is_closed:
                 env.close(raise_if_closed=False)
-        self.env = self.eval_env = None
+        self.env = self.val_env = self.test_env = None

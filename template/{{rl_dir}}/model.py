@@ -29,8 +29,9 @@ LOGGED_LOSS_TERMS = ("loss_objective", "loss_critic", "loss_entropy", "kl_approx
 
 class PPOModule(L.LightningModule):
     """One training step is one collected batch: advantages by GAE, then up to
-    `ppo_epochs` passes of minibatch updates, cut short when the policy moves too
-    far from the one that collected the batch (KL early stopping, RL-12)."""
+    `ppo_epochs` passes of minibatch updates. The batch's remaining updates are
+    dropped once a minibatch finds the policy too far from the one that collected
+    the batch (KL early stopping, RL-12), before that minibatch is applied."""
 
     def __init__(
         self,
@@ -89,6 +90,8 @@ class PPOModule(L.LightningModule):
             with self.stopwatch("inference"):
                 terms = self.loss_module(frames[indices])
                 loss = terms["loss_objective"] + terms["loss_critic"] + terms["loss_entropy"]
+            if updates and terms["kl_approx"].item() > self.hparams.target_kl:
+                break  # RL-12: the policy has moved far enough from the collecting one
             grad_norms = self._update(loss)
             if grad_norms is None:  # RL-12: a non-finite loss or gradient is skipped, not applied
                 skipped += 1
@@ -99,8 +102,6 @@ class PPOModule(L.LightningModule):
             sums["loss"] += loss.item()
             sums["actor_grad_norm"] += grad_norms[0]
             sums["critic_grad_norm"] += grad_norms[1]
-            if terms["kl_approx"].item() > self.hparams.target_kl:
-                break  # RL-12: the policy has moved far enough from the collecting one
         self._log_step(batch, sums, updates, skipped)
 
     def _minibatches(self, size: int, device: torch.device) -> Iterator[torch.Tensor]:

@@ -14,6 +14,8 @@ class BatchMetricsCallback(L.Callback):
     def on_before_optimizer_step(
         self, trainer: L.Trainer, pl_module: L.LightningModule, optimizer: torch.optim.Optimizer
     ) -> None:
+        if not pl_module.automatic_optimization:
+            return  # a manual-optimization module logs its own norms (RL: batch/actor_grad_norm)
         grads = [p.grad.detach().norm() for p in pl_module.parameters() if p.grad is not None]
         if grads:
             norm = torch.linalg.vector_norm(torch.stack(grads))
