@@ -31,6 +31,7 @@ from pathlib import Path
 import psutil
 import torch
 
+from src.callbacks.tracking import higher_is_better
 from src.metrics_jsonl import read_jsonl
 from src.records import new_issue
 from src.run_dir import latest_checkpoint
@@ -77,12 +78,6 @@ def check_hung(run_dir: Path, stall_minutes: float) -> Finding:
         details = {"last_output_at": last_output}
         return Finding("hung", "FAIL", f"no output for {idle_minutes:.0f} min", "hang", details)
     return Finding("hung", "OK", f"last output {idle_minutes:.1f} min ago")
-
-
-def higher_is_better(metric: str) -> bool:
-    """Rewards, accuracies and XGBoost's auc / map / ndcg / pre grow as a run improves."""
-    name = metric.split("_", 1)[-1]
-    return "reward" in name or name.endswith("acc") or name.startswith(("auc", "map", "ndcg", "pre"))
 
 
 def check_metrics(run_dir: Path, monitor: str, patience: int) -> Finding:
