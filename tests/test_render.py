@@ -10,9 +10,8 @@ import yaml
 from conftest import every_variant, run, variant_id
 
 SRC_MODULES = """
-    __init__ babysit checkpoints cli config console data_checks metrics_jsonl optim precision
-    project records run run_dir system_metrics trainer wandb_utils
-    utils/__init__ utils/gpu_lock utils/memory
+    __init__ babysit checkpoints cli config console data_checks gpu_lock memory metrics_jsonl
+    optim precision project records run run_dir system_metrics trainer wandb_utils
 """
 CALLBACKS = """
     __init__ batch_metrics epoch_summary plateau_resume rng_state run_info stop_file

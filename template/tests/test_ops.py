@@ -18,9 +18,9 @@ from conftest import ROOT, slow
 
 from src import babysit, records
 from src.config import BaseConfig, OutputConfig
+from src.gpu_lock import GpuLock
 from src.metrics_jsonl import append_jsonl
 from src.run import start_run
-from src.utils.gpu_lock import GpuLock
 
 
 def test_gpu_lock_makes_a_second_job_wait(tmp_path):  # OPS-1
@@ -29,7 +29,7 @@ def test_gpu_lock_makes_a_second_job_wait(tmp_path):  # OPS-1
         [
             sys.executable,
             "-c",
-            "import sys, time\nfrom src.utils.gpu_lock import GpuLock\n"
+            "import sys, time\nfrom src.gpu_lock import GpuLock\n"
             "with GpuLock(sys.argv[1]):\n    print('locked', flush=True); time.sleep(1.5)",
             str(lock),
         ],
