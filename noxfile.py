@@ -1,7 +1,9 @@
-"""Sessions for working on the template: nox -s tests | lint | demo | fmt."""
+"""Sessions for working on the template: nox -s tests | lint | variant | examples | demo | fmt."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
 import tempfile
@@ -11,7 +13,7 @@ import nox
 
 ROOT = Path(__file__).parent
 CONSTRAINTS = ROOT / "template" / "constraints.txt"  # the one file that pins tested versions
-TOOLS = ["copier", "pytest-copie", "pytest", "ruff", "pyyaml"]
+TOOLS = ["copier", "pytest-copie", "pytest", "ruff", "pyyaml", "pre-commit-hooks"]
 # What a rendered project needs; versions come from the constraints file.
 PROJECT_DEPS = [
     "lightning",
@@ -43,7 +45,9 @@ nox.options.reuse_existing_virtualenvs = True
 
 def install(session: nox.Session, *packages: str) -> None:
     # torch first and alone: an unpinned torch anywhere pulls the newest CUDA build.
-    session.install("-c", str(CONSTRAINTS), "torch")
+    # TORCH_INDEX_URL (set by CI's CPU jobs) picks a CPU-only build of the pinned version.
+    index = ["--index-url", os.environ["TORCH_INDEX_URL"]] if os.environ.get("TORCH_INDEX_URL") else []
+    session.install("-c", str(CONSTRAINTS), *index, "torch")
     session.install("-c", str(CONSTRAINTS), *packages)
 
 
@@ -64,6 +68,34 @@ def lint(session: nox.Session) -> None:
     project = render(session, Path(tempfile.mkdtemp()) / "lint", ALL_PARTS, sweep=True)
     session.run("ruff", "check", "--no-cache", str(project))
     session.run("ruff", "format", "--check", "--no-cache", str(project))
+
+
+@nox.session
+def variant(session: nox.Session) -> None:
+    """One variant end to end, as CI's matrix runs it: nox -s variant -- sl_neural+rl-sweep.
+    Renders it, installs it as its README says, lints it, smoke-trains each part and runs
+    its own test suite."""
+    if len(session.posargs) != 1 or not re.fullmatch(r"[a-z_]+(\+[a-z_]+)*(-sweep)?", session.posargs[0]):
+        session.error(
+            "give one variant, its part kinds joined by '+' and '-sweep' for sweeps: sl_tree+rl-sweep"
+        )
+    kinds, sweep = session.posargs[0].removesuffix("-sweep").split("+"), session.posargs[0].endswith("-sweep")
+    install(session, "copier", "ruff", "pytest")
+    project = render(session, Path(tempfile.mkdtemp()) / "variant", json.dumps(kinds), sweep=sweep)
+    session.install("-c", str(CONSTRAINTS), "-e", f"{project}[dev]")
+    session.chdir(project)
+    session.run("ruff", "check", "--no-cache", ".")
+    session.run("ruff", "format", "--check", "--no-cache", ".")
+    for number in range(1, len(kinds) + 1):
+        session.run("python", "-m", f"part{number}.train", "--config", "smoke", env={"WANDB_MODE": "offline"})
+    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider")
+
+
+@nox.session
+def examples(session: nox.Session) -> None:
+    """Render examples/NAME/ again from each examples/NAME.yml (tests/test_examples.py checks them)."""
+    session.install("-c", str(CONSTRAINTS), "copier", "pyyaml")
+    session.run("python", str(ROOT / "examples" / "render.py"))
 
 
 @nox.session

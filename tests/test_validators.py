@@ -16,6 +16,7 @@ import pytest
         ({"parts": []}, "Choose at least one kind of part"),
         ({"parts": ["reinforcement"]}, "is not in ['sl_neural', 'sl_tree', 'rl']"),
         ({"wandb_entity": "my team"}, "A W&B entity contains only"),
+        ({"copyright_year": "26"}, "The copyright year is four digits"),
     ],
 )
 def test_bad_answer_is_refused(copie, answers, message):
@@ -31,3 +32,10 @@ def test_good_project_names_give_a_slug(copie, name):
     assert result.answers["project_name"] == name
     pyproject = (result.project_dir / "pyproject.toml").read_text()
     assert f'name = "{name.lower().replace(" ", "-").replace("_", "-")}"' in pyproject
+
+
+def test_the_copyright_year_is_kept_in_the_answers(copie):
+    result = copie.copy(extra_answers={"copyright_year": "2024"})
+    assert result.exit_code == 0, result.exception
+    assert "Copyright (c) 2024 " in (result.project_dir / "LICENSE").read_text()
+    assert result.answers["copyright_year"] == "2024"

@@ -1,0 +1,3 @@
+"""Supervised neural part: an MLP classifier trained with Lightning."""
+
+KIND = "sl_neural"

@@ -1,0 +1,116 @@
+"""Data of this part: load, validate (DATA-1), split and serve (LIT-2).
+
+To train on your own data, set `--data-path your.csv` (numeric feature columns
+plus `--label-column`), or replace `load_table()`.
+"""
+
+from __future__ import annotations
+
+import lightning as L
+import numpy as np
+import pandas as pd
+import pandera.pandas as pa
+import torch
+from sklearn.datasets import load_digits
+from sklearn.model_selection import train_test_split
+from torch.utils.data import DataLoader, TensorDataset
+
+from src.data_checks import DataValidationError, finite, read_table, validate_table
+
+from .config import DigitsConfig
+
+
+def load_table(cfg: DigitsConfig) -> pd.DataFrame:
+    """The raw table: one row per example, features and the label column."""
+    if not cfg.data_path:
+        return load_digits(as_frame=True).frame  # ships with scikit-learn: no download
+    return read_table(cfg.data_path)
+
+
+def table_schema(cfg: DigitsConfig, columns: list[str]) -> pa.DataFrameSchema:
+    """DATA-1: numeric, finite, in-range features and a label in [0, num_classes)."""
+    low, high = cfg.feature_range
+    feature = pa.Column(float, [finite(), pa.Check.in_range(low, high)], nullable=False, coerce=True)
+    features = {name: feature for name in columns if name != cfg.label_column}
+    return pa.DataFrameSchema(
+        {
+            **features,
+            # No coercion: a float label such as 3.5 is an error, not a silent 3.
+            cfg.label_column: pa.Column(int, pa.Check.isin(range(cfg.num_classes))),
+        },
+        checks=pa.Check(
+            lambda table: table.shape[1] - 1 == cfg.num_features,
+            error=f"expected {cfg.num_features} feature columns (set --num-features)",
+        ),
+        strict=True,
+    )
+
+
+class DigitsDataModule(L.LightningDataModule):
+    def __init__(self, cfg: DigitsConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.batch_size = cfg.batch_size  # MEM-2: BatchSizeFinder may change it
+        self._checked_table: pd.DataFrame | None = None
+
+    def prepare_data(self) -> None:
+        # DDP-2: once per node, before any rank trains. Downloads go here; the bundled
+        # data only needs checking, so bad data fails fast.
+        self._checked_table = self._load_valid_table()
+
+    def setup(self, stage: str | None = None) -> None:
+        # The process that ran prepare_data reuses its table; other DDP ranks load their own.
+        table = self._checked_table if self._checked_table is not None else self._load_valid_table()
+        features = table.drop(columns=self.cfg.label_column).to_numpy(dtype=np.float32)
+        labels = table[self.cfg.label_column].to_numpy(dtype=np.int64)
+        train_idx, val_idx, test_idx = self._split(labels)
+
+        def subset(index: np.ndarray) -> TensorDataset:
+            return TensorDataset(torch.from_numpy(features[index]), torch.from_numpy(labels[index]))
+
+        self.train_dataset = subset(train_idx)
+        self.val_dataset = subset(val_idx)
+        self.test_dataset = subset(test_idx)
+
+    def train_dataloader(self) -> DataLoader:
+        return self._loader(self.train_dataset, shuffle=True)
+
+    def val_dataloader(self) -> DataLoader:
+        return self._loader(self.val_dataset)
+
+    def test_dataloader(self) -> DataLoader:
+        return self._loader(self.test_dataset)
+
+    def _loader(self, dataset: TensorDataset, shuffle: bool = False) -> DataLoader:
+        return DataLoader(
+            dataset,
+            batch_size=self.batch_size,
+            shuffle=shuffle,
+            num_workers=self.cfg.num_workers,
+            persistent_workers=self.cfg.num_workers > 0,
+            pin_memory=torch.cuda.is_available(),
+        )
+
+    def _split(self, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Stratified, and seeded apart from training, so every run sees the same split."""
+        held_out = self.cfg.val_fraction + self.cfg.test_fraction
+        try:
+            train_idx, rest_idx = train_test_split(
+                np.arange(len(labels)), test_size=held_out, stratify=labels, random_state=self.cfg.split_seed
+            )
+            val_idx, test_idx = train_test_split(
+                rest_idx,
+                test_size=self.cfg.test_fraction / held_out,
+                stratify=labels[rest_idx],
+                random_state=self.cfg.split_seed,
+            )
+        except ValueError as error:  # too few rows of some class for a stratified split
+            raise DataValidationError(
+                f"cannot split {len(labels)} rows into train/val/test: {error}"
+            ) from None
+        return train_idx, val_idx, test_idx
+
+    def _load_valid_table(self) -> pd.DataFrame:
+        table = load_table(self.cfg)
+        source = self.cfg.data_path or "scikit-learn digits"
+        return validate_table(table, table_schema(self.cfg, list(table.columns)), source)

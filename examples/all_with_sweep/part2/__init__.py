@@ -1,0 +1,3 @@
+"""Supervised tree part: gradient-boosted trees on XGBoost's native API."""
+
+KIND = "sl_tree"

@@ -1,0 +1,40 @@
+"""Sweep this part's hyperparameters (SWP-1): the search space, in W&B's format.
+
+python -m <this part>.sweep --engine local --trials 3 --config smoke     # seconds, no W&B server
+python -m <this part>.sweep --engine local --trials 50 --max-hours 2     # a real local sweep
+python -m <this part>.sweep --engine wandb --trials 50                   # a W&B sweep: more agents join it
+"""
+
+from __future__ import annotations
+
+from src.sweep import SweepSpec, main
+
+from .config import CONFIGS
+from .train import main_with_config
+
+# SWP-4: the `architecture` parameter picks a whole tree shape: one value, several fields.
+ARCHITECTURES = {
+    "stumps": {"max_depth": 1, "min_child_weight": 1.0},
+    "shallow": {"max_depth": 2, "min_child_weight": 5.0},
+    "deep": {"max_depth": 5, "min_child_weight": 10.0},
+}
+
+SEARCH_SPACE = {
+    "architecture": {"values": list(ARCHITECTURES)},
+    "learning_rate": {"distribution": "log_uniform_values", "min": 0.01, "max": 0.3},
+    "subsample": {"values": [0.7, 0.85, 1.0]},
+    "colsample_bytree": {"values": [0.7, 1.0]},
+    "reg_lambda": {"distribution": "log_uniform_values", "min": 0.1, "max": 10.0},
+}
+
+SPEC = SweepSpec(
+    configs=CONFIGS,
+    space=SEARCH_SPACE,
+    architectures=ARCHITECTURES,
+    train=main_with_config,
+    metric="best_val_rmse",  # chosen on validation; each trial's test metrics are in its metrics.json
+    goal="minimize",
+)
+
+if __name__ == "__main__":
+    main(SPEC, prog=f"python -m {__package__}.sweep")

@@ -1,0 +1,105 @@
+"""Configs of this part (CFG-1, CFG-6): pick one with `--config NAME`.
+
+The task config holds the baseline; each variant overrides only what differs.
+A Lightning epoch here is `iterations_per_epoch` collections of `frames_per_batch`
+frames from `num_envs` parallel environments, each followed by `ppo_epochs` passes
+of minibatch updates; evaluation episodes follow every epoch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from src.config import RLConfig
+
+
+@dataclass
+class CartPoleConfig(RLConfig):
+    """PPO on gymnasium's CartPole-v1 (no download): balance a pole for up to 500 steps.
+    `--env-name LineWalk` trains on the custom environment in envs.py instead."""
+
+    name: str = "baseline"
+    env_name: str = "CartPole-v1"
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    learning_rate: float = 3e-4
+    weight_decay: float = 0.0
+    batch_size: int = 256  # PPO minibatch, in frames (MEM-2)
+    ppo_epochs: int = 10  # passes over each collected batch
+    clip_epsilon: float = 0.2
+    gae_lambda: float = 0.95
+    entropy_coef: float = 0.0
+    critic_coef: float = 0.5
+    # RL-12: a collection's updates stop once the approximate KL divergence from the
+    # collecting policy passes this (per minibatch).
+    target_kl: float = 0.05
+    max_grad_norm: float = 0.5  # RL-13: clip_grad_norm_ on actor and critic
+    target_reward: float | None = 475.0  # CartPole-v1 counts as solved at 475
+    patience: int = 30
+
+    def problems(self) -> list[str]:
+        found = super().problems()
+        if not self.hidden_sizes or min(self.hidden_sizes) < 1:
+            found.append(f"hidden_sizes {self.hidden_sizes}: give one or more positive layer widths")
+        if self.batch_size > self.frames_per_batch:
+            found.append(f"batch_size {self.batch_size}: at most frames_per_batch {self.frames_per_batch}")
+        if self.ppo_epochs < 1 or not 0 < self.clip_epsilon < 1 or not 0 <= self.gae_lambda <= 1:
+            found.append(
+                f"ppo_epochs {self.ppo_epochs}, clip_epsilon {self.clip_epsilon}, gae_lambda "
+                f"{self.gae_lambda}: need >= 1, (0, 1) and [0, 1]"
+            )
+        if self.target_kl <= 0 or self.max_grad_norm <= 0 or self.critic_coef <= 0:
+            found.append(
+                f"target_kl {self.target_kl}, max_grad_norm {self.max_grad_norm}, critic_coef "
+                f"{self.critic_coef}: must be positive"
+            )
+        return found
+
+
+@dataclass
+class Wide(CartPoleConfig):
+    name: str = "wide"
+    hidden_sizes: tuple[int, ...] = (256, 256)
+
+
+@dataclass
+class HighLR(CartPoleConfig):
+    name: str = "high_lr"
+    learning_rate: float = 1e-3
+
+
+@dataclass
+class MoreEnvs(CartPoleConfig):
+    name: str = "more_envs"
+    num_envs: int = 8
+
+
+@dataclass
+class Aggressive(CartPoleConfig):
+    """Several dimensions at once: a fast rate, fewer passes, a wider clip range."""
+
+    name: str = "aggressive"
+    learning_rate: float = 1e-3
+    ppo_epochs: int = 4
+    clip_epsilon: float = 0.3
+    batch_size: int = 512
+
+
+@dataclass
+class Smoke(CartPoleConfig):
+    """Runs the whole pipeline in well under a minute on a CPU: checks it, not the policy."""
+
+    name: str = "smoke"
+    num_envs: int = 2
+    frames_per_batch: int = 256
+    batch_size: int = 128
+    ppo_epochs: int = 2
+    iterations_per_epoch: int = 2
+    num_epochs: int = 2
+    eval_episodes: int = 2
+    test_episodes: int = 2
+    max_wall_clock_hours: float = 0.1
+
+
+CONFIGS: dict[str, type[CartPoleConfig]] = {
+    config.name: config for config in (CartPoleConfig, Wide, HighLR, MoreEnvs, Aggressive, Smoke)
+}

@@ -1,0 +1,193 @@
+"""Model of this part: PPO's actor and critic as a LightningModule, with TorchRL's
+own GAE and clipped objective (LIT-1, LIT-3, RL-11..13)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import torch
+from tensordict import TensorDictBase
+from tensordict.nn import TensorDictModule
+from torch import nn
+from torch.distributions import Categorical
+from torchrl.modules import MLP, ProbabilisticActor, ValueOperator
+from torchrl.objectives import ClipPPOLoss
+from torchrl.objectives.value import GAE
+
+from src.callbacks.timing import Stopwatch
+from src.checkpoints import load_module, save_module
+from src.optim import adamw
+
+from .config import CartPoleConfig
+
+LOGGED_LOSS_TERMS = ("loss_objective", "loss_critic", "loss_entropy", "kl_approx", "clip_fraction", "entropy")
+
+
+class PPOModule(L.LightningModule):
+    """One training step is one collected batch: advantages by GAE, then up to
+    `ppo_epochs` passes of minibatch updates. The batch's remaining updates are
+    dropped once a minibatch finds the policy too far from the one that collected
+    the batch (KL early stopping, RL-12), before that minibatch is applied."""
+
+    def __init__(
+        self,
+        num_observations: int = 4,
+        num_actions: int = 2,
+        hidden_sizes: tuple[int, ...] = (64, 64),
+        learning_rate: float = 3e-4,
+        weight_decay: float = 0.0,
+        batch_size: int = 256,
+        ppo_epochs: int = 10,
+        clip_epsilon: float = 0.2,
+        gamma: float = 0.99,
+        gae_lambda: float = 0.95,
+        entropy_coef: float = 0.0,
+        critic_coef: float = 0.5,
+        target_kl: float = 0.05,
+        max_grad_norm: float = 0.5,
+    ) -> None:
+        super().__init__()
+        self.save_hyperparameters()  # LOG-2
+        self.automatic_optimization = False  # several updates per batch, clipped by hand (RL-13)
+        self.batch_size = batch_size  # the PPO minibatch (MEM-2)
+        layers = {"num_cells": list(hidden_sizes), "activation_class": nn.Tanh}
+        self.actor = MLP(num_observations, num_actions, **layers)
+        self.policy = ProbabilisticActor(
+            TensorDictModule(self.actor, in_keys=["observation"], out_keys=["logits"]),
+            in_keys=["logits"],
+            distribution_class=Categorical,
+            return_log_prob=True,  # PPO's ratio needs the collecting policy's log-probabilities
+        )
+        self.critic = ValueOperator(MLP(num_observations, 1, **layers), in_keys=["observation"])
+        self.advantage = GAE(gamma=gamma, lmbda=gae_lambda, value_network=self.critic, average_gae=True)
+        self.loss_module = ClipPPOLoss(
+            self.policy,
+            self.critic,
+            clip_epsilon=clip_epsilon,
+            entropy_coeff=entropy_coef,
+            critic_coeff=critic_coef,
+            loss_critic_type="l2",
+        )
+        self.stopwatch = Stopwatch()  # PRF-2: this step's inference / backward / data seconds
+        self.frames = 0  # environment frames trained on, kept in checkpoints
+
+    def forward(self, observation: torch.Tensor) -> torch.Tensor:
+        """The policy's action logits."""
+        return self.actor(observation)
+
+    def training_step(self, batch: TensorDictBase, batch_idx: int) -> None:
+        with self.stopwatch("inference"), torch.no_grad():
+            self.advantage(batch)
+        with self.stopwatch("data"):
+            frames = batch.reshape(-1)
+        sums: dict[str, float] = defaultdict(float)
+        updates = skipped = 0
+        for indices in self._minibatches(frames.numel(), frames.device):
+            with self.stopwatch("inference"):
+                terms = self.loss_module(frames[indices])
+                loss = terms["loss_objective"] + terms["loss_critic"] + terms["loss_entropy"]
+            if updates and terms["kl_approx"].item() > self.hparams.target_kl:
+                break  # RL-12: the policy has moved far enough from the collecting one
+            grad_norms = self._update(loss)
+            if grad_norms is None:  # RL-12: a non-finite loss or gradient is skipped, not applied
+                skipped += 1
+                continue
+            updates += 1  # RL-11: the updates really made
+            for key in LOGGED_LOSS_TERMS:
+                sums[key] += terms[key].item()
+            sums["loss"] += loss.item()
+            sums["actor_grad_norm"] += grad_norms[0]
+            sums["critic_grad_norm"] += grad_norms[1]
+        self._log_step(batch, sums, updates, skipped)
+
+    def _minibatches(self, size: int, device: torch.device) -> Iterator[torch.Tensor]:
+        """Indices of `ppo_epochs` shuffled passes over a batch of `size` frames."""
+        for _ in range(self.hparams.ppo_epochs):
+            yield from torch.randperm(size, device=device).split(self.batch_size)
+
+    def _update(self, loss: torch.Tensor) -> tuple[float, float] | None:
+        """Backward, clip actor and critic, step; None (nothing applied) if the loss or
+        a gradient norm is not finite."""
+        if not torch.isfinite(loss):
+            return None
+        optimizer = self.optimizers()
+        with self.stopwatch("backward"):
+            optimizer.zero_grad()
+            self.manual_backward(loss)
+            # RL-13: clip_grad_norm_ really called, separately for actor and critic.
+            actor_norm = nn.utils.clip_grad_norm_(self.policy.parameters(), self.hparams.max_grad_norm)
+            critic_norm = nn.utils.clip_grad_norm_(self.critic.parameters(), self.hparams.max_grad_norm)
+            if not (torch.isfinite(actor_norm) and torch.isfinite(critic_norm)):
+                optimizer.zero_grad()
+                return None
+            optimizer.step()
+        return float(actor_norm), float(critic_norm)
+
+    def _log_step(self, batch: TensorDictBase, sums: dict[str, float], updates: int, skipped: int) -> None:
+        self.frames += batch.numel()
+        averages = {key: value / max(updates, 1) for key, value in sums.items()}  # RL-11
+        metrics = {f"batch/{key}": value for key, value in averages.items() if key != "loss"}
+        metrics |= {"batch/actual_updates": float(updates), "batch/skipped_updates": float(skipped)}
+        self.log_dict(metrics, on_step=True, on_epoch=False, batch_size=1)
+        self.log("train_loss", averages.get("loss", float("nan")), on_step=True, on_epoch=True, prog_bar=True)
+        self.log("frames", float(self.frames), on_step=True, on_epoch=False)
+        # RL-9: rewards and done flags are read from batch["next"], where the step put them.
+        finished = batch["next", "done"]
+        if finished.any():
+            episode_rewards = batch["next", "episode_reward"][finished]
+            self.log("episode_reward", episode_rewards.float().mean(), on_step=True, on_epoch=True)
+
+    def validation_step(self, episode: TensorDictBase, batch_idx: int) -> None:
+        self._log_episode("val", episode)
+
+    def test_step(self, episode: TensorDictBase, batch_idx: int) -> None:
+        self._log_episode("test", episode)
+
+    def _log_episode(self, stage: str, episode: TensorDictBase) -> None:
+        # One batch is one whole episode; the epoch's value is the mean over episodes.
+        final = episode["next"][-1]
+        self.log(f"{stage}_episode_reward", final["episode_reward"].float().sum(), batch_size=1)
+        self.log(f"{stage}_episode_length", final["step_count"].float().sum(), batch_size=1)
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return adamw(self, self.hparams.learning_rate, self.hparams.weight_decay)  # LIT-4
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        checkpoint["frames"] = self.frames
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        self.frames = checkpoint.get("frames", 0)
+
+
+def build_model(cfg: CartPoleConfig, num_observations: int, num_actions: int) -> PPOModule:
+    """The module for a config and an environment's sizes."""
+    return PPOModule(
+        num_observations=num_observations,
+        num_actions=num_actions,
+        hidden_sizes=cfg.hidden_sizes,
+        learning_rate=cfg.learning_rate,
+        weight_decay=cfg.weight_decay,
+        batch_size=cfg.batch_size,
+        ppo_epochs=cfg.ppo_epochs,
+        clip_epsilon=cfg.clip_epsilon,
+        gamma=cfg.gamma,
+        gae_lambda=cfg.gae_lambda,
+        entropy_coef=cfg.entropy_coef,
+        critic_coef=cfg.critic_coef,
+        target_kl=cfg.target_kl,
+        max_grad_norm=cfg.max_grad_norm,
+    )
+
+
+def save_model(model: PPOModule, path: Path) -> Path | None:
+    """Weights and hyperparameters, for use outside Lightning (LIT-3); None off rank zero."""
+    return save_module(model, path)
+
+
+def load_model_from_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> PPOModule:
+    """A model from `save_model()` output or a Lightning .ckpt, in eval mode (LIT-3, RES-3)."""
+    return load_module(PPOModule, path, map_location)

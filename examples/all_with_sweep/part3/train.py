@@ -1,0 +1,69 @@
+"""Train this part: PPO on TorchRL, driven by Lightning.
+
+Usage (`--help` lists every config field as a flag):
+python -m part3.train --config smoke                   # the whole pipeline in under a minute
+python -m part3.train --config baseline                # solves CartPole-v1 in minutes on a CPU
+python -m part3.train --config baseline --resume auto  # continue the newest baseline run
+"""
+
+from __future__ import annotations
+
+import os
+
+# RL-8: as in this package's __init__.py, for `python part3/train.py`, which imports
+# torch (below) before the package.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from pathlib import Path
+
+import lightning as L
+
+# This part's own modules; the template names its folder.
+from part3.config import CONFIGS, CartPoleConfig
+from part3.data import RolloutDataModule
+from part3.model import build_model, save_model
+from src.cli import exit_on_bad_input, parse_cli
+from src.gpu_lock import GpuLock
+from src.memory import cleanup_vram
+from src.run import start_run
+from src.trainer import build_trainer
+from src.wandb_utils import create_wandb_logger, finish_run, log_model_artifact
+
+
+def main_with_config(cfg: CartPoleConfig, resume_from: Path | None = None) -> dict[str, float]:
+    """Train, test and save one config; returns the test metrics and the best validation
+    score (SWP-2: sweeps call this, and select on validation, never on test)."""
+    with start_run(cfg, resume_from) as run:
+        # MAIN-1: seed -> DataModule -> LightningModule -> WandbLogger -> Trainer -> fit -> test -> finish
+        L.seed_everything(cfg.seed, workers=True)
+        datamodule = RolloutDataModule(cfg)
+        try:
+            model = build_model(cfg, *datamodule.observation_and_action_sizes())
+            logger = create_wandb_logger(cfg, run.dir)
+            trainer = build_trainer(cfg, run.dir, logger, monitor="val_episode_reward", mode="max")
+            trainer.fit(model, datamodule=datamodule, ckpt_path=run.resume_from)
+            (test_metrics,) = trainer.test(model, datamodule=datamodule, ckpt_path="best")
+            best_val_reward = float(trainer.checkpoint_callback.best_model_score)
+        finally:
+            datamodule.close()  # RL-3: no worker process outlives the run, however it ends
+        # test() loaded that checkpoint's weights into `model`: they are the ones we keep.
+        model_path = save_model(model, run.dir / "model.pt")
+        log_model_artifact(model_path, f"{cfg.name}-model", metadata=test_metrics)  # LOG-6
+        finish_run()  # wandb.finish(), except in a sweep agent's run
+    del model, trainer
+    cleanup_vram()  # MEM-4
+    return {**test_metrics, "best_val_episode_reward": best_val_reward}
+
+
+def main() -> None:
+    cfg, resume_from = parse_cli(CONFIGS, prog="python -m part3.train")
+    # OPS-1: queue behind other GPU jobs instead of failing. Taken after parsing, so
+    # --help and a mistyped flag answer at once even while another job holds the GPU.
+    with GpuLock(), exit_on_bad_input():
+        main_with_config(cfg, resume_from)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,23 @@
+"""Callbacks shared by every Lightning part, one concern per module."""
+
+from src.callbacks.batch_metrics import BatchMetricsCallback
+from src.callbacks.epoch_summary import EpochSummaryCallback
+from src.callbacks.plateau_resume import PlateauResumeCallback
+from src.callbacks.rng_state import RngStateCallback
+from src.callbacks.run_info import RunInfoCallback
+from src.callbacks.stop_file import StopFileCallback
+from src.callbacks.system_metrics import SystemMetricsCallback
+from src.callbacks.timing import TimingCallback
+from src.callbacks.tracking import TrackingCallback
+
+__all__ = [
+    "BatchMetricsCallback",
+    "EpochSummaryCallback",
+    "PlateauResumeCallback",
+    "RngStateCallback",
+    "RunInfoCallback",
+    "StopFileCallback",
+    "SystemMetricsCallback",
+    "TimingCallback",
+    "TrackingCallback",
+]

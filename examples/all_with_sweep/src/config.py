@@ -1,0 +1,239 @@
+"""The config hierarchy shared by every part (CFG-1, CFG-2).
+
+BaseConfig -> SLNeuralConfig / SLTreeConfig / RLConfig -> a part's task config ->
+its variants. Variants override only the fields that differ (CFG-6).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Literal, Self
+
+from src.project import PROJECT_SLUG, WANDB_ENTITY
+
+WandbMode = Literal["auto", "online", "offline", "disabled"]
+
+
+class ConfigError(ValueError):
+    """A config value is out of its valid range; the message lists every such field."""
+
+
+@dataclass
+class OutputConfig:
+    """Where runs are written: {base_dir}/{name}_{YYYYMMDD_HHMMSS}/ (OUT-1)."""
+
+    base_dir: str = "output"
+
+
+@dataclass
+class BaseConfig:
+    """Fields every part has, whatever its kind."""
+
+    name: str = "baseline"
+    seed: int = 42
+    # CFG-4: training stops within this budget (checkpoints kept); the final test follows.
+    max_wall_clock_hours: float = 24.0
+    output: OutputConfig = field(default_factory=OutputConfig)
+    # CB-4: a file at this path (relative to the working directory) stops the run after
+    # the current epoch; so does a file named STOP inside the run directory.
+    stop_file: str = "STOP"
+    # LOG-1: "auto" logs online when a W&B API key is configured, offline otherwise.
+    wandb_mode: WandbMode = "auto"
+    wandb_project: str = PROJECT_SLUG
+    wandb_entity: str = WANDB_ENTITY
+
+    def problems(self) -> list[str]:
+        """What is wrong with these values (CFG-3); empty when they can run.
+        Each level of the hierarchy adds the checks of its own fields."""
+        found = []
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", self.name):
+            found.append(
+                f"name {self.name!r}: use letters, digits, '_', '.' and '-' (it names the run directory)"
+            )
+        if self.max_wall_clock_hours <= 0:
+            found.append(f"max_wall_clock_hours {self.max_wall_clock_hours}: must be positive")
+        return found
+
+    def validate(self) -> None:
+        if found := self.problems():
+            raise ConfigError(f"config '{self.name}' cannot run:\n  " + "\n  ".join(found))
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready snapshot of every field (CFG-2)."""
+        return json.loads(json.dumps(dataclasses.asdict(self)))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        """Rebuild a config from `to_dict()` output; unknown keys are an error (CFG-2)."""
+        return _build(cls, data)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Self:
+        return cls.from_dict(json.loads(text))
+
+
+@dataclass
+class LightningConfig(BaseConfig):
+    """Trainer settings shared by the Lightning parts: SL neural and RL."""
+
+    # CFG-5: effectively unlimited, so early stopping (CB-1) ends training.
+    num_epochs: int = 10_000
+    patience: int = 10
+    min_delta: float = 0.0
+    batch_size: int = 64
+    learning_rate: float = 1e-3
+    weight_decay: float = 0.01
+    gradient_accumulation_steps: int = 1  # MEM-3
+    gradient_clip_val: float = 1.0  # LIT-4: clipping through the Trainer
+    # MEM-1: Lightning's BatchSizeFinder (binsearch) replaces batch_size with the
+    # largest that fits in memory. Worth it on a GPU; off by default so a run's
+    # hyperparameters do not depend on the machine.
+    find_batch_size: bool = False
+    # PRC-1/PRC-3: "auto" is bf16-mixed where the GPU supports it, else 32-true.
+    precision: Literal["auto", "bf16-mixed", "32-true"] = "auto"
+    profiler: Literal["simple", "advanced"] = "simple"  # PRF-1
+    # DDP-1: the same code runs on several devices and nodes.
+    accelerator: str = "auto"
+    devices: str = "auto"
+    num_nodes: int = 1
+    strategy: str = "auto"
+    log_every_n_steps: int = 10
+
+    def problems(self) -> list[str]:
+        return [
+            *super().problems(),
+            *_at_least(
+                self,
+                num_epochs=1,
+                patience=0,
+                batch_size=1,
+                learning_rate=0,
+                weight_decay=0,
+                gradient_accumulation_steps=1,
+                gradient_clip_val=0,
+                num_nodes=1,
+                log_every_n_steps=1,
+            ),
+        ]
+
+
+@dataclass
+class SLNeuralConfig(LightningConfig):
+    """Supervised neural parts (Lightning)."""
+
+    num_workers: int = 0
+    val_fraction: float = 0.15
+    test_fraction: float = 0.15
+    # The train/val/test split has its own seed, so changing `seed` keeps the split.
+    split_seed: int = 0
+
+    def problems(self) -> list[str]:
+        found = [*super().problems(), *_at_least(self, num_workers=0)]
+        return found + _split_problems(self.val_fraction, self.test_fraction)
+
+
+@dataclass
+class SLTreeConfig(BaseConfig):
+    """Supervised tree parts (XGBoost's native API)."""
+
+    # The tree reading of CFG-5: a high round cap; early stopping is the binding limit.
+    num_boost_round: int = 10_000
+    early_stopping_rounds: int = 50
+    val_fraction: float = 0.15
+    test_fraction: float = 0.15
+    split_seed: int = 0
+
+    def problems(self) -> list[str]:
+        found = [*super().problems(), *_at_least(self, num_boost_round=1, early_stopping_rounds=1)]
+        return found + _split_problems(self.val_fraction, self.test_fraction)
+
+
+@dataclass
+class RLConfig(LightningConfig):
+    """Reinforcement-learning parts (TorchRL inside Lightning). A Lightning epoch is
+    `iterations_per_epoch` collections of `frames_per_batch` frames, each followed by
+    its policy updates; evaluation episodes are the validation."""
+
+    num_envs: int = 4  # RL-1: ParallelEnv workers
+    frames_per_batch: int = 1024
+    iterations_per_epoch: int = 5
+    gamma: float = 0.99
+    eval_episodes: int = 5
+    test_episodes: int = 20
+    # Training ends once the mean evaluation reward reaches this (None: never);
+    # early stopping on it (patience, in epochs) ends runs that stop improving.
+    target_reward: float | None = None
+    log_every_n_steps: int = 1  # a step is a whole collection and its updates
+
+    def problems(self) -> list[str]:
+        found = [
+            *super().problems(),
+            *_at_least(
+                self, num_envs=1, frames_per_batch=1, iterations_per_epoch=1, eval_episodes=1, test_episodes=1
+            ),
+        ]
+        if self.frames_per_batch % self.num_envs:
+            found.append(
+                f"frames_per_batch {self.frames_per_batch}: must be a multiple of num_envs {self.num_envs}"
+            )
+        if not 0 < self.gamma <= 1:
+            found.append(f"gamma {self.gamma}: must be in (0, 1]")
+        if self.gradient_accumulation_steps != 1:
+            found.append(
+                "gradient_accumulation_steps: must be 1 (PPO steps its optimizer once per minibatch)"
+            )
+        if self.find_batch_size:
+            found.append("find_batch_size: not for RL, where a batch is a rollout of frames_per_batch frames")
+        return found
+
+
+def _at_least(config: object, **minimums: float) -> list[str]:
+    return [
+        f"{name} {getattr(config, name)}: must be at least {minimum}"
+        for name, minimum in minimums.items()
+        if getattr(config, name) < minimum
+    ]
+
+
+def _split_problems(val_fraction: float, test_fraction: float) -> list[str]:
+    if val_fraction > 0 and test_fraction > 0 and val_fraction + test_fraction < 1:
+        return []
+    return [
+        f"val_fraction {val_fraction} and test_fraction {test_fraction}: "
+        "each must be positive and together less than 1 (the rest trains)"
+    ]
+
+
+def _build(cls: type, data: dict[str, Any]) -> Any:
+    if not isinstance(data, dict):
+        raise TypeError(f"{cls.__name__}: expected a JSON object, got {type(data).__name__}")
+    known = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise ValueError(
+            f"{cls.__name__}: unknown field(s) {', '.join(unknown)}; valid fields: {', '.join(sorted(known))}"
+        )
+    hints = typing.get_type_hints(cls)
+    return cls(**{key: _convert(hints[key], value) for key, value in data.items()})
+
+
+def _convert(hint: Any, value: Any) -> Any:
+    """Undo what JSON does to a field's type: nested configs and tuples."""
+    origin = typing.get_origin(hint)
+    if dataclasses.is_dataclass(hint):
+        return _build(hint, value)
+    if origin is tuple and isinstance(value, list):
+        return tuple(value)
+    if origin in (typing.Union, types.UnionType) and value is not None:
+        for option in typing.get_args(hint):
+            if option is not type(None):
+                return _convert(option, value)
+    return value

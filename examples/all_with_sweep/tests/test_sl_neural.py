@@ -1,0 +1,256 @@
+"""The supervised neural part, trained for real on a CPU: one smoke run, many checks."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+import torch
+from conftest import PARTS, ROOT, gpu, part_module, slow
+
+from src.data_checks import DataValidationError
+from src.metrics_jsonl import read_jsonl
+
+config = part_module("sl_neural", "config")
+data = part_module("sl_neural", "data")
+model_module = part_module("sl_neural", "model")
+train = part_module("sl_neural", "train")
+
+
+def smoke_config(tmp_path, **overrides):
+    base = config.CONFIGS["smoke"]()
+    output = dataclasses.replace(base.output, base_dir=str(tmp_path))
+    return dataclasses.replace(base, output=output, **{"wandb_mode": "disabled", **overrides})
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    """One offline-W&B smoke run; returns (run directory, test metrics, metric events)."""
+    output_dir = tmp_path_factory.mktemp("output")
+    test_metrics = train.main_with_config(smoke_config(output_dir, wandb_mode="offline"))
+    (run_dir,) = output_dir.glob("smoke_*")
+    return run_dir, test_metrics, read_jsonl(run_dir / "metrics.jsonl")
+
+
+@slow
+def test_run_directory_holds_the_run(smoke_run):  # OUT-1, OUT-2, OUT-3
+    run_dir, _, _ = smoke_run
+    for name in ("config.json", "console.log", "metrics.jsonl", "run.json", "model.pt", "fit-profile.txt"):
+        assert (run_dir / name).stat().st_size > 0, name
+    assert (run_dir / "checkpoints" / "best.ckpt").is_file()
+    assert (run_dir / "checkpoints" / "last.ckpt").is_file()
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "finished"
+    assert "epoch 2 |" in (run_dir / "console.log").read_text()
+
+
+@slow
+def test_config_snapshot_round_trips(smoke_run):  # CFG-2, OUT-2
+    run_dir, _, _ = smoke_run
+    saved = config.DigitsConfig.from_json((run_dir / "config.json").read_text())
+    assert saved.name == "smoke" and saved.hidden_sizes == config.Smoke().hidden_sizes
+
+
+@slow
+def test_metrics_cover_every_namespace(smoke_run):  # LOG-3, LOG-4, LOG-5, OUT-4, PRF-2, PRF-4
+    _, _, events = smoke_run
+    keys = set().union(*events)
+    for key in ("train_loss_step", "train_loss_epoch", "val_loss", "val_acc", "lr", "test_acc"):
+        assert key in keys, key
+    for namespace in ("batch/", "timing/", "tracking/", "system/"):
+        assert any(k.startswith(namespace) for k in keys), namespace
+    assert {"timing/data_seconds", "timing/inference_seconds", "timing/backward_seconds"} <= keys
+    assert {"tracking/best_val_loss", "tracking/epochs_since_improvement"} <= keys
+    assert {"total_params", "trainable_params", "num_train_samples", "num_val_samples", "gpu_name"} <= keys
+    for event in events:
+        shares = [v for k, v in event.items() if k.startswith("timing/") and k.endswith("_pct")]
+        if shares:
+            assert sum(shares) == pytest.approx(100, abs=0.5)
+
+
+@slow
+def test_wandb_ran_offline_inside_the_run_directory(smoke_run):  # LOG-1, LOG-6
+    run_dir, _, _ = smoke_run
+    (offline_run,) = (run_dir / "wandb").glob("offline-run-*")
+    (history,) = offline_run.glob("*.wandb")
+    assert b"smoke-model" in history.read_bytes()  # the model artifact, logged once at the end
+
+
+@slow
+def test_saved_model_and_best_checkpoint_load_outside_lightning(smoke_run):  # LIT-3, RES-3
+    run_dir, test_metrics, _ = smoke_run
+    features = torch.rand(8, 64) * 16
+    from_file = model_module.load_model_from_checkpoint(run_dir / "model.pt")
+    from_ckpt = model_module.load_model_from_checkpoint(run_dir / "checkpoints" / "best.ckpt")
+    torch.testing.assert_close(from_file(features), from_ckpt(features))
+    assert test_metrics["test_acc"] > 0.3  # ten classes: chance is 0.1
+
+
+@slow
+def test_stop_file_ends_the_run_after_one_epoch_with_checkpoints_and_test(tmp_path):  # CB-4
+    stop = tmp_path / "STOP"
+    stop.touch()
+    cfg = smoke_config(tmp_path, stop_file=str(stop), num_epochs=5)
+    test_metrics = train.main_with_config(cfg)
+    (run_dir,) = tmp_path.glob("smoke_*")
+    epochs = {e["epoch"] for e in read_jsonl(run_dir / "metrics.jsonl") if "val_loss" in e}
+    assert epochs == {0}
+    assert (run_dir / "checkpoints" / "best.ckpt").is_file()
+    assert (run_dir / "checkpoints" / "last.ckpt").is_file()
+    assert "test_acc" in test_metrics
+
+
+@slow
+def test_resumed_run_matches_an_uninterrupted_one(tmp_path):  # RES-1
+    # A high learning rate and no plateau patience: the rate halves along the way,
+    # so the scheduler's state has to survive the resume too.
+    settings = {"learning_rate": 0.05, "lr_patience": 0, "patience": 10}
+
+    def history(run_dir):
+        events = read_jsonl(run_dir / "metrics.jsonl")
+        return [e["val_loss"] for e in events if "val_loss" in e], [e["lr"] for e in events if "lr" in e]
+
+    train.main_with_config(smoke_config(tmp_path / "straight", num_epochs=6, **settings))
+    (straight,) = (tmp_path / "straight").glob("smoke_*")
+    train.main_with_config(smoke_config(tmp_path / "split", num_epochs=3, **settings))
+    (split,) = (tmp_path / "split").glob("smoke_*")
+    train.main_with_config(
+        smoke_config(tmp_path / "split", num_epochs=6, **settings),
+        resume_from=split / "checkpoints" / "last.ckpt",
+    )
+    (straight_losses, straight_lrs), (split_losses, split_lrs) = history(straight), history(split)
+    assert split_losses == pytest.approx(straight_losses, rel=1e-5)
+    assert split_lrs == pytest.approx(straight_lrs) and min(straight_lrs) < settings["learning_rate"]
+    assert len(json.loads((split / "run.json").read_text())["history"]) == 2
+
+
+@slow
+def test_last_checkpoint_is_the_latest_epoch_not_the_best(tmp_path):  # CB-2, OUT-3
+    # With a zero learning rate val_loss never improves after epoch 0.
+    train.main_with_config(smoke_config(tmp_path, learning_rate=0.0, num_epochs=3, patience=10))
+    (run_dir,) = tmp_path.glob("smoke_*")
+    epoch = {
+        name: torch.load(run_dir / "checkpoints" / f"{name}.ckpt", weights_only=True)["epoch"]
+        for name in ("best", "last")
+    }
+    assert epoch == {"best": 0, "last": 2}
+
+
+@slow
+def test_wall_clock_budget_ends_the_run_and_still_tests(tmp_path):  # CFG-4
+    cfg = smoke_config(tmp_path, max_wall_clock_hours=1e-7, num_epochs=50)
+    test_metrics = train.main_with_config(cfg)
+    (run_dir,) = tmp_path.glob("smoke_*")
+    validations = [e for e in read_jsonl(run_dir / "metrics.jsonl") if "val_loss" in e]
+    # Stopped within its first epoch (10 steps); Lightning still validates before it ends.
+    assert len(validations) == 1 and validations[0]["epoch"] == 0 and validations[0]["step"] < 9
+    assert (run_dir / "checkpoints" / "best.ckpt").is_file()
+    assert "test_acc" in test_metrics
+
+
+@slow
+def test_batch_size_finder_changes_the_batch_size(tmp_path):  # MEM-1, MEM-2
+    train.main_with_config(smoke_config(tmp_path, find_batch_size=True, batch_size=8, num_epochs=1))
+    (run_dir,) = tmp_path.glob("smoke_*")
+    found = re.search(r"using batch size (\d+)", (run_dir / "console.log").read_text())
+    assert found and int(found[1]) > 8
+
+
+@slow
+def test_bad_data_on_the_command_line_exits_2_and_is_logged(tmp_path):  # DATA-1
+    path = tmp_path / "bad.csv"
+    data.load_table(config.DigitsConfig()).assign(pixel_0_4=float("inf")).to_csv(path, index=False)
+    command = [
+        "-m",
+        f"{PARTS['sl_neural']}.train",
+        "--config",
+        "smoke",
+        "--data-path",
+        str(path),
+        "--wandb-mode",
+        "disabled",
+    ]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GPU_LOCK_PATH": str(tmp_path / "lock")}
+    result = subprocess.run([sys.executable, *command], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert result.returncode == 2
+    assert "column 'pixel_0_4'" in result.stderr and "Traceback" not in result.stderr
+    (run_dir,) = (tmp_path / "output").glob("smoke_*")
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "failed"
+    assert "pixel_0_4" in (run_dir / "console.log").read_text()
+
+
+@pytest.mark.parametrize(
+    ("change", "column"),
+    [
+        (lambda t: t.assign(pixel_0_3=t["pixel_0_3"].mask(t.index == 5)), "pixel_0_3"),  # a null
+        (lambda t: t.assign(pixel_1_1="dark"), "pixel_1_1"),  # a wrong dtype
+        (lambda t: t.assign(pixel_2_2=t["pixel_2_2"] + 100), "pixel_2_2"),  # out of range
+        (lambda t: t.drop(columns="target"), "target"),  # a missing column
+        (lambda t: t.assign(target=t["target"] + 0.5), "target"),  # labels that are not integers
+    ],
+)
+def test_bad_data_is_refused_naming_the_column(tmp_path, change, column):  # DATA-1
+    table = change(data.load_table(config.DigitsConfig()))
+    path = tmp_path / "bad.csv"
+    table.to_csv(path, index=False)
+    datamodule = data.DigitsDataModule(config.DigitsConfig(data_path=str(path)))
+    with pytest.raises(DataValidationError, match=column):
+        datamodule.prepare_data()
+
+
+@pytest.mark.parametrize(
+    ("contents", "message"),
+    [
+        (None, "no such file"),
+        ("", "cannot read it as a table"),
+        ("pixel,target\n1.0,0\n2.0,1\n", "expected 64 feature columns"),
+    ],
+)
+def test_unreadable_or_unusable_files_are_refused(tmp_path, contents, message):  # DATA-1
+    path = tmp_path / "data.csv"
+    if contents is not None:
+        path.write_text(contents)
+    with pytest.raises(DataValidationError, match=message):
+        data.DigitsDataModule(config.DigitsConfig(data_path=str(path))).prepare_data()
+
+
+def test_too_few_rows_for_a_stratified_split_is_a_clear_error(tmp_path):  # DATA-1
+    path = tmp_path / "tiny.csv"
+    data.load_table(config.DigitsConfig()).head(12).to_csv(path, index=False)
+    datamodule = data.DigitsDataModule(config.DigitsConfig(data_path=str(path)))
+    with pytest.raises(DataValidationError, match="cannot split 12 rows"):
+        datamodule.setup("fit")
+
+
+def test_own_csv_trains_like_the_bundled_data(tmp_path):
+    path = tmp_path / "digits.csv"
+    data.load_table(config.DigitsConfig()).to_csv(path, index=False)
+    datamodule = data.DigitsDataModule(config.DigitsConfig(data_path=str(path)))
+    datamodule.prepare_data()
+    datamodule.setup("fit")
+    assert len(datamodule.train_dataset) + len(datamodule.val_dataset) + len(datamodule.test_dataset) == len(
+        pd.read_csv(path)
+    )
+
+
+@slow
+def test_script_and_module_invocations_both_work():
+    package = PARTS["sl_neural"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # what `pip install -e .` provides
+    for command in (["-m", f"{package}.train", "--help"], [f"{package}/train.py", "--help"]):
+        result = subprocess.run([sys.executable, *command], cwd=ROOT, env=env, capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        assert "--learning-rate" in result.stdout
+
+
+@gpu
+def test_bf16_smoke_run_on_gpu(tmp_path):  # PRC-1
+    test_metrics = train.main_with_config(smoke_config(tmp_path))
+    (run_dir,) = tmp_path.glob("smoke_*")
+    assert "precision: bf16-mixed" in (run_dir / "console.log").read_text()
+    assert test_metrics["test_acc"] > 0.3

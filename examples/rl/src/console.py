@@ -1,0 +1,61 @@
+"""console.log: everything the run prints, also kept in its run directory (OUT-2)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TextIO
+
+
+class _Tee:
+    """A text stream that writes to the terminal and to the log file."""
+
+    def __init__(self, terminal: TextIO, log_file: TextIO) -> None:
+        self.terminal = terminal
+        self.log_file = log_file
+
+    def write(self, text: str) -> int:
+        self.terminal.write(text)
+        # Progress-bar redraws (carriage returns) stay on the terminal only.
+        if "\r" not in text:
+            self.log_file.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        self.terminal.flush()
+        self.log_file.flush()
+
+    def __getattr__(self, name: str):  # isatty(), fileno(), encoding ...
+        return getattr(self.terminal, name)
+
+
+@contextlib.contextmanager
+def tee_console(path: Path) -> Iterator[TextIO]:
+    """Copy stdout, stderr and logging output into `path` until the block ends;
+    yields the log file, for what belongs in the log but not on the terminal."""
+    saved = sys.stdout, sys.stderr
+    with open(path, "a", buffering=1, encoding="utf-8") as log_file:
+        sys.stdout, sys.stderr = _Tee(saved[0], log_file), _Tee(saved[1], log_file)
+        # Handlers made earlier (Lightning's among them) hold the old streams.
+        handlers = {handler: handler.stream for handler in _stream_handlers(saved)}
+        for handler, stream in handlers.items():
+            handler.setStream(sys.stderr if stream is saved[1] else sys.stdout)
+        try:
+            yield log_file
+        finally:
+            for handler, stream in handlers.items():
+                handler.setStream(stream)
+            sys.stdout, sys.stderr = saved
+
+
+def _stream_handlers(streams: tuple[TextIO, TextIO]) -> set[logging.StreamHandler]:
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    return {
+        handler
+        for logger in loggers
+        for handler in getattr(logger, "handlers", ())
+        if isinstance(handler, logging.StreamHandler) and any(handler.stream is stream for stream in streams)
+    }

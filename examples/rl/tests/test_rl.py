@@ -1,0 +1,227 @@
+"""The RL part, trained for real: a smoke run, and the ways a run can end."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+import torch
+from conftest import PARTS, ROOT, gpu, part_module, slow
+from torchrl.collectors import Collector
+from torchrl.envs.utils import check_env_specs
+
+from src.config import ConfigError
+from src.metrics_jsonl import read_jsonl
+
+config = part_module("rl", "config")
+data = part_module("rl", "data")
+envs = part_module("rl", "envs")
+model = part_module("rl", "model")
+train = part_module("rl", "train")
+
+
+def smoke_config(tmp_path, **overrides):
+    base = config.CONFIGS["smoke"]()
+    output = dataclasses.replace(base.output, base_dir=str(tmp_path))
+    return dataclasses.replace(base, output=output, **{"wandb_mode": "disabled", **overrides})
+
+
+def worker_processes() -> list[psutil.Process]:
+    """Live worker processes multiprocessing started (ParallelEnv's), not counting its
+    resource tracker, which lives as long as this process by design."""
+    workers = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            command = " ".join(child.cmdline())
+            if child.status() != psutil.STATUS_ZOMBIE and "spawn_main" in command:
+                workers.append(child)
+        except psutil.NoSuchProcess:
+            pass
+    return workers
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    """One offline-W&B smoke run; returns (run directory, test metrics, metric events)."""
+    output_dir = tmp_path_factory.mktemp("output")
+    test_metrics = train.main_with_config(smoke_config(output_dir, wandb_mode="offline"))
+    (run_dir,) = output_dir.glob("smoke_*")
+    return run_dir, test_metrics, read_jsonl(run_dir / "metrics.jsonl")
+
+
+@slow
+def test_run_directory_holds_the_run(smoke_run):  # OUT-1, OUT-2, OUT-3
+    run_dir, test_metrics, _ = smoke_run
+    for name in ("config.json", "console.log", "metrics.jsonl", "model.pt", "checkpoints/best.ckpt"):
+        assert (run_dir / name).stat().st_size > 0, name
+    assert (run_dir / "checkpoints" / "last.ckpt").is_file()
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "finished"
+    assert test_metrics["test_episode_reward"] >= 1
+
+
+@slow
+def test_metrics_cover_rewards_updates_and_timing(smoke_run):  # LOG-4, LOG-5, PRF-2..4, RL-11
+    _, _, events = smoke_run
+    keys = set().union(*events)
+    assert {"episode_reward_step", "val_episode_reward", "train_loss_step", "frames"} <= keys
+    assert {
+        "batch/actual_updates",
+        "batch/kl_approx",
+        "batch/actor_grad_norm",
+        "batch/critic_grad_norm",
+    } <= keys
+    assert {"tracking/best_val_episode_reward", "total_params", "num_train_samples", "gpu_name"} <= keys
+    assert any(key.startswith("system/") for key in keys)
+    epochs = [e for e in events if "timing/env_step_seconds" in e]
+    assert epochs and all(e["timing/env_step_seconds"] > 0 for e in epochs)
+    for epoch in epochs:
+        shares = sum(
+            value for key, value in epoch.items() if key.startswith("timing/") and key.endswith("_pct")
+        )
+        assert shares == pytest.approx(100, abs=0.5)
+    updates = [e["batch/actual_updates"] for e in events if "batch/actual_updates" in e]
+    cfg = config.CONFIGS["smoke"]()
+    most = cfg.ppo_epochs * cfg.frames_per_batch // cfg.batch_size
+    assert all(1 <= count <= most for count in updates)  # KL early stopping may cut it short
+
+
+@slow
+def test_model_artifact_reaches_the_offline_wandb_run(smoke_run):  # LOG-1, LOG-6
+    run_dir, _, _ = smoke_run
+    (history,) = (run_dir / "wandb").glob("offline-run-*/*.wandb")
+    assert b"smoke-model" in history.read_bytes()
+
+
+@slow
+def test_no_worker_outlives_a_run(smoke_run):  # RL-3
+    assert worker_processes() == []
+
+
+@slow
+def test_stop_file_ends_the_run_and_closes_the_workers(tmp_path):  # CB-4, RL-3
+    stop = tmp_path / "STOP"
+    stop.touch()
+    train.main_with_config(smoke_config(tmp_path, num_epochs=50, stop_file=str(stop)))
+    (run_dir,) = tmp_path.glob("smoke_*")
+    assert [e["epoch"] for e in read_jsonl(run_dir / "metrics.jsonl") if "val_episode_reward" in e] == [0]
+    assert worker_processes() == []
+
+
+@slow
+def test_a_run_that_raises_closes_the_workers(tmp_path, monkeypatch):  # RL-3
+    def failing_step(self, batch, batch_idx):
+        raise RuntimeError("broken update")
+
+    monkeypatch.setattr(model.PPOModule, "training_step", failing_step)
+    with pytest.raises(RuntimeError, match="broken update"):
+        train.main_with_config(smoke_config(tmp_path))
+    (run_dir,) = tmp_path.glob("smoke_*")
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "failed"
+    assert worker_processes() == []
+
+
+@slow
+def test_a_spent_wall_clock_budget_ends_the_run_and_closes_the_workers(tmp_path):  # CFG-4, RL-3
+    train.main_with_config(smoke_config(tmp_path, num_epochs=50, max_wall_clock_hours=1e-6))
+    (run_dir,) = tmp_path.glob("smoke_*")
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "finished"
+    assert len([e for e in read_jsonl(run_dir / "metrics.jsonl") if "frames" in e]) == 1
+    assert worker_processes() == []
+
+
+@slow
+@pytest.mark.parametrize("signal_number", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_an_interrupted_run_leaves_no_worker_behind(tmp_path, signal_number):  # RL-3
+    command = [sys.executable, "-m", f"{PARTS['rl']}.train", "--config", "smoke", "--num-epochs", "1000"]
+    command += ["--wandb-mode", "disabled", "--output.base-dir", str(tmp_path)]
+    process = subprocess.Popen(
+        command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 120
+    workers: list[psutil.Process] = []
+    while len(workers) < 2 and time.monotonic() < deadline:  # smoke runs two env workers
+        time.sleep(0.5)
+        workers = [
+            w
+            for w in psutil.Process(process.pid).children(recursive=True)
+            if "spawn_main" in " ".join(w.cmdline())
+        ]
+    assert workers, "the run never started its env workers"
+    time.sleep(2)  # well into training
+    process.send_signal(signal_number)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode != 0
+    _, alive = psutil.wait_procs(workers, timeout=1)  # closed by the run, not orphaned and dying later
+    assert [w for w in alive if w.status() != psutil.STATUS_ZOMBIE] == [], stderr[-2000:]
+    (run_dir,) = tmp_path.glob("smoke_*")
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
+
+
+@slow
+def test_resume_continues_the_frame_count(tmp_path):  # RES-1
+    train.main_with_config(smoke_config(tmp_path, num_epochs=1))
+    (run_dir,) = tmp_path.glob("smoke_*")
+    train.main_with_config(
+        smoke_config(tmp_path, num_epochs=2), resume_from=run_dir / "checkpoints" / "last.ckpt"
+    )
+    frames = [e["frames"] for e in read_jsonl(run_dir / "metrics.jsonl") if "frames" in e]
+    cfg = config.CONFIGS["smoke"]()
+    assert frames[-1] == 2 * cfg.iterations_per_epoch * cfg.frames_per_batch
+    checkpoint = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=True)
+    assert checkpoint["epoch"] == 1 and checkpoint["frames"] == frames[-1]  # epochs count from 0
+
+
+def test_custom_env_passes_torchrl_spec_checks():  # RL-5, RL-7, RL-10
+    env = envs.LineWalk()
+    assert isinstance(env.device, torch.device)
+    check_env_specs(env)
+
+
+@slow
+def test_diagnostic_field_survives_the_parallel_collector(tmp_path):  # RL-1, RL-2, RL-5
+    env = data.make_training_env(smoke_config(tmp_path, env_name="LineWalk"))
+    collector = Collector(env, None, frames_per_batch=32)
+    try:
+        batch = next(iter(collector))
+    finally:
+        collector.shutdown()
+    assert batch["next", "distance"].shape == (2, 16, 1)
+    assert batch["next", "episode_reward"].shape == (2, 16, 1)  # RL-4
+    assert worker_processes() == []
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"frames_per_batch": 255}, "must be a multiple of num_envs"),
+        ({"find_batch_size": True}, "find_batch_size: not for RL"),
+        ({"batch_size": 4096}, "at most frames_per_batch"),
+        ({"clip_epsilon": 1.5}, "clip_epsilon 1.5"),
+        ({"critic_coef": 0.0}, "critic_coef 0.0: must be positive"),
+    ],
+)
+def test_bad_config_values_are_refused_by_name(overrides, message):  # CFG-3
+    with pytest.raises(ConfigError, match=message):
+        config.CONFIGS["smoke"](**overrides).validate()
+
+
+@pytest.mark.parametrize(
+    ("env_name", "message"), [("NoSuchEnv-v0", "use a gymnasium id"), ("Pendulum-v1", "continuous")]
+)
+def test_an_env_the_policy_cannot_train_is_a_config_error(tmp_path, env_name, message):  # CFG-3
+    with pytest.raises(ConfigError, match=message):
+        data.RolloutDataModule(smoke_config(tmp_path, env_name=env_name)).observation_and_action_sizes()
+
+
+@gpu
+def test_trains_on_the_gpu_in_bf16(tmp_path):  # PRC-1
+    test_metrics = train.main_with_config(smoke_config(tmp_path))
+    (run_dir,) = tmp_path.glob("smoke_*")
+    assert "bf16-mixed" in (run_dir / "console.log").read_text()
+    assert test_metrics["test_episode_reward"] >= 1

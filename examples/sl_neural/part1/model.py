@@ -1,0 +1,95 @@
+"""Model of this part: an MLP classifier as a LightningModule (LIT-1, LIT-3)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import lightning as L
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torchmetrics.classification import MulticlassAccuracy
+
+from src.checkpoints import load_module, save_module
+from src.optim import adamw
+
+
+class DigitsClassifier(L.LightningModule):
+    def __init__(
+        self,
+        num_features: int = 64,
+        num_classes: int = 10,
+        hidden_sizes: tuple[int, ...] = (256, 128),
+        dropout: float = 0.2,
+        learning_rate: float = 1e-3,
+        weight_decay: float = 0.01,
+        batch_size: int = 64,
+        lr_factor: float = 0.5,
+        lr_patience: int = 5,
+    ) -> None:
+        super().__init__()
+        # LIT-1, LOG-2: checkpoints and W&B get them. batch_size is an attribute instead,
+        # the one place BatchSizeFinder looks for and changes it (MEM-2).
+        self.save_hyperparameters(ignore=["batch_size"])
+        self.batch_size = batch_size
+        # Standardizes inputs with statistics learned from the training batches, so
+        # the saved model needs no separate preprocessing step.
+        layers: list[nn.Module] = [nn.BatchNorm1d(num_features, affine=False)]
+        width = num_features
+        for hidden in hidden_sizes:
+            layers += [nn.Linear(width, hidden), nn.GELU(), nn.Dropout(dropout)]
+            width = hidden
+        layers.append(nn.Linear(width, num_classes))
+        self.net = nn.Sequential(*layers)
+        # torchmetrics accumulate across batches and DDP ranks (DDP-1).
+        self.val_accuracy = MulticlassAccuracy(num_classes)
+        self.test_accuracy = MulticlassAccuracy(num_classes)
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        """Class logits."""
+        return self.net(features)
+
+    def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        features, labels = batch
+        loss = F.cross_entropy(self(features), labels)
+        self.log("train_loss", loss, on_step=True, on_epoch=True, prog_bar=True)  # LOG-3
+        return loss
+
+    def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
+        features, labels = batch
+        logits = self(features)
+        self.val_accuracy(logits, labels)
+        self.log("val_loss", F.cross_entropy(logits, labels), on_epoch=True, prog_bar=True, sync_dist=True)
+        self.log("val_acc", self.val_accuracy, on_epoch=True, prog_bar=True)
+
+    def test_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
+        features, labels = batch
+        logits = self(features)
+        self.test_accuracy(logits, labels)
+        self.log("test_loss", F.cross_entropy(logits, labels), on_epoch=True, sync_dist=True)
+        self.log("test_acc", self.test_accuracy, on_epoch=True)
+
+    def configure_optimizers(self) -> dict:
+        optimizer = adamw(self, self.hparams.learning_rate, self.hparams.weight_decay)  # LIT-4
+        scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
+            optimizer, mode="min", factor=self.hparams.lr_factor, patience=self.hparams.lr_patience
+        )
+        return {
+            "optimizer": optimizer,
+            "lr_scheduler": {
+                "scheduler": scheduler,
+                "monitor": "val_loss",
+                "interval": "epoch",
+                "name": "lr",
+            },
+        }
+
+
+def save_model(model: DigitsClassifier, path: Path) -> Path | None:
+    """Weights and hyperparameters, for use outside Lightning (LIT-3); None off rank zero."""
+    return save_module(model, path)
+
+
+def load_model_from_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> DigitsClassifier:
+    """A model from `save_model()` output or a Lightning .ckpt, in eval mode (LIT-3, RES-3)."""
+    return load_module(DigitsClassifier, path, map_location)

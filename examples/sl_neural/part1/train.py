@@ -1,0 +1,70 @@
+"""Train this part: an MLP on the digits data, with Lightning.
+
+Usage (`--help` lists every config field as a flag):
+python -m part1.train --config smoke                   # the whole pipeline in seconds
+python -m part1.train --config baseline                # a real run
+python -m part1.train --config baseline --resume auto  # continue the newest baseline run
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import lightning as L
+
+# This part's own modules; the template names its folder.
+from part1.config import CONFIGS, DigitsConfig
+from part1.data import DigitsDataModule
+from part1.model import DigitsClassifier, save_model
+from src.cli import exit_on_bad_input, parse_cli
+from src.gpu_lock import GpuLock
+from src.memory import cleanup_vram
+from src.run import start_run
+from src.trainer import build_trainer
+from src.wandb_utils import create_wandb_logger, finish_run, log_model_artifact
+
+
+def main_with_config(cfg: DigitsConfig, resume_from: Path | None = None) -> dict[str, float]:
+    """Train, test and save one config; returns the test metrics and the best validation
+    score (SWP-2: sweeps call this, and select on validation, never on test)."""
+    with start_run(cfg, resume_from) as run:
+        # MAIN-1: seed -> DataModule -> LightningModule -> WandbLogger -> Trainer -> fit -> test -> finish
+        # DDP-1: one seed on every rank, as DistributedSampler needs; workers=True gives
+        # each rank's data-loader workers seeds of their own.
+        L.seed_everything(cfg.seed, workers=True)
+        datamodule = DigitsDataModule(cfg)
+        model = DigitsClassifier(
+            num_features=cfg.num_features,
+            num_classes=cfg.num_classes,
+            hidden_sizes=cfg.hidden_sizes,
+            dropout=cfg.dropout,
+            learning_rate=cfg.learning_rate,
+            weight_decay=cfg.weight_decay,
+            batch_size=cfg.batch_size,
+            lr_factor=cfg.lr_factor,
+            lr_patience=cfg.lr_patience,
+        )
+        logger = create_wandb_logger(cfg, run.dir)
+        trainer = build_trainer(cfg, run.dir, logger)
+        trainer.fit(model, datamodule=datamodule, ckpt_path=run.resume_from)
+        (test_metrics,) = trainer.test(model, datamodule=datamodule, ckpt_path="best")
+        results = {**test_metrics, "best_val_loss": float(trainer.checkpoint_callback.best_model_score)}
+        # test() loaded that checkpoint's weights into `model`: they are the ones we keep.
+        model_path = save_model(model, run.dir / "model.pt")
+        log_model_artifact(model_path, f"{cfg.name}-model", metadata=test_metrics)  # LOG-6
+        finish_run()  # wandb.finish(), except in a sweep agent's run
+    del model, trainer
+    cleanup_vram()  # MEM-4
+    return results
+
+
+def main() -> None:
+    cfg, resume_from = parse_cli(CONFIGS, prog="python -m part1.train")
+    # OPS-1: queue behind other GPU jobs instead of failing. Taken after parsing, so
+    # --help and a mistyped flag answer at once even while another job holds the GPU.
+    with GpuLock(), exit_on_bad_input():
+        main_with_config(cfg, resume_from)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,131 @@
+"""The Trainer every Lightning part uses, with the checklist's callbacks."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from datetime import timedelta
+from pathlib import Path
+
+import lightning as L
+import torch
+from lightning.pytorch.callbacks import (
+    BatchSizeFinder,
+    EarlyStopping,
+    LearningRateMonitor,
+    ModelCheckpoint,
+    Timer,
+)
+from lightning.pytorch.loggers import Logger
+from lightning.pytorch.profilers import AdvancedProfiler, SimpleProfiler
+from lightning.pytorch.utilities import rank_zero_info
+
+from src.callbacks import (
+    BatchMetricsCallback,
+    EpochSummaryCallback,
+    PlateauResumeCallback,
+    RngStateCallback,
+    RunInfoCallback,
+    StopFileCallback,
+    SystemMetricsCallback,
+    TimingCallback,
+    TrackingCallback,
+)
+from src.callbacks.stop_file import stop_file_paths
+from src.config import LightningConfig, RLConfig
+from src.metrics_jsonl import JsonlLogger
+from src.precision import choose_precision
+
+# Raised inside Lightning 2.6 by newer torch on every run; nothing in this project to act on.
+warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)")
+# By design: the first ModelCheckpoint (best.ckpt) is the one test(ckpt_path="best") uses.
+warnings.filterwarnings("ignore", message=r".*multiple `ModelCheckpoint` callbacks")
+
+
+def build_callbacks(
+    cfg: LightningConfig, run_dir: Path, monitor: str = "val_loss", mode: str = "min"
+) -> list[L.Callback]:
+    is_rl = isinstance(cfg, RLConfig)
+    callbacks: list[L.Callback] = [
+        EarlyStopping(  # CB-1; an RL run also ends once its evaluation reward reaches the target
+            monitor=monitor,
+            patience=cfg.patience,
+            mode=mode,
+            min_delta=cfg.min_delta,
+            stopping_threshold=cfg.target_reward if is_rl else None,
+        ),
+        # CB-2, OUT-3: checkpoints/best.ckpt (lowest val_loss) and checkpoints/last.ckpt.
+        # Two callbacks, because Lightning 2.6's save_last=True rewrites last.ckpt only
+        # when the best improves; this second one rewrites it after every validation.
+        ModelCheckpoint(
+            dirpath=run_dir / "checkpoints",
+            filename="best",
+            monitor=monitor,
+            mode=mode,
+            save_top_k=1,
+            enable_version_counter=False,
+        ),
+        ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="last", enable_version_counter=False),
+        LearningRateMonitor(logging_interval="epoch"),  # CB-3
+        StopFileCallback(stop_file_paths(cfg.stop_file, run_dir)),  # CB-4
+        Timer(duration=timedelta(hours=cfg.max_wall_clock_hours), interval="step"),  # CFG-4
+        TimingCallback(fetch_section="env_step" if is_rl else "data"),  # PRF-2, PRF-3, PRF-4
+        TrackingCallback(monitor=monitor, mode=mode),  # LOG-4
+        BatchMetricsCallback(),  # LOG-4
+        SystemMetricsCallback(),  # LOG-4
+        RunInfoCallback(),  # LOG-5
+        RngStateCallback(),  # RES-1
+        PlateauResumeCallback(),  # RES-1
+        EpochSummaryCallback(),
+    ]
+    if cfg.find_batch_size:
+        callbacks.append(BatchSizeFinder(mode="binsearch"))  # MEM-1
+    return callbacks
+
+
+def build_trainer(
+    cfg: LightningConfig,
+    run_dir: Path,
+    wandb_logger: Logger | None,
+    monitor: str = "val_loss",
+    mode: str = "min",
+) -> L.Trainer:
+    precision = choose_precision(cfg.precision)
+    rank_zero_info(
+        f"precision: {precision} (requested {cfg.precision}; "
+        f"CUDA {'available' if torch.cuda.is_available() else 'not available'})"
+    )
+    if torch.cuda.is_available():
+        torch.set_float32_matmul_precision("high")  # TF32 for what still runs in fp32
+    loggers: list[Logger] = [JsonlLogger(run_dir / "metrics.jsonl")]  # OUT-4
+    if wandb_logger is not None:
+        loggers.insert(0, wandb_logger)
+    profiler_cls = AdvancedProfiler if cfg.profiler == "advanced" else SimpleProfiler  # PRF-1
+    trainer_args = {
+        "accumulate_grad_batches": cfg.gradient_accumulation_steps,  # MEM-3
+        "gradient_clip_val": cfg.gradient_clip_val,  # LIT-4
+    }
+    if isinstance(cfg, RLConfig):
+        trainer_args = {
+            # An RL epoch is a fixed number of collections from an endless collector.
+            "limit_train_batches": cfg.iterations_per_epoch,
+            # PPO optimizes manually and clips actor and critic itself (RL-13).
+            "gradient_clip_val": None,
+            "num_sanity_val_steps": 0,  # evaluation episodes of an untrained policy tell nothing
+        }
+    return L.Trainer(
+        default_root_dir=run_dir,  # OUT-1
+        logger=loggers,
+        callbacks=build_callbacks(cfg, run_dir, monitor, mode),
+        max_epochs=cfg.num_epochs,
+        precision=precision,  # PRC-1, PRC-3
+        accelerator=cfg.accelerator,
+        devices=cfg.devices,
+        num_nodes=cfg.num_nodes,
+        strategy=cfg.strategy,
+        profiler=profiler_cls(dirpath=run_dir, filename="profile"),
+        log_every_n_steps=cfg.log_every_n_steps,
+        # A progress bar only on a terminal; detached runs get EpochSummaryCallback's lines.
+        enable_progress_bar=sys.stderr.isatty(),
+        **trainer_args,
+    )

@@ -1,0 +1,117 @@
+"""Configs of this part (CFG-1, CFG-6): pick one with `--config NAME`.
+
+The task config holds the baseline; each variant overrides only what differs.
+Trees count boosting rounds, not epochs: `num_boost_round` is a high cap and
+early stopping (`early_stopping_rounds` without improvement) ends training.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from src.config import SLTreeConfig
+
+DIABETES_FEATURES = ("age", "sex", "bmi", "bp", "s1", "s2", "s3", "s4", "s5", "s6")
+
+
+@dataclass
+class DiabetesConfig(SLTreeConfig):
+    """Disease progression one year on, from scikit-learn's bundled diabetes table
+    (442 patients, 10 baseline measurements): a regression."""
+
+    name: str = "baseline"
+    # Your own table: a CSV or Parquet file with these feature columns and a numeric
+    # label column; empty means the bundled diabetes data.
+    data_path: str = ""
+    label_column: str = "target"
+    feature_columns: tuple[str, ...] = DIABETES_FEATURES
+    objective: str = "reg:squarederror"
+    eval_metric: str = "rmse"
+    learning_rate: float = 0.03
+    max_depth: int = 2
+    min_child_weight: float = 5.0
+    # Below 1, rows and columns are sampled per tree. XGBoost does not save its sampling
+    # state, so a resumed run then grows different trees than an uninterrupted one.
+    subsample: float = 1.0
+    colsample_bytree: float = 1.0
+    reg_lambda: float = 1.0
+    reg_alpha: float = 0.0
+    checkpoint_minutes: float = 5.0  # RES-1: how often checkpoints/last.ubj is rewritten
+    device: Literal["auto", "cpu", "cuda"] = "auto"  # auto: cuda where a GPU is present
+    num_threads: int = 0  # 0: every core
+
+    def problems(self) -> list[str]:
+        found = super().problems()
+        if self.label_column in self.feature_columns or not self.feature_columns:
+            found.append("feature_columns: list one or more columns, not including label_column")
+        if duplicates := sorted({c for c in self.feature_columns if self.feature_columns.count(c) > 1}):
+            found.append(f"feature_columns: {', '.join(duplicates)} listed more than once")
+        if not 0 < self.learning_rate <= 1 or self.max_depth < 1:
+            found.append(
+                f"learning_rate {self.learning_rate}, max_depth {self.max_depth}: need (0, 1] and >= 1"
+            )
+        if not (0 < self.subsample <= 1 and 0 < self.colsample_bytree <= 1):
+            found.append(f"subsample {self.subsample}, colsample_bytree {self.colsample_bytree}: need (0, 1]")
+        negative = {
+            name: getattr(self, name)
+            for name in ("min_child_weight", "reg_lambda", "reg_alpha", "num_threads")
+            if getattr(self, name) < 0
+        }
+        found += [f"{name} {value}: must be 0 or more" for name, value in negative.items()]
+        if self.checkpoint_minutes <= 0:
+            found.append(f"checkpoint_minutes {self.checkpoint_minutes}: must be positive")
+        return found
+
+
+@dataclass
+class Deeper(DiabetesConfig):
+    name: str = "deeper"
+    max_depth: int = 4
+
+
+@dataclass
+class FastLR(DiabetesConfig):
+    name: str = "fast_lr"
+    learning_rate: float = 0.1
+
+
+@dataclass
+class Regularized(DiabetesConfig):
+    name: str = "regularized"
+    reg_lambda: float = 10.0
+
+
+@dataclass
+class Subsampled(DiabetesConfig):
+    name: str = "subsampled"
+    subsample: float = 0.8
+
+
+@dataclass
+class Aggressive(DiabetesConfig):
+    """Several dimensions at once: deep trees, a fast rate, row and column sampling."""
+
+    name: str = "aggressive"
+    max_depth: int = 6
+    learning_rate: float = 0.2
+    min_child_weight: float = 1.0
+    subsample: float = 0.7
+    colsample_bytree: float = 0.7
+
+
+@dataclass
+class Smoke(DiabetesConfig):
+    """Trains in seconds on a CPU: checks the whole pipeline, not the model."""
+
+    name: str = "smoke"
+    num_boost_round: int = 40
+    early_stopping_rounds: int = 10
+    learning_rate: float = 0.1
+    max_wall_clock_hours: float = 0.1
+
+
+CONFIGS: dict[str, type[DiabetesConfig]] = {
+    config.name: config
+    for config in (DiabetesConfig, Deeper, FastLR, Regularized, Subsampled, Aggressive, Smoke)
+}

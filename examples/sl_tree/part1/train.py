@@ -1,0 +1,93 @@
+"""Train this part: gradient-boosted trees with XGBoost.
+
+Usage (`--help` lists every config field as a flag):
+python -m part1.train --config smoke                   # the whole pipeline in seconds
+python -m part1.train --config baseline                # a real run
+python -m part1.train --config baseline --resume auto  # continue the newest baseline run
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+# This part's own modules; the template names its folder.
+from part1.config import CONFIGS, DiabetesConfig
+from part1.data import load_split
+from part1.model import (
+    best_rounds,
+    evaluate,
+    predict,
+    save_model,
+    train_booster,
+    training_matrices,
+)
+from src import tree_plots
+from src.cli import exit_on_bad_input, parse_cli
+from src.gpu_lock import GpuLock
+from src.run import start_run
+from src.system_metrics import gpu_name
+from src.wandb_utils import finish_run, log_model_artifact, setup_run
+from src.xgb_callbacks import log_start_of_run, round_callbacks, train_seconds_so_far
+
+
+def main_with_config(cfg: DiabetesConfig, resume_from: Path | None = None) -> dict[str, float]:
+    """Train, test, save and plot one config; returns the summary of metrics.json: test
+    metrics and the best validation score (SWP-2: sweeps call this, and select on
+    validation, never on test)."""
+    with start_run(cfg, resume_from) as run:
+        split = load_split(cfg)  # validated (DATA-1) and split
+        train, val = training_matrices(split)
+        wandb_run = setup_run(cfg, run.dir)  # LOG-1: W&B directly, no Lightning
+        log_start_of_run(
+            run.dir / "metrics.jsonl",
+            wandb_run,
+            {
+                "num_train_samples": len(split.train_labels),
+                "num_val_samples": len(split.val_labels),
+                "num_features": len(cfg.feature_columns),
+                "gpu_name": gpu_name(),
+            },
+        )
+        callbacks = round_callbacks(cfg, run.dir, wandb_run, cfg.eval_metric, cfg.checkpoint_minutes)
+        # Every tree grown; checkpoints/last.ubj keeps them all for --resume.
+        booster = train_booster(cfg, train, val, callbacks, resume_from=run.resume_from)
+        model = best_rounds(booster)  # CB-1: the trees up to the best validation round
+
+        predicted = predict(model, split.test_features)
+        test_metrics = evaluate(predicted, split.test_labels)
+        model_path = save_model(model, run.dir / "model.ubj")
+        trees = model.trees_to_dataframe()
+        summary = {  # OUT-5
+            **test_metrics,
+            "best_round": model.num_boosted_rounds() - 1,
+            f"best_val_{cfg.eval_metric}": float(booster.attr("best_score") or "nan"),
+            "rounds_trained": booster.num_boosted_rounds(),
+            # LOG-5: a tree model's parameters are its leaves, known once it is trained.
+            "total_params": int((trees["Feature"] == "Leaf").sum()),
+            "train_seconds": train_seconds_so_far(booster),  # a resumed run's sessions included
+        }
+        (run.dir / "metrics.json").write_text(json.dumps(summary, indent=2) + "\n")
+        plots = run.dir / "plots"
+        tree_plots.feature_importance(model, plots / "feature_importance.png")
+        actual = split.test_labels.to_numpy()
+        tree_plots.predicted_vs_actual(predicted, actual, plots / "predicted_vs_actual.png")
+        tree_plots.shap_summary(model, split.test_features, plots / "shap_summary.png")
+        if wandb_run is not None:
+            wandb_run.summary.update(summary)
+        log_model_artifact(model_path, f"{cfg.name}-model", metadata=summary)  # LOG-6
+        print(" | ".join(f"{key} {value:.4g}" for key, value in summary.items()))
+        finish_run()  # wandb.finish(), except in a sweep agent's run
+    return summary
+
+
+def main() -> None:
+    cfg, resume_from = parse_cli(CONFIGS, prog="python -m part1.train")
+    # OPS-1: queue behind other GPU jobs instead of failing. Taken after parsing, so
+    # --help and a mistyped flag answer at once even while another job holds the GPU.
+    with GpuLock(), exit_on_bad_input():
+        main_with_config(cfg, resume_from)
+
+
+if __name__ == "__main__":
+    main()

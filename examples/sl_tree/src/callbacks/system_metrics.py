@@ -1,0 +1,12 @@
+"""LOG-4: system/ metrics once per epoch."""
+
+from __future__ import annotations
+
+import lightning as L
+
+from src.system_metrics import collect_system_metrics
+
+
+class SystemMetricsCallback(L.Callback):
+    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        pl_module.log_dict(collect_system_metrics(), on_step=False, on_epoch=True)

@@ -1,0 +1,4 @@
+"""Set once, when this project was rendered from the template."""
+
+PROJECT_SLUG = "diabetes-progression"  # the distribution's name and the W&B project
+WANDB_ENTITY = ""  # empty: your default W&B entity

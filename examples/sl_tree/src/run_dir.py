@@ -1,0 +1,79 @@
+"""Run directories: {output.base_dir}/{name}_{YYYYMMDD_HHMMSS}/ (OUT-1, OUT-2), and
+finding the checkpoint a run resumes from (RES-1)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from datetime import datetime
+from pathlib import Path
+
+STAMP_FORMAT = "%Y%m%d_%H%M%S"
+# Lightning starts DDP ranks as copies of this command; they inherit the run
+# directory through this variable instead of stamping their own (DDP-1).
+RUN_DIR_ENV = "TRAIN_RUN_DIR"
+CHECKPOINTS = ("checkpoints/last.ckpt", "checkpoints/last.ubj")  # Lightning, XGBoost
+CHECKPOINT_SUFFIXES = (".ckpt", ".ubj")  # Lightning, XGBoost
+
+
+def create_run_dir(base_dir: Path, name: str) -> Path:
+    """Make a new, empty run directory; a second run in the same second gets a suffix."""
+    stamp = datetime.now().strftime(STAMP_FORMAT)
+    candidate, attempt = base_dir / f"{name}_{stamp}", 1
+    while True:
+        try:
+            candidate.mkdir(parents=True)
+            return candidate
+        except FileExistsError:
+            attempt += 1
+            candidate = base_dir / f"{name}_{stamp}_{attempt}"
+
+
+def find_latest_run(base_dir: Path, name: str) -> Path | None:
+    """The newest unfinished run of config `name` that has a latest checkpoint, if any."""
+    pattern = re.compile(re.escape(name) + r"_(\d{8}_\d{6})(?:_(\d+))?")
+    runs = []
+    for path in base_dir.glob(f"{name}_*"):
+        match = pattern.fullmatch(path.name)
+        if match and latest_checkpoint(path) and not _finished(path):
+            runs.append(((match[1], int(match[2] or 1)), path))
+    return max(runs)[1] if runs else None
+
+
+def resolve_checkpoint(path: Path) -> Path:
+    """A checkpoint file as given, or a run directory's latest checkpoint."""
+    if path.is_file():
+        if path.suffix not in CHECKPOINT_SUFFIXES:
+            raise FileNotFoundError(
+                f"{path} is not a checkpoint ({', '.join(CHECKPOINT_SUFFIXES)}) or a run directory"
+            )
+        return path
+    if path.is_dir():
+        last = latest_checkpoint(path)
+        if last is not None:
+            return last
+        raise FileNotFoundError(f"{path} has no checkpoint yet ({', '.join(CHECKPOINTS)})")
+    raise FileNotFoundError(f"{path} does not exist")
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    """The run's latest checkpoint: checkpoints/last.ckpt (Lightning parts) or
+    checkpoints/last.ubj (tree parts; model.ubj holds only the best rounds)."""
+    existing = [run_dir / name for name in CHECKPOINTS if (run_dir / name).is_file()]
+    return max(existing, key=lambda path: path.stat().st_mtime) if existing else None
+
+
+def run_dir_of(checkpoint: Path) -> Path:
+    """The run directory a checkpoint belongs to."""
+    return checkpoint.parent.parent if checkpoint.parent.name == "checkpoints" else checkpoint.parent
+
+
+def _finished(run_dir: Path) -> bool:
+    status = run_dir / "run.json"
+    return status.is_file() and json.loads(status.read_text()).get("status") == "finished"
+
+
+def inherited_run_dir() -> Path | None:
+    value = os.environ.get(RUN_DIR_ENV)
+    return Path(value) if value else None

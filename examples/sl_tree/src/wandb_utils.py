@@ -1,0 +1,97 @@
+"""W&B for every part (LOG-1, LOG-6): works online, offline with no account, or off.
+
+`--wandb-mode auto` (the default) logs online when an API key is configured
+(WANDB_API_KEY or `wandb login`) and offline otherwise; WANDB_MODE, when set, wins
+over "auto". A run's W&B files live in its run directory.
+"""
+
+from __future__ import annotations
+
+import netrc
+import os
+import re
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import wandb
+from lightning.pytorch.loggers import WandbLogger
+from lightning.pytorch.utilities import rank_zero_only
+
+from src.config import BaseConfig
+
+
+def resolve_mode(requested: str) -> str:
+    """The W&B mode a config's wandb_mode stands for: online, offline or disabled."""
+    if requested != "auto":
+        return requested
+    from_env = os.environ.get("WANDB_MODE")
+    if from_env:
+        return {"dryrun": "offline", "run": "online"}.get(from_env, from_env)
+    return "online" if _api_key_configured() else "offline"
+
+
+def setup_run(cfg: BaseConfig, run_dir: Path) -> Any | None:
+    """Start (or join) the W&B run for this training run; None when W&B is off.
+
+    Inside a W&B sweep the agent has already started the run: it is reused and
+    given the full config instead of a second wandb.init() (SWP-3).
+    """
+    if wandb.run is not None and wandb.run.sweep_id:
+        wandb.run.config.update(cfg.to_dict(), allow_val_change=True)
+        return wandb.run
+    mode = resolve_mode(cfg.wandb_mode)
+    if mode == "disabled" or rank_zero_only.rank != 0:
+        return None
+    run = wandb.init(
+        project=cfg.wandb_project or None,
+        entity=cfg.wandb_entity or None,
+        name=cfg.name,
+        # The run directory's name doubles as the W&B id, so a resumed run
+        # continues the same W&B run (RES-1).
+        id=re.sub(r"[^A-Za-z0-9_-]", "-", run_dir.name),
+        resume="allow",
+        dir=run_dir,
+        config=cfg.to_dict(),
+        mode=mode,
+    )
+    if mode == "offline":
+        print(f"W&B is offline; to upload this run later: wandb sync {run_dir / 'wandb'}/offline-run-*")
+    return run
+
+
+def finish_run() -> None:
+    """End the W&B run at the end of training (MAIN-1), unless it is a sweep agent's:
+    the agent records the trial's score in it first, then ends it (SWP-3)."""
+    if wandb.run is not None and not wandb.run.sweep_id:
+        wandb.finish()
+
+
+def create_wandb_logger(cfg: BaseConfig, run_dir: Path) -> WandbLogger | None:
+    """LOG-1: the WandbLogger handed to the Trainer, or None when W&B is off."""
+    if resolve_mode(cfg.wandb_mode) == "disabled":
+        return None
+    return WandbLogger(
+        project=cfg.wandb_project, name=cfg.name, log_model=False, experiment=setup_run(cfg, run_dir)
+    )
+
+
+def log_model_artifact(path: Path | None, name: str, metadata: dict[str, Any] | None = None) -> bool:
+    """LOG-6: log the trained model once, at the end of the run. False when W&B is off
+    (or on a DDP rank other than zero)."""
+    if wandb.run is None or path is None:
+        return False
+    artifact = wandb.Artifact(re.sub(r"[^A-Za-z0-9_.-]", "-", name), type="model", metadata=metadata)
+    artifact.add_file(str(path))
+    wandb.run.log_artifact(artifact)
+    return True
+
+
+def _api_key_configured() -> bool:
+    if os.environ.get("WANDB_API_KEY"):
+        return True
+    host = urlparse(os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")).hostname
+    try:
+        return netrc.netrc().authenticators(host or "") is not None
+    except (FileNotFoundError, netrc.NetrcParseError):
+        return False

@@ -1,0 +1,237 @@
+"""OPS-1..4: the GPU lock queues jobs, the babysitter reports and restarts, records are
+written, and the detach script starts a job that outlives it."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from types import SimpleNamespace
+
+import pytest
+import torch
+from conftest import ROOT, slow
+
+from src import babysit, records
+from src.config import BaseConfig, OutputConfig
+from src.gpu_lock import GpuLock
+from src.metrics_jsonl import append_jsonl
+from src.run import start_run
+
+
+def test_gpu_lock_makes_a_second_job_wait(tmp_path):  # OPS-1
+    lock = tmp_path / "gpu.lock"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\nfrom src.gpu_lock import GpuLock\n"
+            "with GpuLock(sys.argv[1]):\n    print('locked', flush=True); time.sleep(1.5)",
+            str(lock),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout.readline().strip() == "locked"
+    started = time.monotonic()
+    with GpuLock(lock):
+        waited = time.monotonic() - started
+    holder.wait()
+    assert waited > 0.5
+    assert holder.returncode == 0
+
+
+def make_run(tmp_path, status="running", pid=None, val_losses=(1.0, 0.8, 0.7), linger=0.0):
+    """A run directory as a run leaves it; its command writes its arguments to `marker`."""
+    run_dir = tmp_path / "output" / "baseline_20260101_120000"
+    (run_dir / "checkpoints").mkdir(parents=True)
+    (run_dir / "config.json").write_text(json.dumps({"name": "baseline", "patience": 10}))
+    marker = tmp_path / "restarted"
+    script = f"import sys, time; open({str(marker)!r}, 'w').write(' '.join(sys.argv)); time.sleep({linger})"
+    run = {
+        "status": status,
+        "pid": pid or os.getpid(),
+        "host": socket.gethostname(),
+        "command": [sys.executable, "-c", script],
+        "cwd": str(tmp_path),
+        "history": [],
+    }
+    (run_dir / "run.json").write_text(json.dumps(run))
+    for epoch, loss in enumerate(val_losses):
+        append_jsonl(run_dir / "metrics.jsonl", {"epoch": epoch, "val_loss": loss})
+    torch.save({"epoch": len(val_losses) - 1, "state_dict": {}}, run_dir / "checkpoints" / "last.ckpt")
+    return run_dir, marker
+
+
+def babysitter(tmp_path, run_dir, **overrides):
+    defaults = {
+        "stall_minutes": 30.0,
+        "monitor": "val_loss",
+        "log_dir": str(tmp_path / "logs"),
+        "restart": False,
+    }
+    return babysit.Babysitter(run_dir, SimpleNamespace(max_restarts=3, **{**defaults, **overrides}))
+
+
+def dead_pid():
+    finished = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    return int(finished.stdout)
+
+
+def wait_for(path, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not (path.exists() and path.read_text()):
+        time.sleep(0.1)
+    return path.read_text() if path.exists() else ""
+
+
+def test_babysitter_reports_a_healthy_run(tmp_path, monkeypatch):  # OPS-3
+    monkeypatch.chdir(tmp_path)
+    run_dir, _ = make_run(tmp_path)
+    findings = babysitter(tmp_path, run_dir).check()
+    assert [f.check for f in findings] == ["process", "hung", "metrics", "system", "checkpoint"]
+    assert all(f.level == "OK" for f in findings), findings
+    log = (tmp_path / "logs" / f"babysit_{run_dir.name}.log").read_text()
+    assert "val_loss 0.7" in log and "last.ckpt loads (epoch 2" in log
+    assert not (tmp_path / "issues").exists()
+
+
+def test_babysitter_reads_a_reward_as_higher_is_better(tmp_path):  # OPS-3
+    path = tmp_path / "metrics.jsonl"
+    rewards = [10.0, 50.0, 200.0, 480.0, 100.0, 100.0]
+    append_jsonl(
+        path, *({"event": "metrics", "epoch": e, "val_episode_reward": r} for e, r in enumerate(rewards[:4]))
+    )
+    assert babysit.check_metrics(tmp_path, "val_episode_reward", patience=4).level == "OK"
+    append_jsonl(
+        path,
+        *({"event": "metrics", "epoch": 4 + e, "val_episode_reward": r} for e, r in enumerate(rewards[4:])),
+    )
+    finding = babysit.check_metrics(tmp_path, "val_episode_reward", patience=4)
+    assert finding.level == "WARN" and "best 480" in finding.message
+
+
+def test_babysitter_restarts_a_killed_run_once_and_files_an_issue(tmp_path, monkeypatch):  # OPS-3, OPS-4
+    monkeypatch.chdir(tmp_path)
+    run_dir, marker = make_run(tmp_path, pid=dead_pid(), linger=5)
+    sitter = babysitter(tmp_path, run_dir, restart=True)
+    findings = sitter.check()
+    assert findings[0].level == "FAIL" and "never finished" in findings[0].message
+    assert wait_for(marker).endswith(f"--resume {run_dir.resolve()}")
+    # The restarted job has not taken over run.json yet (queued on the GPU lock, say).
+    assert sitter.check()[0].message.startswith("restarted as pid")
+    assert len(json.loads(sitter.state_path.read_text())["restarts"]) == 1
+    (issue,) = (tmp_path / "issues").glob("*.md")
+    text = issue.read_text()
+    assert 'type: "crash"' in text and 'status: "open"' in text and "last.ckpt" in text
+
+
+@pytest.mark.parametrize("status", ["failed", "interrupted"])
+def test_babysitter_does_not_restart_a_run_that_ended_on_purpose_or_with_an_error(
+    tmp_path, monkeypatch, status
+):
+    monkeypatch.chdir(tmp_path)
+    run_dir, marker = make_run(tmp_path, status=status, pid=dead_pid())
+    findings = babysitter(tmp_path, run_dir, restart=True).check()
+    assert findings[0].level == ("FAIL" if status == "failed" else "WARN")
+    log = (tmp_path / "logs" / f"babysit_{run_dir.name}.log").read_text()
+    assert not marker.exists() and "ACT  restart" not in log
+
+
+@pytest.mark.parametrize(
+    ("breakage", "check"),
+    [
+        (lambda run_dir: (run_dir / "checkpoints" / "last.ckpt").write_bytes(b"truncated"), "checkpoint"),
+        (lambda run_dir: append_jsonl(run_dir / "metrics.jsonl", {"val_loss": float("nan")}), "metrics"),
+        (lambda run_dir: [os.utime(run_dir / f, (0, 0)) for f in ("metrics.jsonl",)], "hung"),
+    ],
+)
+def test_babysitter_fails_what_is_broken(tmp_path, monkeypatch, breakage, check):  # OPS-3
+    monkeypatch.chdir(tmp_path)
+    run_dir, _ = make_run(tmp_path)
+    breakage(run_dir)
+    findings = {f.check: f for f in babysitter(tmp_path, run_dir).check()}
+    assert findings[check].level == "FAIL", findings[check]
+
+
+def test_records_carry_type_status_and_their_own_fields(tmp_path):  # OPS-4
+    experiment = records.new_experiment(tmp_path, "Wider MLP", hypothesis="width helps", configs="wide")
+    issue = records.new_issue(tmp_path, "NaN loss", "divergence", run="output/x", metric="val_loss")
+    assert 'hypothesis: "width helps"' in experiment.read_text()
+    assert 'metric: "val_loss"' in issue.read_text() and 'epoch: ""' in issue.read_text()
+    listed = {(r["type"], r["status"]) for r in records.list_records(tmp_path)}
+    assert listed == {("experiment", "planned"), ("divergence", "open")}
+    with pytest.raises(ValueError, match="valid types: crash"):
+        records.new_issue(tmp_path, "x", "oops")
+
+
+def test_records_command_line_fills_type_fields(tmp_path, monkeypatch, capsys):  # OPS-4
+    monkeypatch.chdir(tmp_path)
+    records.main(
+        ["issue", "NaN loss", "--type", "divergence", "--field", "metric=val_loss", "--field", "epoch=12"]
+    )
+    (issue,) = (tmp_path / "issues").glob("*.md")
+    assert 'metric: "val_loss"' in issue.read_text() and 'epoch: "12"' in issue.read_text()
+    with pytest.raises(SystemExit):
+        records.main(["issue", "x", "--type", "divergence", "--field", "colour=red"])
+    assert "NAME one of: metric, epoch, value" in capsys.readouterr().err
+
+
+def test_a_failed_resume_gives_the_run_its_config_back(tmp_path):  # RES-1
+    output = OutputConfig(base_dir=str(tmp_path))
+    first = BaseConfig(name="resumed", seed=1, wandb_mode="disabled", output=output)
+    with start_run(first) as run:
+        checkpoint = run.dir / "checkpoints" / "last.ckpt"
+        checkpoint.parent.mkdir()
+        checkpoint.write_bytes(b"weights")
+    saved = (run.dir / "config.json").read_text()
+    with pytest.raises(RuntimeError, match="size mismatch"), start_run(replace(first, seed=2), checkpoint):
+        raise RuntimeError("size mismatch")  # as loading a checkpoint into a different model does
+    assert (run.dir / "config.json").read_text() == saved
+
+
+@slow
+def test_sigterm_unwinds_the_run_and_records_it_as_interrupted(tmp_path):  # RES-1, OPS-3
+    script = f"""
+import dataclasses, os, signal, time
+from src.config import BaseConfig
+from src.run import start_run
+cfg = BaseConfig(name="terminated", wandb_mode="disabled")
+cfg = dataclasses.replace(cfg, output=dataclasses.replace(cfg.output, base_dir={str(tmp_path)!r}))
+with start_run(cfg):
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(60)
+"""
+    started = time.monotonic()
+    finished = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True)
+    assert finished.returncode == 143, finished.stderr
+    assert time.monotonic() - started < 30  # unwound at once, not after the sleep
+    (run_dir,) = tmp_path.glob("terminated_*")
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["status"] == "interrupted" and "Terminated" in record["error"]
+    assert "Terminated" in (run_dir / "console.log").read_text()
+
+
+def test_detach_script_starts_an_unbuffered_background_job(tmp_path):  # OPS-2
+    result = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "detach.sh"), "json.tool", "--help"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHON": sys.executable},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "started pid" in result.stdout
+    (log,) = (tmp_path / "output").glob("json_tool_baseline_*.txt")
+    for _ in range(50):
+        if "usage" in log.read_text():
+            break
+        time.sleep(0.1)
+    assert "usage" in log.read_text()

@@ -1,0 +1,235 @@
+"""The supervised tree part, trained for real: one smoke run, many checks."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+import xgboost as xgb
+from conftest import gpu, part_module, slow
+
+from src.data_checks import DataValidationError
+from src.metrics_jsonl import read_jsonl
+from src.run_dir import latest_checkpoint
+from src.xgb_callbacks import round_callbacks
+
+config = part_module("sl_tree", "config")
+data = part_module("sl_tree", "data")
+model = part_module("sl_tree", "model")
+train = part_module("sl_tree", "train")
+
+
+def smoke_config(tmp_path, **overrides):
+    base = config.CONFIGS["smoke"]()
+    output = dataclasses.replace(base.output, base_dir=str(tmp_path))
+    return dataclasses.replace(base, output=output, **{"wandb_mode": "disabled", **overrides})
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    """One offline-W&B smoke run; returns (run directory, test metrics, metric events)."""
+    output_dir = tmp_path_factory.mktemp("output")
+    test_metrics = train.main_with_config(smoke_config(output_dir, wandb_mode="offline"))
+    (run_dir,) = output_dir.glob("smoke_*")
+    return run_dir, test_metrics, read_jsonl(run_dir / "metrics.jsonl")
+
+
+@slow
+def test_run_directory_holds_the_run(smoke_run):  # OUT-1, OUT-2, OUT-5
+    run_dir, _, _ = smoke_run
+    for name in (
+        "config.json",
+        "console.log",
+        "metrics.jsonl",
+        "metrics.json",
+        "model.ubj",
+        "checkpoints/last.ubj",
+    ):
+        assert (run_dir / name).stat().st_size > 0, name
+    plots = sorted(p.name for p in (run_dir / "plots").glob("*.png") if p.stat().st_size > 10_000)
+    assert plots == ["feature_importance.png", "predicted_vs_actual.png", "shap_summary.png"]
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "finished"
+
+
+@slow
+def test_summary_and_per_round_metrics(smoke_run):  # LOG-4, LOG-5, OUT-4, OUT-5
+    run_dir, test_metrics, events = smoke_run
+    summary = json.loads((run_dir / "metrics.json").read_text())
+    assert {"test_rmse", "test_mae", "test_r2", "best_round", "rounds_trained", "total_params"} <= set(
+        summary
+    )
+    assert summary["test_rmse"] == pytest.approx(test_metrics["test_rmse"])
+    rounds = [e for e in events if "val_rmse" in e]
+    assert len(rounds) == summary["rounds_trained"] and [e["round"] for e in rounds] == list(
+        range(len(rounds))
+    )
+    keys = set().union(*events)
+    assert {"train_rmse", "tracking/best_val_rmse", "tracking/epochs_since_improvement"} <= keys
+    assert {"timing/round_seconds", "num_train_samples", "num_val_samples", "gpu_name"} <= keys
+    assert any(key.startswith("system/") for key in keys)
+
+
+@slow
+def test_model_artifact_reaches_the_offline_wandb_run(smoke_run):  # LOG-1, LOG-6
+    run_dir, _, _ = smoke_run
+    (history,) = (run_dir / "wandb").glob("offline-run-*/*.wandb")
+    assert b"smoke-model" in history.read_bytes()
+
+
+def test_predictions_equal_a_plain_xgb_train(tmp_path):
+    cfg = smoke_config(tmp_path)
+    split = data.load_split(cfg)
+    callbacks = round_callbacks(cfg, tmp_path, None, cfg.eval_metric, cfg.checkpoint_minutes)
+    ours = model.train_booster(cfg, *model.training_matrices(split), callbacks)
+    plain_train = xgb.DMatrix(split.train_features, split.train_labels)
+    plain_val = xgb.DMatrix(split.val_features, split.val_labels)
+    plain = xgb.train(
+        model.booster_params(cfg),
+        plain_train,
+        num_boost_round=cfg.num_boost_round,
+        evals=[(plain_train, "train"), (plain_val, "val")],
+        early_stopping_rounds=cfg.early_stopping_rounds,
+        verbose_eval=False,
+    )
+    expected = plain.predict(xgb.DMatrix(split.test_features), iteration_range=(0, plain.best_iteration + 1))
+    assert ours.attr("best_iteration") == str(plain.best_iteration)
+    np.testing.assert_allclose(
+        model.predict(model.best_rounds(ours), split.test_features), expected, rtol=1e-6
+    )
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    """A smoke run that early-stops before its round cap: (run directory, summary)."""
+    output_dir = tmp_path_factory.mktemp("uninterrupted")
+    train.main_with_config(smoke_config(output_dir, num_boost_round=200))
+    (run_dir,) = output_dir.glob("smoke_*")
+    summary = json.loads((run_dir / "metrics.json").read_text())
+    assert summary["rounds_trained"] < 200, "early stopping should end this run"
+    return run_dir, summary
+
+
+def rounds_logged(run_dir):
+    return [e["round"] for e in read_jsonl(run_dir / "metrics.jsonl") if "val_rmse" in e]
+
+
+def test_model_holds_the_best_rounds_and_the_checkpoint_every_round(uninterrupted):  # CB-1, RES-1
+    run_dir, summary = uninterrupted
+    assert model.load_model(run_dir / "model.ubj").num_boosted_rounds() == summary["best_round"] + 1
+    last = model.load_model(run_dir / "checkpoints" / "last.ubj")
+    assert last.num_boosted_rounds() == summary["rounds_trained"]
+    assert last.attr("best_iteration") == str(summary["best_round"])
+    assert float(last.attr("train_seconds")) == pytest.approx(summary["train_seconds"], abs=1e-3)
+
+
+@slow
+def test_a_resumed_run_stops_where_an_uninterrupted_one_does(tmp_path, uninterrupted):  # RES-1, CB-1
+    straight_dir, straight = uninterrupted
+    # Stopped three rounds past its best round: the resumed run must remember that
+    # best round rather than count early stopping afresh.
+    first_cap = straight["best_round"] + 4
+    train.main_with_config(smoke_config(tmp_path, num_boost_round=first_cap))
+    (split_dir,) = tmp_path.glob("smoke_*")
+    resumed = smoke_config(tmp_path, num_boost_round=200)
+    train.main_with_config(resumed, resume_from=latest_checkpoint(split_dir))
+    split = json.loads((split_dir / "metrics.json").read_text())
+    for key in ("best_round", "rounds_trained", "best_val_rmse", "test_rmse", "test_r2"):
+        assert split[key] == pytest.approx(straight[key], rel=1e-6), key
+    features = data.load_split(resumed).test_features
+    straight_model, split_model = (model.load_model(d / "model.ubj") for d in (straight_dir, split_dir))
+    np.testing.assert_allclose(
+        split_model.inplace_predict(features), straight_model.inplace_predict(features)
+    )
+    assert rounds_logged(split_dir) == list(range(split["rounds_trained"]))
+
+
+class CrashAfter(xgb.callback.TrainingCallback):
+    def __init__(self, rounds):
+        self.rounds = rounds
+
+    def after_iteration(self, booster, epoch, evals_log):
+        if booster.num_boosted_rounds() == self.rounds:
+            raise RuntimeError("killed")
+        return False
+
+
+def test_a_run_killed_between_checkpoints_resumes_without_losing_or_repeating_a_round(tmp_path):  # RES-1
+    cfg = smoke_config(tmp_path, num_boost_round=12, early_stopping_rounds=100, checkpoint_minutes=1e-9)
+    matrices = model.training_matrices(data.load_split(cfg))
+    straight = model.train_booster(cfg, *matrices)
+    callbacks = round_callbacks(cfg, tmp_path, None, cfg.eval_metric, cfg.checkpoint_minutes)
+    callbacks[0].flush_every = 1  # round 7's metrics reach the file; its trees never reach last.ubj
+    callbacks.insert(-1, CrashAfter(rounds=8))
+    with pytest.raises(RuntimeError, match="killed"):
+        model.train_booster(cfg, *matrices, callbacks)
+    checkpoint = tmp_path / "checkpoints" / "last.ubj"
+    assert model.load_model(checkpoint).num_boosted_rounds() == 7
+    callbacks = round_callbacks(cfg, tmp_path, None, cfg.eval_metric, cfg.checkpoint_minutes)
+    resumed = model.train_booster(cfg, *matrices, callbacks, resume_from=checkpoint)
+    assert rounds_logged(tmp_path) == list(range(12))
+    features = data.load_split(cfg).test_features
+    np.testing.assert_allclose(resumed.inplace_predict(features), straight.inplace_predict(features))
+
+
+@slow
+def test_stop_file_ends_training_after_the_round_and_keeps_the_outputs(tmp_path):  # CB-4
+    stop = tmp_path / "STOP"
+    stop.touch()
+    test_metrics = train.main_with_config(smoke_config(tmp_path, stop_file=str(stop)))
+    (run_dir,) = tmp_path.glob("smoke_*")
+    assert json.loads((run_dir / "metrics.json").read_text())["rounds_trained"] == 1
+    assert (run_dir / "model.ubj").is_file()
+    assert "test_rmse" in test_metrics
+
+
+@pytest.mark.parametrize(
+    ("change", "column"),
+    [
+        (lambda t: t.assign(bmi=t["bmi"].mask(t.index == 7)), "bmi"),  # a null
+        (lambda t: t.assign(bp="high"), "bp"),  # a wrong dtype
+        (lambda t: t.drop(columns="s5"), "s5"),  # a missing column
+        (lambda t: t.assign(s1=np.inf), "s1"),  # a non-finite value
+        (lambda t: t.assign(age=t["age"].mask(t.index == 3, 300)), "age"),  # out of range
+        (lambda t: t.assign(target=100.0), "target"),  # a label that never varies
+    ],
+)
+def test_bad_data_is_refused_naming_the_column(tmp_path, change, column):  # DATA-1
+    path = tmp_path / "bad.csv"
+    change(data.load_table(config.DiabetesConfig())).to_csv(path, index=False)
+    with pytest.raises(DataValidationError, match=column):
+        data.load_split(config.DiabetesConfig(data_path=str(path)))
+
+
+def test_parquet_without_an_engine_or_a_broken_file_is_a_clear_error(tmp_path):  # DATA-1
+    path = tmp_path / "table.parquet"
+    path.write_bytes(b"not parquet")
+    with pytest.raises(DataValidationError, match=r"pyarrow|cannot read it as a table"):
+        data.load_split(config.DiabetesConfig(data_path=str(path)))
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"feature_columns": ("age", "bmi", "age")}, "age listed more than once"),
+        ({"min_child_weight": -1.0}, "min_child_weight -1.0: must be 0 or more"),
+        ({"learning_rate": 0.0}, "learning_rate 0.0"),
+    ],
+)
+def test_bad_config_values_are_refused_by_name(overrides, message):  # CFG-3
+    assert any(message in problem for problem in config.DiabetesConfig(**overrides).problems())
+
+
+def test_split_is_fixed_by_split_seed_not_seed():
+    first = data.load_split(config.DiabetesConfig(seed=1))
+    second = data.load_split(config.DiabetesConfig(seed=2))
+    assert first.test_features.index.equals(second.test_features.index)
+    assert len(first.train_labels) + len(first.val_labels) + len(first.test_labels) == 442
+
+
+@gpu
+def test_trains_on_the_gpu(tmp_path):
+    cfg = smoke_config(tmp_path)
+    assert model.booster_params(cfg)["device"] == "cuda"
+    assert train.main_with_config(cfg)["test_rmse"] > 0

@@ -1,0 +1,315 @@
+"""`copier update` keeps a user's edits and brings in the template's changes: from the first
+release to the one being prepared, for every variant; with a conflict; across a migration;
+and when the answers change (a part kind or the sweep added and removed)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import copier
+import pytest
+import yaml
+from conftest import TEMPLATE, part_selections
+
+# Release headings in CHANGELOG.md, newest first: "## v0.2.0 (2026-11-22[, commit abc1234])".
+RELEASE_HEADING = re.compile(
+    r"^## (v\d+\.\d+\.\d+) \(\d{4}-\d{2}-\d{2}(?:, commit ([0-9a-f]{7,40}))?\)$", re.M
+)
+RELEASES = RELEASE_HEADING.findall((TEMPLATE / "CHANGELOG.md").read_text())
+LATEST = RELEASES[0][0]  # the release being prepared: the working tree is tagged with it
+FIRST = RELEASES[-1][0]
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Test",
+    "GIT_AUTHOR_EMAIL": "test@example.com",
+    "GIT_COMMITTER_NAME": "Test",
+    "GIT_COMMITTER_EMAIL": "test@example.com",
+}
+# A default hyperparameter a user changes in each kind's config.py.
+HYPERPARAMETER_EDITS = {
+    "sl_neural": ("dropout: float = 0.2", "dropout: float = 0.25"),
+    "sl_tree": ("max_depth: int = 2", "max_depth: int = 3"),
+    "rl": ("entropy_coef: float = 0.0", "entropy_coef: float = 0.01"),
+}
+CONFLICT_MARKERS = ("<<<<<<< ", ">>>>>>> ")
+PRE_COMMIT = ".pre-commit-config.yaml"
+
+
+def git(cwd: Path, *args: str) -> str:
+    result = subprocess.run(
+        ["git", *args], cwd=cwd, env={**os.environ, **GIT_ENV}, capture_output=True, text=True
+    )
+    assert result.returncode == 0, f"git {' '.join(args)}: {result.stderr}"
+    return result.stdout
+
+
+@pytest.fixture(scope="session")
+def template_repo(tmp_path_factory) -> Path:
+    """A clone of this template whose HEAD is the working tree, tagged LATEST, with the earlier
+    releases tagged from CHANGELOG.md where the clone has no tags (CI clones may not)."""
+    repo = tmp_path_factory.mktemp("template") / "repo"
+    git(TEMPLATE, "clone", "--quiet", str(TEMPLATE), str(repo))
+    for tracked in git(repo, "ls-files", "-z").split("\0"):
+        if tracked:
+            (repo / tracked).unlink(missing_ok=True)
+    for path in git(TEMPLATE, "ls-files", "-z", "--cached", "--others", "--exclude-standard").split("\0"):
+        if path and (TEMPLATE / path).is_file():
+            (repo / path).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(TEMPLATE / path, repo / path)
+    git(repo, "add", "--all")
+    git(repo, "commit", "--quiet", "--allow-empty", "-m", "the working tree under test")
+    tags = git(repo, "tag").split()
+    for version, commit in RELEASES[1:]:
+        if version not in tags:
+            assert commit, f"CHANGELOG.md: release {version} names no commit to recreate its tag from"
+            git(repo, "tag", version, commit)
+    git(repo, "tag", "--force", LATEST, "HEAD")
+    return repo
+
+
+def render(template: Path, destination: Path, ref: str, **answers) -> Path:
+    """Render as a user does (`copier copy --vcs-ref REF --defaults`), then commit the project."""
+    copier.run_copy(
+        str(template), destination, data=answers, vcs_ref=ref, defaults=True, quiet=True, unsafe=True
+    )
+    git(destination, "init", "--quiet")
+    commit(destination, "rendered from the template")
+    return destination
+
+
+def commit(project: Path, message: str) -> None:
+    git(project, "add", "--all")
+    git(project, "commit", "--quiet", "-m", message)
+
+
+def update(project: Path, ref: str, conflict: str = "inline", **answers) -> None:
+    """`copier update --defaults --trust --vcs-ref REF [--data ...]`."""
+    copier.run_update(
+        project,
+        data=answers,
+        vcs_ref=ref,
+        defaults=True,
+        overwrite=True,
+        quiet=True,
+        unsafe=True,
+        conflict=conflict,
+    )
+
+
+def recorded_answers(project: Path) -> dict:
+    return yaml.safe_load((project / ".copier-answers.yml").read_text())
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, f"{path}: {old!r} not found"
+    path.write_text(text.replace(old, new, 1))
+
+
+def make_user_edits(project: Path, parts: list[str]) -> dict[str, str]:
+    """The edits a user makes after rendering; returns {path: text the update must keep}."""
+    kept = {}
+    for number, kind in enumerate(parts, start=1):
+        old, new = HYPERPARAMETER_EDITS[kind]
+        edit(project / f"part{number}" / "config.py", old, new)
+        kept[f"part{number}/config.py"] = new
+    (project / "part1" / "augment.py").write_text('"""Our own augmentations."""\n\nSCALE = 1.5\n')
+    kept["part1/augment.py"] = "SCALE = 1.5"
+    edit(
+        project / "README.md",
+        "\n\nTraining pipelines",
+        "\n\nThe real tables live on the lab share.\n\nTraining pipelines",
+    )
+    kept["README.md"] = "The real tables live on the lab share."
+    edit(project / "pyproject.toml", "dependencies = [\n", 'dependencies = [\n    "rich>=13",  # ours\n')
+    kept["pyproject.toml"] = '"rich>=13",  # ours'
+    commit(project, "our edits")
+    return kept
+
+
+def unmerged_paths(project: Path) -> list[str]:
+    return git(project, "diff", "--name-only", "--diff-filter=U").split()
+
+
+def files_with_markers(project: Path) -> list[str]:
+    found = []
+    for path in project.rglob("*"):
+        if ".git" in path.parts or not path.is_file():
+            continue
+        lines = path.read_bytes().decode(errors="replace").splitlines()
+        if any(line.startswith(CONFLICT_MARKERS) for line in lines):
+            found.append(str(path.relative_to(project)))
+    return found
+
+
+def assert_merged_cleanly(project: Path) -> None:
+    assert unmerged_paths(project) == []
+    assert files_with_markers(project) == []
+    assert sorted(project.rglob("*.rej")) == []
+
+
+def project_files(project: Path) -> set[str]:
+    return {
+        str(path.relative_to(project))
+        for path in project.rglob("*")
+        if path.is_file() and ".git" not in path.relative_to(project).parts
+    }
+
+
+def assert_is_fresh_render_plus_edits(project: Path, template: Path, tmp_path: Path, kept: dict) -> None:
+    """The template's side of the update: every file the user did not touch is exactly what
+    the target release renders for the project's answers, and no template file is missing."""
+    answers = {k: v for k, v in recorded_answers(project).items() if not k.startswith("_")}
+    fresh = tmp_path / "fresh"
+    copier.run_copy(str(template), fresh, data=answers, vcs_ref=LATEST, defaults=True, quiet=True)
+    missing = project_files(fresh) - project_files(project)
+    assert missing == set(), f"template files missing after the update: {sorted(missing)}"
+    for name in project_files(fresh) - set(kept) - {".copier-answers.yml"}:
+        assert (project / name).read_bytes() == (fresh / name).read_bytes(), f"{name} differs from {LATEST}"
+    extra = project_files(project) - project_files(fresh)
+    assert extra <= set(kept), f"files neither the template's nor the user's: {sorted(extra - set(kept))}"
+
+
+VARIANTS = [(parts, sweep) for parts in part_selections() for sweep in (False, True)]
+
+
+@pytest.mark.parametrize(
+    ("parts", "sweep"), VARIANTS, ids=["+".join(p) + ("-sweep" if s else "") for p, s in VARIANTS]
+)
+def test_update_from_the_first_release_keeps_user_edits(template_repo, tmp_path, parts, sweep):
+    project = render(template_repo, tmp_path / "project", FIRST, parts=parts, sweep=sweep)
+    kept = make_user_edits(project, parts)
+
+    update(project, LATEST)
+
+    assert recorded_answers(project)["_commit"] == LATEST
+    assert_merged_cleanly(project)
+    for name, text in kept.items():
+        assert text in (project / name).read_text(), f"the user's edit to {name} was lost"
+    assert_is_fresh_render_plus_edits(project, template_repo, tmp_path, kept)
+
+
+def test_a_conflicting_edit_is_reported_with_markers_or_a_rej_file(template_repo, tmp_path):
+    # The user and v0.2.0 both changed the check-merge-conflict hook's line.
+    hook_line = "      - id: check-merge-conflict # catches markers a `copier update` left behind\n"
+    ours = "      - id: check-merge-conflict # ours: also on CI\n"
+    inline = render(template_repo, tmp_path / "inline", FIRST)
+    edit(inline / ".pre-commit-config.yaml", hook_line, ours)
+    commit(inline, "our hook comment")
+
+    update(inline, LATEST)
+
+    assert unmerged_paths(inline) == [".pre-commit-config.yaml"]
+    assert files_with_markers(inline) == [".pre-commit-config.yaml"]
+    config = (inline / ".pre-commit-config.yaml").read_text()
+    assert "<<<<<<< before updating" in config and ">>>>>>> after updating" in config
+    assert ours in config and "--assume-in-merge" in config  # both sides kept
+    assert (inline / "src" / "gpu_lock.py").is_file()  # the rest of the update went in
+    # The rendered project's pre-commit hook refuses to commit the markers.
+    hook = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pre_commit_hooks.check_merge_conflict",
+            "--assume-in-merge",
+            ".pre-commit-config.yaml",
+        ],
+        cwd=inline,
+        capture_output=True,
+        text=True,
+    )
+    assert hook.returncode == 1 and "Merge conflict string" in hook.stdout
+
+    rej = render(template_repo, tmp_path / "rej", FIRST)
+    edit(rej / ".pre-commit-config.yaml", hook_line, ours)
+    commit(rej, "our hook comment")
+
+    update(rej, LATEST, conflict="rej")
+
+    # The file holds the template's version; the user's change that did not apply is beside it.
+    assert "--assume-in-merge" in (rej / ".pre-commit-config.yaml").read_text()
+    assert "+" + ours in (rej / ".pre-commit-config.yaml.rej").read_text()
+
+
+def test_the_v0_2_0_migration_moves_edited_modules_with_their_edits(template_repo, tmp_path):
+    project = render(template_repo, tmp_path / "project", FIRST)
+    with (project / "src" / "utils" / "gpu_lock.py").open("a") as lock:
+        lock.write("\n\nLOCK_NOTE = 'ours'\n")
+    (project / "src" / "utils" / "paths.py").write_text('DATA = "/data"\n')
+    (project / "part1" / "ours.py").write_text(
+        "from src.utils.memory import cleanup_vram\n\ncleanup_vram()\n"
+    )
+    commit(project, "our edits")
+
+    update(project, LATEST)
+
+    assert_merged_cleanly(project)
+    assert "LOCK_NOTE = 'ours'" in (project / "src" / "gpu_lock.py").read_text()
+    assert not (project / "src" / "utils" / "gpu_lock.py").exists()
+    assert (project / "part1" / "ours.py").read_text().startswith("from src.memory import cleanup_vram")
+    assert (project / "src" / "utils" / "__init__.py").is_file()  # still a package for paths.py
+    assert (project / "src" / "utils" / "paths.py").read_text() == 'DATA = "/data"\n'
+
+
+def test_the_migration_needs_trust(template_repo, tmp_path):
+    project = render(template_repo, tmp_path / "project", FIRST)
+    with pytest.raises(copier.errors.UnsafeTemplateError, match="migrations"):
+        copier.run_update(project, vcs_ref=LATEST, defaults=True, overwrite=True, quiet=True)
+
+
+ANSWER_CHANGES = {
+    "add-a-part": ({"parts": ["sl_neural"]}, {"parts": ["sl_neural", "rl"]}),
+    "remove-a-part": ({"parts": ["sl_neural", "sl_tree"]}, {"parts": ["sl_neural"]}),
+    "add-sweeps": ({"parts": ["sl_neural", "sl_tree"], "sweep": False}, {"sweep": True}),
+    "remove-sweeps": ({"parts": ["sl_tree", "rl"], "sweep": True}, {"sweep": False}),
+}
+
+
+@pytest.mark.parametrize(("before", "change"), ANSWER_CHANGES.values(), ids=ANSWER_CHANGES.keys())
+def test_changing_answers_on_update_adds_or_removes_files(template_repo, tmp_path, before, change):
+    project = render(template_repo, tmp_path / "project", LATEST, **before)
+    kept = make_user_edits(project, before["parts"])
+    removed_folders = tuple(
+        f"part{number}/"
+        for number in range(len(change.get("parts", before["parts"])) + 1, len(before["parts"]) + 1)
+    )
+    kept = {name: text for name, text in kept.items() if not name.startswith(removed_folders)}
+
+    update(project, LATEST, **change)
+
+    assert {**recorded_answers(project), **change} == recorded_answers(project)
+    assert_merged_cleanly(project)
+    for name, text in kept.items():
+        assert text in (project / name).read_text(), f"the user's edit to {name} was lost"
+    assert_is_fresh_render_plus_edits(project, template_repo, tmp_path, kept)
+
+
+def test_a_users_data_and_environments_are_theirs_after_the_first_render(template_repo, tmp_path):
+    """`_skip_if_exists`: an update leaves an existing data.py alone, edited or not, even when
+    the template changed it, and renders a missing envs.py again."""
+    later = tmp_path / "later-template"
+    git(template_repo, "clone", "--quiet", str(template_repo), str(later))
+    for folder in ("{{sl_neural_dir}}", "{{rl_dir}}"):
+        with (later / "template" / folder / "data.py").open("a") as data:
+            data.write("\n# changed in a later release\n")
+    commit(later, "a later release changes the data modules")
+    git(later, "tag", "v99.0.0")
+    project = render(later, tmp_path / "project", LATEST, parts=["sl_neural", "rl"])
+    edit(project / "part1" / "data.py", "class DigitsDataModule", "class OurDataModule")
+    rl_data = (project / "part2" / "data.py").read_text()
+    (project / "part2" / "envs.py").unlink()
+    commit(project, "our data; no custom environments")
+
+    update(project, "v99.0.0")
+
+    assert_merged_cleanly(project)
+    part1_data = (project / "part1" / "data.py").read_text()
+    assert "class OurDataModule" in part1_data and "changed in a later release" not in part1_data
+    assert (project / "part2" / "data.py").read_text() == rl_data
+    assert (project / "part2" / "envs.py").is_file()
+    assert recorded_answers(project)["_commit"] == "v99.0.0"
