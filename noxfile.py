@@ -62,8 +62,8 @@ def tests(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """Ruff on the template's own Python and on the default rendered project."""
     session.install("-c", str(CONSTRAINTS), "ruff", "copier")
-    session.run("ruff", "check", "noxfile.py", "tests")
-    session.run("ruff", "format", "--check", "noxfile.py", "tests")
+    session.run("ruff", "check", "noxfile.py", "tests", "examples/render.py", "migrations")
+    session.run("ruff", "format", "--check", "noxfile.py", "tests", "examples/render.py", "migrations")
     # Rendered outside the repo, whose .gitignore would hide files from ruff.
     project = render(session, Path(tempfile.mkdtemp()) / "lint", ALL_PARTS, sweep=True)
     session.run("ruff", "check", "--no-cache", str(project))

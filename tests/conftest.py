@@ -79,7 +79,13 @@ def project(request, copie_session, tmp_path_factory) -> Project:
     README says: editable, into a virtual environment of its own."""
     result = copie_session.copy(extra_answers=request.param)
     assert result.exit_code == 0, result.exception
-    venv = tmp_path_factory.mktemp("venv")
+    python = install_into_venv(result.project_dir, tmp_path_factory.mktemp("venv"))
+    return Project(result.project_dir, python, request.param.get("parts", ["sl_neural"]))
+
+
+def install_into_venv(project_dir: Path, venv: Path) -> str:
+    """Install a rendered project, editable, into a new venv that sees this environment's
+    packages; returns the venv's interpreter."""
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = str(venv / "bin" / "python")
     # The new venv sees this environment's packages (torch, lightning ...) through a .pth file.
@@ -87,6 +93,6 @@ def project(request, copie_session, tmp_path_factory) -> Project:
         [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], venv
     ).stdout.strip()
     Path(site, "parent_env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    install = run([python, "-m", "pip", "install", "-q", "--no-deps", "-e", "."], result.project_dir)
+    install = run([python, "-m", "pip", "install", "-q", "--no-deps", "-e", "."], project_dir)
     assert install.returncode == 0, install.stderr
-    return Project(result.project_dir, python, request.param.get("parts", ["sl_neural"]))
+    return python

@@ -4,6 +4,7 @@ and when the answers change (a part kind or the sweep added and removed)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -14,7 +15,7 @@ from pathlib import Path
 import copier
 import pytest
 import yaml
-from conftest import TEMPLATE, part_selections
+from conftest import AVAILABLE_PARTS, TEMPLATE, install_into_venv, part_selections, run
 
 # Release headings in CHANGELOG.md, newest first: "## v0.2.0 (2026-11-22[, commit abc1234])".
 RELEASE_HEADING = re.compile(
@@ -67,6 +68,8 @@ def template_repo(tmp_path_factory) -> Path:
     for version, commit in RELEASES[1:]:
         if version not in tags:
             assert commit, f"CHANGELOG.md: release {version} names no commit to recreate its tag from"
+            found = subprocess.run(["git", "cat-file", "-e", f"{commit}^{{commit}}"], cwd=repo)
+            assert found.returncode == 0, f"{version}: no commit {commit} here (a shallow clone?)"
             git(repo, "tag", version, commit)
     git(repo, "tag", "--force", LATEST, "HEAD")
     return repo
@@ -192,6 +195,23 @@ def test_update_from_the_first_release_keeps_user_edits(template_repo, tmp_path,
     for name, text in kept.items():
         assert text in (project / name).read_text(), f"the user's edit to {name} was lost"
     assert_is_fresh_render_plus_edits(project, template_repo, tmp_path, kept)
+
+
+@pytest.mark.slow
+def test_an_updated_project_still_smoke_trains_every_part(template_repo, tmp_path):
+    project = render(template_repo, tmp_path / "project", FIRST, parts=AVAILABLE_PARTS, sweep=True)
+    make_user_edits(project, AVAILABLE_PARTS)
+    update(project, LATEST)
+    assert_merged_cleanly(project)
+
+    python = install_into_venv(project, tmp_path / "venv")
+    for number in range(1, len(AVAILABLE_PARTS) + 1):
+        result = run([python, "-m", f"part{number}.train", "--config", "smoke"], project)
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+        run_dir = max((project / "output").glob("smoke_*"))
+        assert (run_dir / "config.json").is_file()
+    trained = json.loads(max((project / "output").glob("smoke_*")).joinpath("config.json").read_text())
+    assert trained["entropy_coef"] == 0.01  # the user's default survived the update
 
 
 def test_a_conflicting_edit_is_reported_with_markers_or_a_rej_file(template_repo, tmp_path):
