@@ -49,6 +49,17 @@ def add_method(class_name: str) -> Callable[[str], str]:
     return edit
 
 
+OOM_PROBE = """
+def largest_batch_size(size: int) -> int:
+    while True:
+        try:
+            return size
+        except RuntimeError as error:
+            if "out of memory" not in str(error):
+                raise
+            size //= 2
+"""
+
 # (item, part kind the edit needs ("any", "nn", "sl" or a kind; None: none), file, edit).
 # {part} in the file names the part; edits are checked to still apply.
 STATIC_BREAKS = [
@@ -112,6 +123,7 @@ STATIC_BREAKS = [
         "src/trainer.py",
         replace('BatchSizeFinder(mode="binsearch")', 'BatchSizeFinder(mode="power")'),
     ),
+    ("MEM-1", "nn", "{part}/model.py", append(OOM_PROBE)),
     (
         "MEM-2",
         "nn",

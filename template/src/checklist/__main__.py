@@ -34,7 +34,10 @@ def check_project(root: Path, run_dirs: list[Path]) -> Report:
     for run in runs:
         for item in (c for c in applicable if c.mode == "run" and run.kind in c.kinds()):
             result = Result(
-                item.id, "run", *run_check(item, run), where=f"{run.path} ({run.part.name}, {run.kind})"
+                item.id,
+                "run",
+                *run_check(item, run),
+                where=f"{run.path} ({run.part.name}, {run.kind}, {run.status})",
             )
             results.append(result)
     if not run_dirs:  # items only a run directory shows

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import importlib
 import json
@@ -84,14 +85,14 @@ def _part_from_command(command: list[str], project: Project) -> Part | None:
 
 
 def _part_from_config(config: dict[str, Any], project: Project) -> Part | None:
-    """The part whose config class accepts every key of config.json."""
+    """The part whose config class has the most of config.json's keys (and most of
+    its own fields in it); a config.json that CFG-2 will refuse still finds its part."""
+    scores = {}
     for part in project.parts:
-        try:
-            config_class(part, config).from_dict(config)
-        except Exception:  # noqa: BLE001 - any refusal means "not this part"
-            continue
-        return part
-    return None
+        fields = {field.name for field in dataclasses.fields(config_class(part, config))}
+        scores[part] = len(fields & config.keys()) - len(fields ^ config.keys())
+    best = max(scores, key=scores.__getitem__, default=None)
+    return best if best is not None and scores[best] > -len(config) else None
 
 
 def config_class(part: Part, config: dict[str, Any]) -> type:

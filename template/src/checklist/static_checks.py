@@ -807,10 +807,14 @@ def batch_size_finder(project: Project) -> str:
         f'{TRAINER}: BatchSizeFinder mode is not "binsearch"',
     )
     for path in project_sources(project):
-        for handler in nodes(project.tree(path)):
-            if isinstance(handler, ast.ExceptHandler) and "OutOfMemoryError" in source(handler.type):
+        handlers = [node for node in nodes(project.tree(path)) if isinstance(node, ast.ExceptHandler)]
+        for handler in handlers:
+            catches_oom = "OutOfMemoryError" in source(handler.type) or any(
+                "out of memory" in str(value) for value in constants(handler)
+            )
+            if catches_oom:
                 raise Failed(
-                    f"{path}:{handler.lineno}: catches OutOfMemoryError (hand-written batch-size probing?)"
+                    f"{path}:{handler.lineno}: catches out-of-memory errors: hand-written batch-size probing?"
                 )
     return 'BatchSizeFinder(mode="binsearch"), no OutOfMemoryError probing'
 
