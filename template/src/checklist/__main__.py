@@ -24,6 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def check_project(root: Path, run_dirs: list[Path]) -> Report:
     """Every applicable check's result; BadRunDir or BadWaivers for bad input."""
     project = Project.find(root)
+    if run_dirs and str(root) not in sys.path:
+        sys.path.insert(0, str(root))  # run checks import the project's own config classes
     runs = [run_checks.open_run_dir(path, project) for path in run_dirs]
     known = {c.id for c in CHECKS} | {item.id for item in MANUAL}
     waivers = load_waivers(root / "pyproject.toml", known)
@@ -62,10 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         report = check_project(args.root.resolve(), args.run_dirs)
-    except BadWaivers as error:
-        print(f"checklist: {error}", file=sys.stderr)
-        return 2
-    except run_checks.BadRunDir as error:
+    except (BadWaivers, run_checks.BadRunDir) as error:
         print(f"checklist: {error}", file=sys.stderr)
         return 2
     print(FORMATS[args.format](report))

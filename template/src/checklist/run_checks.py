@@ -85,14 +85,15 @@ def _part_from_command(command: list[str], project: Project) -> Part | None:
 
 
 def _part_from_config(config: dict[str, Any], project: Project) -> Part | None:
-    """The part whose config class has the most of config.json's keys (and most of
-    its own fields in it); a config.json that CFG-2 will refuse still finds its part."""
-    scores = {}
+    """The part whose config class fits config.json's keys best, if it has most of them;
+    a config.json that CFG-2 will refuse (an extra key, say) still finds its part."""
+    best, best_score = None, None
     for part in project.parts:
         fields = {field.name for field in dataclasses.fields(config_class(part, config))}
-        scores[part] = len(fields & config.keys()) - len(fields ^ config.keys())
-    best = max(scores, key=scores.__getitem__, default=None)
-    return best if best is not None and scores[best] > -len(config) else None
+        score = len(fields & config.keys()) - len(fields ^ config.keys())
+        if 2 * len(fields & config.keys()) > len(config) and (best_score is None or score > best_score):
+            best, best_score = part, score
+    return best
 
 
 def config_class(part: Part, config: dict[str, Any]) -> type:
