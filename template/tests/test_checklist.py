@@ -60,6 +60,17 @@ def largest_batch_size(size: int) -> int:
             size //= 2
 """
 
+
+def logger_before_data(text: str) -> str:
+    """The WandbLogger created right after seeding, before the DataModule (MAIN-1)."""
+    logger = re.search(r"\n *logger = create_wandb_logger\(cfg, run\.dir\)\n", text)
+    seed = re.search(r"\n( *)L\.seed_everything\(.*\)\n", text)
+    assert logger and seed, "no logger or seed line"
+    text = text[: logger.start()] + "\n" + text[logger.end() :]
+    moved = f"{seed[1]}logger = create_wandb_logger(cfg, run.dir)\n"
+    return text.replace(seed[0], seed[0] + moved, 1)
+
+
 # (item, part kind the edit needs ("any", "nn", "sl" or a kind; None: none), file, edit).
 # {part} in the file names the part; edits are checked to still apply.
 STATIC_BREAKS = [
@@ -133,6 +144,7 @@ STATIC_BREAKS = [
     ("MEM-3", "nn", "src/trainer.py", replace("cfg.gradient_accumulation_steps", "1")),
     ("MEM-4", "nn", "{part}/train.py", replace("del model, trainer", "pass")),
     ("MAIN-1", "nn", "{part}/train.py", replace('ckpt_path="best")', 'ckpt_path="last")')),
+    ("MAIN-1", "nn", "{part}/train.py", logger_before_data),
     ("CB-1", "nn", "src/trainer.py", replace("patience=cfg.patience,", "patience=3,")),
     (
         "CB-1",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import shlex
+from collections.abc import Callable
 
 from src.checklist.layout import Part, Project
 from src.checklist.registry import TAGS, Failed, check
@@ -871,25 +872,31 @@ def cleanup(project: Project) -> str:
 
 # MAIN: the order of main()
 
-MAIN_ORDER = [
-    ("seed_everything", lambda c: name_of(c) == "seed_everything"),
-    ("DataModule", lambda c: name_of(c).endswith("DataModule")),
-    (
-        "LightningModule",
-        lambda c: (
-            name_of(c) in {"build_model"}
-            or name_of(c).endswith(("Classifier", "Regressor", "Module", "Model"))
+
+def main_steps(project: Project, part: Part) -> list[tuple[str, Callable[[ast.Call], bool]]]:
+    """MAIN-1's steps, each with how to recognise its call in main_with_config()."""
+    model_tree = project.tree(f"{part.name}/model.py")
+    modules = {cls.name for cls in subclasses(model_tree, "LightningModule")}
+    # Factories of the module too, e.g. `def build_model(...) -> PPOModule`.
+    modules |= {
+        node.name
+        for node in model_tree.body
+        if isinstance(node, ast.FunctionDef) and source(node.returns) in modules
+    }
+    data_module = datamodule(project, part).name
+    return [
+        ("seed_everything", lambda c: name_of(c) == "seed_everything"),
+        (data_module, lambda c: name_of(c) == data_module),
+        ("the LightningModule", lambda c: name_of(c) in modules),
+        ("WandbLogger", lambda c: name_of(c) in {"create_wandb_logger", "WandbLogger"}),
+        ("Trainer", lambda c: name_of(c) in {"build_trainer", "Trainer"}),
+        ("trainer.fit", lambda c: name_of(c) == "fit"),
+        (
+            'trainer.test(ckpt_path="best")',
+            lambda c: name_of(c) == "test" and constant(keyword(c, "ckpt_path")) == "best",
         ),
-    ),
-    ("WandbLogger", lambda c: name_of(c) in {"create_wandb_logger", "WandbLogger"}),
-    ("Trainer", lambda c: name_of(c) in {"build_trainer", "Trainer"}),
-    ("trainer.fit", lambda c: name_of(c) == "fit"),
-    (
-        'trainer.test(ckpt_path="best")',
-        lambda c: name_of(c) == "test" and constant(keyword(c, "ckpt_path")) == "best",
-    ),
-    ("wandb.finish", lambda c: name_of(c) in {"finish_run", "finish"}),
-]
+        ("wandb.finish", lambda c: name_of(c) in {"finish_run", "finish"}),
+    ]
 
 
 @check(
@@ -902,7 +909,7 @@ def main_order(project: Project) -> str:
             (n for n in nodes(body) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset)
         )
         line = 0
-        for step, matches in MAIN_ORDER:
+        for step, matches in main_steps(project, part):
             found = [c.lineno for c in every if matches(c) and c.lineno >= line]
             require(found, f"{part.name}/train.py: main_with_config() has no {step} after line {line}")
             line = found[0]
