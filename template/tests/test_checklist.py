@@ -250,7 +250,7 @@ def test_the_command_line_needs_no_torch():
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads(result.stdout)
-    assert report["counts"]["fail"] == 0 and report["counts"]["automated"] == len(
+    assert report["counts"]["fail"] == 0 and report["items_counts"]["automated"] == len(
         report["items"]["automated"]
     )
 

@@ -37,7 +37,9 @@ def as_json(report: Report) -> str:
     return json.dumps(
         {
             "items": {"automated": report.automated, "manual": report.manual},
-            "counts": {"automated": len(report.automated), "manual": len(report.manual), **report.counts()},
+            # Items (what applies) and results (one per check and run directory), counted apart.
+            "items_counts": {"automated": len(report.automated), "manual": len(report.manual)},
+            "counts": report.counts(),
             "failed": report.failed,
             "results": [result.as_dict() for result in report.results],
         },
