@@ -3,6 +3,8 @@ ruff-clean, and the answers recorded for `copier update`."""
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ CALLBACKS = """
     __init__ batch_metrics epoch_summary plateau_resume rng_state run_info stop_file
     system_metrics timing tracking
 """
+CHECKLIST = "__init__ __main__ layout manual registry report run_checks static_checks syntax waivers"
 SHARED_FILES = {
     ".copier-answers.yml",
     ".github/workflows/ci.yml",
@@ -30,9 +33,11 @@ SHARED_FILES = {
     "scripts/detach.sh",
     "tests/conftest.py",
     "tests/test_config_cli.py",
+    "tests/test_checklist.py",
     "tests/test_ops.py",
     *(f"src/{name}.py" for name in SRC_MODULES.split()),
     *(f"src/callbacks/{name}.py" for name in CALLBACKS.split()),
+    *(f"src/checklist/{name}.py" for name in CHECKLIST.split()),
 }
 PART_FILES = ("__init__.py", "config.py", "data.py", "model.py", "train.py")
 
@@ -79,6 +84,12 @@ def test_variant_renders_cleanly(copie, answers):
     for command in (["ruff", "check", "--no-cache", "."], ["ruff", "format", "--check", "--no-cache", "."]):
         lint = run(command, project)
         assert lint.returncode == 0, lint.stdout + lint.stderr
+
+    # The shipped checker passes on the project as rendered; static mode needs no install, no torch.
+    checklist = run([sys.executable, "-m", "src.checklist", "--format", "json"], project)
+    assert checklist.returncode == 0, checklist.stdout + checklist.stderr
+    report = json.loads(checklist.stdout)
+    assert [r for r in report["results"] if r["status"] == "fail"] == []
 
 
 def test_readme_names_each_part(copie):
