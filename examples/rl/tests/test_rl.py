@@ -47,11 +47,10 @@ def worker_processes() -> list[psutil.Process]:
 
 
 @pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory):
-    """One offline-W&B smoke run; returns (run directory, test metrics, metric events)."""
-    output_dir = tmp_path_factory.mktemp("output")
-    test_metrics = train.main_with_config(smoke_config(output_dir, wandb_mode="offline"))
-    (run_dir,) = output_dir.glob("smoke_*")
+def smoke_run(smoke_runs):
+    """The session's offline-W&B smoke run (shared with test_checklist.py); returns
+    (run directory, test metrics, metric events)."""
+    run_dir, test_metrics = smoke_runs("rl")
     return run_dir, test_metrics, read_jsonl(run_dir / "metrics.jsonl")
 
 

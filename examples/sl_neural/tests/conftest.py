@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 from pathlib import Path
@@ -33,6 +34,27 @@ def part_module(kind: str, module: str) -> ModuleType:
     if kind not in PARTS:
         pytest.skip(f"this project has no {kind} part")
     return importlib.import_module(f"{PARTS[kind]}.{module}")
+
+
+@pytest.fixture(scope="session")
+def smoke_runs(tmp_path_factory):
+    """Each part kind's smoke run with offline W&B, trained once per session on first use:
+    smoke_runs(kind) -> (run directory, test metrics). Tests read these runs, never change them."""
+    done = {}
+
+    def smoke_run(kind: str):
+        if kind not in done:
+            base = part_module(kind, "config").CONFIGS["smoke"]()
+            output_dir = tmp_path_factory.mktemp(f"smoke_{kind}")
+            output = dataclasses.replace(base.output, base_dir=str(output_dir))
+            test_metrics = part_module(kind, "train").main_with_config(
+                dataclasses.replace(base, output=output, wandb_mode="offline")
+            )
+            (run_dir,) = output_dir.glob("smoke_*")
+            done[kind] = run_dir, test_metrics
+        return done[kind]
+
+    return smoke_run
 
 
 slow = pytest.mark.slow  # trains or starts Python processes: deselect with -m "not slow"

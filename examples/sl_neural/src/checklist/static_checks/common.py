@@ -1,0 +1,88 @@
+"""What the static checks share: where shared code lives, and helpers over `ast`."""
+
+from __future__ import annotations
+
+import ast
+
+from src.checklist.layout import Part, Project
+from src.checklist.registry import TAGS, Failed
+from src.checklist.syntax import calls, function, methods, subclasses
+
+TRAINER = "src/trainer.py"
+WANDB = "src/wandb_utils.py"
+XGB_CALLBACKS = "src/xgb_callbacks.py"
+SWEEP = "src/sweep.py"
+KIND_CONFIG = {"sl_neural": "SLNeuralConfig", "sl_tree": "SLTreeConfig", "rl": "RLConfig"}
+DEPRECATED_SPECS = {  # RL-10: the old names and their current replacements
+    "BoundedTensorSpec": "Bounded",
+    "CompositeSpec": "Composite",
+    "UnboundedContinuousTensorSpec": "Unbounded",
+    "UnboundedDiscreteTensorSpec": "Unbounded",
+    "DiscreteTensorSpec": "Categorical",
+    "OneHotDiscreteTensorSpec": "OneHot",
+    "MultiDiscreteTensorSpec": "MultiCategorical",
+    "MultiOneHotDiscreteTensorSpec": "MultiOneHot",
+    "BinaryDiscreteTensorSpec": "Binary",
+}
+
+
+def parts(project: Project, *tags: str) -> list[Part]:
+    return project.parts_of(set.intersection(*(TAGS[tag] for tag in tags)))
+
+
+def require(condition: object, message: str) -> None:
+    if not condition:
+        raise Failed(message)
+
+
+def one_call(tree: ast.AST, name: str, where: str) -> ast.Call:
+    found = calls(tree, name)
+    require(found, f"{where}: no {name}(...) call")
+    return found[0]
+
+
+def lightning_module(project: Project, part: Part) -> ast.ClassDef:
+    found = subclasses(project.tree(f"{part.name}/model.py"), "LightningModule")
+    require(found, f"{part.name}/model.py: no LightningModule subclass")
+    return found[0]
+
+
+def lightning_inits(project: Project) -> list[tuple[Part, ast.FunctionDef]]:
+    """Each Lightning part's LightningModule.__init__."""
+    found = []
+    for part in parts(project, "nn"):
+        init = methods(lightning_module(project, part)).get("__init__")
+        require(init, f"{part.name}/model.py: the LightningModule has no __init__")
+        found.append((part, init))
+    return found
+
+
+def datamodule(project: Project, part: Part) -> ast.ClassDef:
+    found = subclasses(project.tree(f"{part.name}/data.py"), "LightningDataModule")
+    require(found, f"{part.name}/data.py: no LightningDataModule subclass")
+    return found[0]
+
+
+def main_with_config(project: Project, part: Part) -> ast.FunctionDef:
+    found = function(project.tree(f"{part.name}/train.py"), "main_with_config")
+    require(found, f"{part.name}/train.py: no main_with_config()")
+    return found
+
+
+def callbacks_list(project: Project, kind: str) -> tuple[str, ast.AST]:
+    """Where a part kind's callbacks are listed: build_callbacks() (Lightning) or
+    round_callbacks() (XGBoost)."""
+    path, name = (XGB_CALLBACKS, "round_callbacks") if kind == "sl_tree" else (TRAINER, "build_callbacks")
+    found = function(project.tree(path), name)
+    require(found, f"{path}: no {name}()")
+    return f"{path}:{name}()", found
+
+
+def project_sources(project: Project) -> list[str]:
+    """Every Python file of src/ and the parts (the checker itself left out)."""
+    files = [*project.root.glob("src/**/*.py"), *project.root.glob("part*/**/*.py")]
+    return sorted(
+        str(path.relative_to(project.root))
+        for path in files
+        if "checklist" not in path.relative_to(project.root).parts
+    )
