@@ -6,7 +6,7 @@ import ast
 
 from src.checklist.layout import Part, Project
 from src.checklist.registry import TAGS, Failed
-from src.checklist.syntax import calls, function, methods, subclasses
+from src.checklist.syntax import calls, function, methods, names, subclasses
 
 TRAINER = "src/trainer.py"
 WANDB = "src/wandb_utils.py"
@@ -33,6 +33,12 @@ def parts(project: Project, *tags: str) -> list[Part]:
 def require(condition: object, message: str) -> None:
     if not condition:
         raise Failed(message)
+
+
+def never_named(project: Project, paths: list[str], name: str, advice: str) -> None:
+    """Fail if any of the files names `name` (a call, import or attribute)."""
+    for path in paths:
+        require(name not in set(names(project.tree(path))), f"{path} uses {name}; {advice}")
 
 
 def one_call(tree: ast.AST, name: str, where: str) -> ast.Call:

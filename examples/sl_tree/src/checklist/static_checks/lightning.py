@@ -14,6 +14,7 @@ from src.checklist.static_checks.common import (
     lightning_inits,
     lightning_module,
     main_with_config,
+    never_named,
     one_call,
     parts,
     project_sources,
@@ -167,13 +168,9 @@ def bf16(project: Project) -> str:
 
 @check("PRC-2", "no manual autocast in model code", "nn")
 def no_autocast(project: Project) -> str:
-    for part in parts(project, "nn"):
-        for name in ("model.py", "data.py", "train.py"):
-            path = f"{part.name}/{name}"
-            require(
-                "autocast" not in set(names(project.tree(path))),
-                f"{path} calls autocast; Lightning's precision does it",
-            )
+    files = ("model.py", "data.py", "train.py")
+    model_code = [f"{part.name}/{name}" for part in parts(project, "nn") for name in files]
+    never_named(project, model_code, "autocast", "Lightning's precision setting does it")
     return "no autocast in any Lightning part"
 
 

@@ -10,6 +10,7 @@ from src.checklist.static_checks.common import (
     DEPRECATED_SPECS,
     datamodule,
     main_with_config,
+    never_named,
     one_call,
     require,
 )
@@ -139,11 +140,7 @@ def diagnostic_specs(project: Project) -> str:
 
 @check("RL-6", "step_and_maybe_reset(), not step() plus a manual step_mdp()", "rl")
 def no_step_mdp(project: Project) -> str:
-    for path in rl_files(project):
-        require(
-            "step_mdp" not in set(names(project.tree(path))),
-            f"{path} uses step_mdp(); use env.step_and_maybe_reset()",
-        )
+    never_named(project, rl_files(project), "step_mdp", "use env.step_and_maybe_reset()")
     return "no manual step_mdp() (the collector steps with step_and_maybe_reset)"
 
 
