@@ -21,6 +21,11 @@ TAGS = {
 }
 
 
+def kinds_of(tags: tuple[str, ...]) -> set[str]:
+    """The part kinds every one of these tags covers."""
+    return set.intersection(*(TAGS[tag] for tag in tags))
+
+
 def applies(tags: tuple[str, ...], kinds: set[str], has_sweep: bool) -> bool:
     """Whether an item with these tags applies to a project with these part kinds."""
     if "sweep" in tags and not has_sweep:
@@ -60,6 +65,12 @@ class Failed(Exception):
     """A check found the item not satisfied; the message says where and why."""
 
 
+def require(condition: object, message: str) -> None:
+    """Fail the check with `message` unless `condition` holds."""
+    if not condition:
+        raise Failed(message)
+
+
 class Skipped(Exception):
     """A check could not decide (e.g. W&B was off for the run); the message says why."""
 
@@ -77,7 +88,7 @@ class Check:
 
     def kinds(self) -> set[str]:
         """The part kinds this check looks at."""
-        return set.intersection(*(TAGS[tag] for tag in self.applies_to))
+        return kinds_of(self.applies_to)
 
 
 @dataclass

@@ -10,12 +10,12 @@ import importlib
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from src.checklist.layout import Part, Project
-from src.checklist.registry import Failed, Skipped, check
+from src.checklist.registry import Failed, Skipped, check, require
 
 MODEL_FILES = {"sl_neural": "model.pt", "rl": "model.pt", "sl_tree": "model.ubj"}  # what LOG-6 logs
 START_OF_RUN = ("total_params", "trainable_params", "num_train_samples", "num_val_samples", "gpu_name")
@@ -31,12 +31,19 @@ class RunDir:
     part: Part
     config: dict[str, Any]
     status: str  # run.json's: finished, running, failed, interrupted, or unknown
+    _events: list[dict[str, Any]] | None = field(default=None, repr=False)
 
     @property
     def kind(self) -> str:
         return self.part.kind
 
     def events(self) -> list[dict[str, Any]]:
+        """metrics.jsonl's lines, read once for all the checks of this run."""
+        if self._events is None:
+            self._events = self._read_events()
+        return self._events
+
+    def _read_events(self) -> list[dict[str, Any]]:
         path = self.path / "metrics.jsonl"
         if not path.is_file():
             raise Failed("metrics.jsonl is missing")
@@ -99,11 +106,6 @@ def _part_from_config(config: dict[str, Any], project: Project) -> Part | None:
 def config_class(part: Part, config: dict[str, Any]) -> type:
     configs = importlib.import_module(f"{part.name}.config").CONFIGS
     return configs.get(config.get("name"), next(iter(configs.values())))
-
-
-def require(condition: object, message: str) -> None:
-    if not condition:
-        raise Failed(message)
 
 
 @check("OUT-2", "the run directory holds config.json, console.log and checkpoints", mode="run")
@@ -210,7 +212,7 @@ def _timing_events(run: RunDir) -> list[dict[str, Any]]:
 def timing_keys(run: RunDir) -> str:
     fetch = "env_step" if run.kind == "rl" else "data"
     wanted = [f"timing/{name}_seconds" for name in (fetch, "inference", "backward", "overhead")]
-    missing = [key for key in wanted if key not in run.metric_keys()]
+    missing = sorted(set(wanted) - run.metric_keys(), key=wanted.index)
     require(not missing, f"metrics.jsonl lacks {', '.join(missing)}")
     return ", ".join(wanted)
 

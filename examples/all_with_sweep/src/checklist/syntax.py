@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from functools import cache
 from typing import Any
 
 
@@ -18,47 +19,48 @@ def name_of(node: ast.AST) -> str:
 
 
 # Each tree is walked once: the checks ask many questions of the same files.
-_WALKED: dict[int, tuple[ast.AST, list[ast.AST]]] = {}
-_NAMES: dict[int, tuple[ast.AST, set[str]]] = {}
-_CALLS: dict[int, tuple[ast.AST, dict[str, list[ast.Call]]]] = {}
+@cache
+def _walk(tree: ast.AST) -> tuple[ast.AST, ...]:
+    return tuple(ast.walk(tree))
 
 
-def nodes(tree: ast.AST) -> list[ast.AST]:
+@cache
+def _calls_by_name(tree: ast.AST) -> dict[str, list[ast.Call]]:
+    index: dict[str, list[ast.Call]] = {}
+    for node in _walk(tree):
+        if isinstance(node, ast.Call):
+            index.setdefault(name_of(node), []).append(node)
+    for found in index.values():
+        found.sort(key=lambda node: (node.lineno, node.col_offset))
+    return index
+
+
+@cache
+def _names(tree: ast.AST) -> frozenset[str]:
+    found = set()
+    for node in _walk(tree):
+        if isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            found.add(node.attr)
+        elif isinstance(node, ast.alias):
+            found.add(node.name.rsplit(".", 1)[-1])
+    return frozenset(found)
+
+
+def nodes(tree: ast.AST) -> tuple[ast.AST, ...]:
     """Every node below `tree`, itself included."""
-    cached = _WALKED.get(id(tree))
-    if cached is None or cached[0] is not tree:
-        cached = _WALKED[id(tree)] = (tree, list(ast.walk(tree)))
-    return cached[1]
+    return _walk(tree)
 
 
 def calls(tree: ast.AST, name: str) -> list[ast.Call]:
     """Every call of something named `name`, in source order."""
-    cached = _CALLS.get(id(tree))
-    if cached is None or cached[0] is not tree:
-        index: dict[str, list[ast.Call]] = {}
-        for node in nodes(tree):
-            if isinstance(node, ast.Call):
-                index.setdefault(name_of(node), []).append(node)
-        for found in index.values():
-            found.sort(key=lambda node: (node.lineno, node.col_offset))
-        cached = _CALLS[id(tree)] = (tree, index)
-    return list(cached[1].get(name, []))
+    return list(_calls_by_name(tree).get(name, []))
 
 
-def names(tree: ast.AST) -> set[str]:
+def names(tree: ast.AST) -> frozenset[str]:
     """Every name and attribute used or imported."""
-    cached = _NAMES.get(id(tree))
-    if cached is None or cached[0] is not tree:
-        found = set()
-        for node in nodes(tree):
-            if isinstance(node, ast.Name):
-                found.add(node.id)
-            elif isinstance(node, ast.Attribute):
-                found.add(node.attr)
-            elif isinstance(node, ast.alias):
-                found.add(node.name.rsplit(".", 1)[-1])
-        cached = _NAMES[id(tree)] = (tree, found)
-    return cached[1]
+    return _names(tree)
 
 
 def constants(tree: ast.AST) -> set:

@@ -45,16 +45,14 @@ class Project:
     def tree(self, relative: str) -> ast.Module:
         """The parsed file; Failed when it is missing or does not parse."""
         if relative not in self._trees:
-            path = self.root / relative
-            if not path.is_file():
-                raise Failed(f"{relative} is missing")
             try:
-                self._trees[relative] = ast.parse(path.read_text(encoding="utf-8"), filename=relative)
+                self._trees[relative] = ast.parse(self.text(relative), filename=relative)
             except SyntaxError as error:
                 raise Failed(f"{relative} does not parse: {error}") from None
         return self._trees[relative]
 
     def text(self, relative: str) -> str:
+        """The file's text; Failed when it is missing."""
         path = self.root / relative
         if not path.is_file():
             raise Failed(f"{relative} is missing")

@@ -47,11 +47,13 @@ def as_json(report: Report) -> str:
     )
 
 
+GROUP_TITLES = {"static": "static (code)", "run": "run (no RUN_DIR given)", "manual": "manual"}
+
+
 def _groups(report: Report) -> dict[str, list[Result]]:
     groups: dict[str, list[Result]] = {}
     for result in report.results:
-        titles = {"static": "static (code)", "run": "run (no RUN_DIR given)", "manual": "manual"}
-        title = f"run {result.where}" if result.where else titles[result.mode]
+        title = f"run {result.where}" if result.where else GROUP_TITLES[result.mode]
         groups.setdefault(title, []).append(result)
     return groups
 

@@ -6,14 +6,7 @@ import ast
 
 from src.checklist.layout import Part, Project
 from src.checklist.registry import check
-from src.checklist.static_checks.common import (
-    DEPRECATED_SPECS,
-    datamodule,
-    main_with_config,
-    never_named,
-    one_call,
-    require,
-)
+from src.checklist.static_checks.common import datamodule, main_with_config, never_named, one_call, require
 from src.checklist.syntax import (
     calls,
     constant,
@@ -26,6 +19,18 @@ from src.checklist.syntax import (
     source,
     subclasses,
 )
+
+DEPRECATED_SPECS = {  # RL-10: the old names and their current replacements
+    "BoundedTensorSpec": "Bounded",
+    "CompositeSpec": "Composite",
+    "UnboundedContinuousTensorSpec": "Unbounded",
+    "UnboundedDiscreteTensorSpec": "Unbounded",
+    "DiscreteTensorSpec": "Categorical",
+    "OneHotDiscreteTensorSpec": "OneHot",
+    "MultiDiscreteTensorSpec": "MultiCategorical",
+    "MultiOneHotDiscreteTensorSpec": "MultiOneHot",
+    "BinaryDiscreteTensorSpec": "Binary",
+}
 
 # RL: TorchRL
 
@@ -45,7 +50,7 @@ def rl_files(project: Project) -> list[str]:
 def parallel_env(project: Project) -> str:
     for path in rl_files(project):
         if not path.endswith("/benchmark.py"):  # which measures ParallelEnv against SerialEnv
-            require("SerialEnv" not in set(names(project.tree(path))), f"{path} uses SerialEnv")
+            require("SerialEnv" not in names(project.tree(path)), f"{path} uses SerialEnv")
     path = f"{rl_part(project).name}/data.py"
     env = one_call(project.tree(path), "ParallelEnv", path)
     workers = keyword(env, "num_workers") or (env.args[0] if env.args else None)
@@ -222,7 +227,7 @@ def next_keys(project: Project) -> str:
 @check("RL-10", "current TorchRL spec names only (Bounded, Composite, Unbounded, ...)", "rl")
 def spec_names(project: Project) -> str:
     for path in rl_files(project):
-        old = set(names(project.tree(path))) & set(DEPRECATED_SPECS)
+        old = names(project.tree(path)) & DEPRECATED_SPECS.keys()
         require(not old, f"{path} uses " + ", ".join(f"{n} (now {DEPRECATED_SPECS[n]})" for n in sorted(old)))
     return "no deprecated spec classes"
 

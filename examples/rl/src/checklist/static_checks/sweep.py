@@ -6,8 +6,10 @@ import ast
 
 from src.checklist.layout import Project
 from src.checklist.registry import Failed, check
-from src.checklist.static_checks.common import SWEEP, WANDB, main_with_config, require
+from src.checklist.static_checks.common import WANDB, main_with_config, require
 from src.checklist.syntax import calls, constant, function, names, nodes, source
+
+SWEEP = "src/sweep.py"
 
 # SWP: sweeps
 
@@ -29,7 +31,7 @@ def split_main(project: Project) -> str:
             f"{part.name}/train.py: main() does not call main_with_config()",
         )
         require(
-            "main_with_config" in set(names(project.tree(f"{part.name}/sweep.py"))),
+            "main_with_config" in names(project.tree(f"{part.name}/sweep.py")),
             f"{part.name}/sweep.py does not train through main_with_config",
         )
     return "main() and sweep.py both call main_with_config()"
@@ -80,7 +82,7 @@ def sweep_budget(project: Project) -> str:
         [c for c in calls(tree, "add_argument") if c.args and constant(c.args[0]) == "--max-hours"],
         f"{SWEEP}: no --max-hours",
     )
-    require("deadline" in set(names(tree)), f"{SWEEP}: no sweep-wide deadline")
+    require("deadline" in names(tree), f"{SWEEP}: no sweep-wide deadline")
     return "--max-hours sets one deadline for the sweep"
 
 

@@ -5,40 +5,22 @@ from __future__ import annotations
 import ast
 
 from src.checklist.layout import Part, Project
-from src.checklist.registry import TAGS, Failed
+from src.checklist.registry import kinds_of, require
 from src.checklist.syntax import calls, function, methods, names, subclasses
 
 TRAINER = "src/trainer.py"
 WANDB = "src/wandb_utils.py"
 XGB_CALLBACKS = "src/xgb_callbacks.py"
-SWEEP = "src/sweep.py"
-KIND_CONFIG = {"sl_neural": "SLNeuralConfig", "sl_tree": "SLTreeConfig", "rl": "RLConfig"}
-DEPRECATED_SPECS = {  # RL-10: the old names and their current replacements
-    "BoundedTensorSpec": "Bounded",
-    "CompositeSpec": "Composite",
-    "UnboundedContinuousTensorSpec": "Unbounded",
-    "UnboundedDiscreteTensorSpec": "Unbounded",
-    "DiscreteTensorSpec": "Categorical",
-    "OneHotDiscreteTensorSpec": "OneHot",
-    "MultiDiscreteTensorSpec": "MultiCategorical",
-    "MultiOneHotDiscreteTensorSpec": "MultiOneHot",
-    "BinaryDiscreteTensorSpec": "Binary",
-}
 
 
 def parts(project: Project, *tags: str) -> list[Part]:
-    return project.parts_of(set.intersection(*(TAGS[tag] for tag in tags)))
-
-
-def require(condition: object, message: str) -> None:
-    if not condition:
-        raise Failed(message)
+    return project.parts_of(kinds_of(tags))
 
 
 def never_named(project: Project, paths: list[str], name: str, advice: str) -> None:
     """Fail if any of the files names `name` (a call, import or attribute)."""
     for path in paths:
-        require(name not in set(names(project.tree(path))), f"{path} uses {name}; {advice}")
+        require(name not in names(project.tree(path)), f"{path} uses {name}; {advice}")
 
 
 def one_call(tree: ast.AST, name: str, where: str) -> ast.Call:

@@ -6,14 +6,7 @@ import ast
 
 from src.checklist.layout import Part, Project
 from src.checklist.registry import TAGS, Failed, check
-from src.checklist.static_checks.common import (
-    KIND_CONFIG,
-    TRAINER,
-    XGB_CALLBACKS,
-    one_call,
-    project_sources,
-    require,
-)
+from src.checklist.static_checks.common import TRAINER, XGB_CALLBACKS, one_call, project_sources, require
 from src.checklist.syntax import (
     calls,
     class_field_default,
@@ -26,6 +19,8 @@ from src.checklist.syntax import (
     nodes,
     source,
 )
+
+KIND_CONFIG = {"sl_neural": "SLNeuralConfig", "sl_tree": "SLTreeConfig", "rl": "RLConfig"}
 
 # CFG: configuration
 

@@ -126,7 +126,7 @@ def profiler(project: Project) -> str:
         f"{TRAINER}: Trainer(profiler=...) missing",
     )
     require(
-        {"SimpleProfiler", "AdvancedProfiler"} & set(names(tree)),
+        {"SimpleProfiler", "AdvancedProfiler"} & names(tree),
         f"{TRAINER}: no SimpleProfiler / AdvancedProfiler",
     )
     return "Trainer(profiler=SimpleProfiler | AdvancedProfiler)"
@@ -161,7 +161,7 @@ def bf16(project: Project) -> str:
     )
     for path in project_sources(project):
         tree = project.tree(path)
-        require("GradScaler" not in set(names(tree)), f"{path} uses a GradScaler")
+        require("GradScaler" not in names(tree), f"{path} uses a GradScaler")
         require(not {"16-mixed", "fp16"} & constants(tree), f'{path} asks for fp16 ("16-mixed")')
     return "bf16-mixed chosen in src/precision.py; no GradScaler, no fp16"
 
