@@ -35,13 +35,28 @@ def part_selections() -> list[list[str]]:
 
 
 def every_variant() -> list[dict]:
-    """Every combination of answers the questions allow today."""
+    """Every selection of part kinds, with and without sweeps, at the default licence and
+    Python; then each other licence and Python version once, on the largest project.
+    Licence and Python version change LICENSE, pyproject.toml and ruff's target, not
+    which code renders, so their cross product with the parts would test nothing more."""
+    default_license, default_python = QUESTIONS["license"]["default"], QUESTIONS["python_version"]["default"]
+    largest = {"parts": AVAILABLE_PARTS, "sweep": True}
     return [
-        {"parts": parts, "sweep": sweep, "license": license, "python_version": python}
-        for parts in part_selections()
-        for sweep in (False, True)
-        for license in choices("license")
-        for python in choices("python_version")
+        *(
+            {"parts": parts, "sweep": sweep, "license": default_license, "python_version": default_python}
+            for parts in part_selections()
+            for sweep in (False, True)
+        ),
+        *(
+            {**largest, "license": license, "python_version": default_python}
+            for license in choices("license")
+            if license != default_license
+        ),
+        *(
+            {**largest, "license": default_license, "python_version": python}
+            for python in choices("python_version")
+            if python != default_python
+        ),
     ]
 
 

@@ -247,6 +247,17 @@ def test_script_and_module_invocations_both_work():
         assert "--learning-rate" in result.stdout
 
 
+@slow
+def test_bf16_mixed_trains_with_gradient_clipping(tmp_path):  # PRC-1, LIT-4
+    # CPU bf16 autocast stands in for a GPU: the Trainer clips (gradient_clip_val 1.0)
+    # under mixed precision, which Lightning refuses for a fused AdamW.
+    test_metrics = train.main_with_config(smoke_config(tmp_path, precision="bf16-mixed"))
+    (run_dir,) = tmp_path.glob("smoke_*")
+    assert "precision: bf16-mixed" in (run_dir / "console.log").read_text()
+    assert smoke_config(tmp_path).gradient_clip_val > 0
+    assert test_metrics["test_acc"] > 0.3
+
+
 @gpu
 def test_bf16_smoke_run_on_gpu(tmp_path):  # PRC-1
     test_metrics = train.main_with_config(smoke_config(tmp_path))
