@@ -82,7 +82,7 @@ def main_with_config(cfg: DiabetesConfig, resume_from: Path | None = None) -> di
 
 
 def main() -> None:
-    cfg, resume_from = parse_cli(CONFIGS, prog="python -m part2.train")
+    cfg, resume_from = parse_cli(CONFIGS, prog="python -m part2.train", description=__doc__)
     # OPS-1: queue behind other GPU jobs instead of failing. Taken after parsing, so
     # --help and a mistyped flag answer at once even while another job holds the GPU.
     with GpuLock(), exit_on_bad_input():

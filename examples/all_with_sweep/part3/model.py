@@ -35,20 +35,21 @@ class PPOModule(L.LightningModule):
 
     def __init__(
         self,
-        num_observations: int = 4,
-        num_actions: int = 2,
-        hidden_sizes: tuple[int, ...] = (64, 64),
-        learning_rate: float = 3e-4,
-        weight_decay: float = 0.0,
-        batch_size: int = 256,
-        ppo_epochs: int = 10,
-        clip_epsilon: float = 0.2,
-        gamma: float = 0.99,
-        gae_lambda: float = 0.95,
-        entropy_coef: float = 0.0,
-        critic_coef: float = 0.5,
-        target_kl: float = 0.05,
-        max_grad_norm: float = 0.5,
+        *,
+        num_observations: int,
+        num_actions: int,
+        hidden_sizes: tuple[int, ...],
+        learning_rate: float,
+        weight_decay: float,
+        batch_size: int,
+        ppo_epochs: int,
+        clip_epsilon: float,
+        gamma: float,
+        gae_lambda: float,
+        entropy_coef: float,
+        critic_coef: float,
+        target_kl: float,
+        max_grad_norm: float,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()  # LOG-2
@@ -164,7 +165,7 @@ class PPOModule(L.LightningModule):
 
 
 def build_model(cfg: CartPoleConfig, num_observations: int, num_actions: int) -> PPOModule:
-    """The module for a config and an environment's sizes."""
+    """The module for a config and an environment's sizes; the config holds every default."""
     return PPOModule(
         num_observations=num_observations,
         num_actions=num_actions,

@@ -28,6 +28,7 @@ class OutputConfig:
     """Where runs are written: {base_dir}/{name}_{YYYYMMDD_HHMMSS}/ (OUT-1)."""
 
     base_dir: str = "output"
+    """Folder that holds the run directories, relative to the working directory."""
 
 
 @dataclass
@@ -35,17 +36,24 @@ class BaseConfig:
     """Fields every part has, whatever its kind."""
 
     name: str = "baseline"
+    """Name of the run; its directory is {output.base_dir}/{name}_{YYYYMMDD_HHMMSS}/."""
     seed: int = 42
-    # CFG-4: training stops within this budget (checkpoints kept); the final test follows.
+    """Seed of every random number generator (model init, data order, environments)."""
+    # CFG-4: every run has a budget, checkpoints kept when it ends.
     max_wall_clock_hours: float = 24.0
+    """Training stops after this many hours, keeping its checkpoints; the final test follows."""
     output: OutputConfig = field(default_factory=OutputConfig)
-    # CB-4: a file at this path (relative to the working directory) stops the run after
-    # the current epoch; so does a file named STOP inside the run directory.
+    """Where runs are written."""
+    # CB-4: checked between epochs, so the epoch finishes and the test still runs.
     stop_file: str = "STOP"
-    # LOG-1: "auto" logs online when a W&B API key is configured, offline otherwise.
+    """Creating this file (or STOP in the run directory) stops the run after the current epoch."""
+    # LOG-1: W&B works offline with no account, and can be switched off.
     wandb_mode: WandbMode = "auto"
+    """W&B logging: auto is online with an API key, else offline; disabled logs nothing."""
     wandb_project: str = PROJECT_SLUG
+    """W&B project the runs are logged to."""
     wandb_entity: str = WANDB_ENTITY
+    """W&B team or user the project belongs to; empty for your default entity."""
 
     def problems(self) -> list[str]:
         """What is wrong with these values (CFG-3); empty when they can run.
@@ -86,26 +94,33 @@ class LightningConfig(BaseConfig):
 
     # CFG-5: effectively unlimited, so early stopping (CB-1) ends training.
     num_epochs: int = 10_000
+    """Upper bound on epochs; set high so that early stopping ends training."""
     patience: int = 10
+    """Validations without improvement of the monitored metric before early stopping."""
     min_delta: float = 0.0
+    """Smallest change of the monitored metric that counts as an improvement."""
     batch_size: int = 64
+    """Examples per batch on each device."""
     learning_rate: float = 1e-3
+    """Learning rate of AdamW at the start of training."""
     weight_decay: float = 0.01
-    gradient_accumulation_steps: int = 1  # MEM-3
-    gradient_clip_val: float = 1.0  # LIT-4: clipping through the Trainer
-    # MEM-1: Lightning's BatchSizeFinder (binsearch) replaces batch_size with the
-    # largest that fits in memory. Worth it on a GPU; off by default so a run's
-    # hyperparameters do not depend on the machine.
-    find_batch_size: bool = False
-    # PRC-1/PRC-3: "auto" is bf16-mixed where the GPU supports it, else 32-true.
+    """AdamW weight decay, applied to weight matrices only (never biases or norm scales)."""
+    # PRC-1/PRC-3: bf16 needs no GradScaler; fp32 where the GPU lacks bf16.
     precision: Literal["auto", "bf16-mixed", "32-true"] = "auto"
+    """Numeric precision: auto is bf16-mixed on a GPU that supports it, else 32-true."""
     profiler: Literal["simple", "advanced"] = "simple"  # PRF-1
-    # DDP-1: the same code runs on several devices and nodes.
+    """Lightning profiler whose report lands in the run directory; advanced is per function."""
+    # DDP-1: the same code runs on one CPU or on many GPUs and nodes.
     accelerator: str = "auto"
+    """Lightning accelerator: auto, cpu, gpu or mps."""
     devices: str = "auto"
+    """Devices per node: auto, a count such as 2, or a list such as 0,1."""
     num_nodes: int = 1
+    """Machines in a multi-node run."""
     strategy: str = "auto"
+    """Lightning strategy for several devices, such as ddp."""
     log_every_n_steps: int = 10
+    """Optimizer steps between per-step metric logs."""
 
     def problems(self) -> list[str]:
         return [
@@ -117,8 +132,6 @@ class LightningConfig(BaseConfig):
                 batch_size=1,
                 learning_rate=0,
                 weight_decay=0,
-                gradient_accumulation_steps=1,
-                gradient_clip_val=0,
                 num_nodes=1,
                 log_every_n_steps=1,
             ),
@@ -129,14 +142,27 @@ class LightningConfig(BaseConfig):
 class SLNeuralConfig(LightningConfig):
     """Supervised neural parts (Lightning)."""
 
+    gradient_accumulation_steps: int = 1  # MEM-3
+    """Batches whose gradients add up to one optimizer step (a larger effective batch)."""
+    gradient_clip_val: float = 1.0  # LIT-4: clipping through the Trainer
+    """Gradients are clipped to this total norm before each optimizer step; 0 turns it off."""
+    # MEM-1: off by default so that a run's hyperparameters do not depend on the machine.
+    find_batch_size: bool = False
+    """Replace batch_size with the largest that fits in memory before training (worth it on a GPU)."""
     num_workers: int = 0
+    """Data-loader worker processes; 0 loads batches in the training process."""
     val_fraction: float = 0.15
+    """Share of the rows held out for validation."""
     test_fraction: float = 0.15
-    # The train/val/test split has its own seed, so changing `seed` keeps the split.
+    """Share of the rows held out for the final test."""
     split_seed: int = 0
+    """Seed of the train/val/test split, apart from seed so that changing seed keeps the split."""
 
     def problems(self) -> list[str]:
-        found = [*super().problems(), *_at_least(self, num_workers=0)]
+        found = [
+            *super().problems(),
+            *_at_least(self, gradient_accumulation_steps=1, gradient_clip_val=0, num_workers=0),
+        ]
         return found + _split_problems(self.val_fraction, self.test_fraction)
 
 
@@ -146,10 +172,15 @@ class SLTreeConfig(BaseConfig):
 
     # The tree reading of CFG-5: a high round cap; early stopping is the binding limit.
     num_boost_round: int = 10_000
+    """Upper bound on boosting rounds; set high so that early stopping ends training."""
     early_stopping_rounds: int = 50
+    """Rounds without improvement of the validation metric before training stops."""
     val_fraction: float = 0.15
+    """Share of the rows held out for validation (early stopping)."""
     test_fraction: float = 0.15
+    """Share of the rows held out for the final test."""
     split_seed: int = 0
+    """Seed of the train/val/test split, apart from seed so that changing seed keeps the split."""
 
     def problems(self) -> list[str]:
         found = [*super().problems(), *_at_least(self, num_boost_round=1, early_stopping_rounds=1)]
@@ -163,15 +194,23 @@ class RLConfig(LightningConfig):
     its policy updates; evaluation episodes are the validation."""
 
     num_envs: int = 4  # RL-1: ParallelEnv workers
+    """Environments stepped in parallel, one worker process each."""
     frames_per_batch: int = 1024
+    """Frames collected across all environments before each round of policy updates."""
     iterations_per_epoch: int = 5
+    """Collections (each followed by its updates) per epoch; evaluation follows each epoch."""
     gamma: float = 0.99
+    """Discount factor of future rewards, in (0, 1]."""
     eval_episodes: int = 5
+    """Evaluation episodes after each epoch; their mean reward is what early stopping watches."""
     test_episodes: int = 20
-    # Training ends once the mean evaluation reward reaches this (None: never);
-    # early stopping on it (patience, in epochs) ends runs that stop improving.
+    """Episodes of the final test of the best checkpoint."""
     target_reward: float | None = None
-    log_every_n_steps: int = 1  # a step is a whole collection and its updates
+    """Training ends once the mean evaluation reward reaches this; None never ends on reward."""
+    batch_size: int = 256  # MEM-2: the attribute BatchSizeFinder would change
+    """PPO minibatch, in frames."""
+    log_every_n_steps: int = 1
+    """Collections between per-step metric logs (a step is a whole collection and its updates)."""
 
     def problems(self) -> list[str]:
         found = [
@@ -186,12 +225,6 @@ class RLConfig(LightningConfig):
             )
         if not 0 < self.gamma <= 1:
             found.append(f"gamma {self.gamma}: must be in (0, 1]")
-        if self.gradient_accumulation_steps != 1:
-            found.append(
-                "gradient_accumulation_steps: must be 1 (PPO steps its optimizer once per minibatch)"
-            )
-        if self.find_batch_size:
-            found.append("find_batch_size: not for RL, where a batch is a rollout of frames_per_batch frames")
         return found
 
 

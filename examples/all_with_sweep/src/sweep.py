@@ -14,12 +14,12 @@ part's `main_with_config()` (SWP-2).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import gc
 import json
 import math
 import os
+import sys
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -31,7 +31,7 @@ from typing import Any, Literal
 import optuna
 import wandb
 
-from src.cli import exit_on_bad_input, parse_cli
+from src.cli import exit_on_bad_input, parse_command
 from src.config import BaseConfig, ConfigError
 from src.gpu_lock import GpuLock
 from src.memory import cleanup_vram
@@ -240,20 +240,37 @@ def fixed_values(space: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return {name: spec["value"] for name, spec in space.items() if "value" in spec}
 
 
+SWEEP_DESCRIPTION = """Sweep this part's hyperparameters: trials sampled from the search space in its
+sweep.py, each a normal training run in the sweep's folder under OUTPUT.BASE_DIR/sweeps/.
+The config flags set what every trial starts from."""
+
+
+@dataclass
+class SweepOptions:
+    """What `partN.sweep` takes beside the config's fields."""
+
+    engine: Literal["local", "wandb"] = "local"
+    """'local' samples trials with Optuna in this process, with no W&B server; 'wandb'
+    runs a W&B sweep, which agents on other machines can join."""
+    trials: int = 20
+    """How many trials this process runs (at least 1)."""
+    max_hours: float = 24.0
+    """Wall-clock budget of the whole sweep, in hours; the trial still running then stops
+    as a STOP file would stop it, its checkpoints kept."""
+    sweep_id: str | None = None
+    """Join this W&B sweep (ENTITY/PROJECT/ID) instead of creating one; with --engine wandb."""
+    sweep_seed: int = 0
+    """Seed of the local engine's sampler: the same seed samples the same trials."""
+
+
 def main(spec: SweepSpec, argv: Sequence[str] | None = None, prog: str | None = None) -> Sweep:
-    parser = argparse.ArgumentParser(prog=prog, add_help=False, allow_abbrev=False)
-    parser.add_argument("--engine", choices=("local", "wandb"), default="local")
-    parser.add_argument("--trials", type=int, default=20)
-    parser.add_argument("--max-hours", type=float, default=24.0, help="the whole sweep's wall-clock budget")
-    parser.add_argument("--sweep-id", default=None, help="join this W&B sweep (--engine wandb)")
-    parser.add_argument("--sweep-seed", type=int, default=0, help="the local engine's sampling seed")
-    args, config_args = parser.parse_known_args(argv)
-    if "-h" in config_args or "--help" in config_args:
-        parser.print_help()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    base, args = parse_command(spec.configs, SweepOptions, argv, prog, description=SWEEP_DESCRIPTION)
     with exit_on_bad_input():
-        if args.trials < 1 or args.max_hours <= 0:
-            raise ConfigError(f"--trials {args.trials}, --max-hours {args.max_hours}: need >= 1 and > 0")
-        base, _ = parse_cli(spec.configs, config_args, prog=prog)
+        if args.trials < 1 or not 0 < args.max_hours < math.inf:
+            raise ConfigError(
+                f"--trials {args.trials}, --max-hours {args.max_hours}: need at least 1 and a positive number"
+            )
         optuna_distributions(spec.space)  # a bad search space fails before any trial
     stamp = datetime.now().strftime(STAMP_FORMAT)
     sweep_dir = Path(base.output.base_dir) / "sweeps" / f"{base.name}_{stamp}_{os.getpid()}"

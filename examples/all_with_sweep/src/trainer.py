@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import sys
 import warnings
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import lightning as L
 import torch
 from lightning.pytorch.callbacks import (
-    BatchSizeFinder,
     EarlyStopping,
     LearningRateMonitor,
     ModelCheckpoint,
@@ -32,7 +33,7 @@ from src.callbacks import (
     TrackingCallback,
 )
 from src.callbacks.stop_file import stop_file_paths
-from src.config import LightningConfig, RLConfig
+from src.config import LightningConfig
 from src.metrics_jsonl import JsonlLogger
 from src.precision import choose_precision
 
@@ -43,18 +44,22 @@ warnings.filterwarnings("ignore", message=r".*multiple `ModelCheckpoint` callbac
 
 
 def build_callbacks(
-    cfg: LightningConfig, run_dir: Path, monitor: str = "val_loss", mode: str = "min"
+    cfg: LightningConfig,
+    run_dir: Path,
+    monitor: str,
+    mode: str,
+    stopping_threshold: float | None,
+    fetch_section: str,
 ) -> list[L.Callback]:
-    is_rl = isinstance(cfg, RLConfig)
-    callbacks: list[L.Callback] = [
-        EarlyStopping(  # CB-1; an RL run also ends once its evaluation reward reaches the target
+    return [
+        EarlyStopping(  # CB-1
             monitor=monitor,
             patience=cfg.patience,
             mode=mode,
             min_delta=cfg.min_delta,
-            stopping_threshold=cfg.target_reward if is_rl else None,
+            stopping_threshold=stopping_threshold,
         ),
-        # CB-2, OUT-3: checkpoints/best.ckpt (lowest val_loss) and checkpoints/last.ckpt.
+        # CB-2, OUT-3: checkpoints/best.ckpt (the best monitored value) and checkpoints/last.ckpt.
         # Two callbacks, because Lightning 2.6's save_last=True rewrites last.ckpt only
         # when the best improves; this second one rewrites it after every validation.
         ModelCheckpoint(
@@ -69,7 +74,7 @@ def build_callbacks(
         LearningRateMonitor(logging_interval="epoch"),  # CB-3
         StopFileCallback(stop_file_paths(cfg.stop_file, run_dir)),  # CB-4
         Timer(duration=timedelta(hours=cfg.max_wall_clock_hours), interval="step"),  # CFG-4
-        TimingCallback(fetch_section="env_step" if is_rl else "data"),  # PRF-2, PRF-3, PRF-4
+        TimingCallback(fetch_section=fetch_section),  # PRF-2, PRF-3, PRF-4
         TrackingCallback(monitor=monitor, mode=mode),  # LOG-4
         BatchMetricsCallback(),  # LOG-4
         SystemMetricsCallback(),  # LOG-4
@@ -78,18 +83,24 @@ def build_callbacks(
         PlateauResumeCallback(),  # RES-1
         EpochSummaryCallback(),
     ]
-    if cfg.find_batch_size:
-        callbacks.append(BatchSizeFinder(mode="binsearch"))  # MEM-1
-    return callbacks
 
 
 def build_trainer(
     cfg: LightningConfig,
     run_dir: Path,
     wandb_logger: Logger | None,
+    *,
     monitor: str = "val_loss",
     mode: str = "min",
+    stopping_threshold: float | None = None,
+    fetch_section: str = "data",
+    extra_callbacks: Sequence[L.Callback] = (),
+    **trainer_args: Any,
 ) -> L.Trainer:
+    """The Trainer with the checklist's callbacks. What is particular to a part comes from
+    it: the metric early stopping and the best checkpoint follow (`monitor`, `mode`, and a
+    `stopping_threshold` that ends training once reached), the name of the timed fetch
+    (`data`, or `env_step` for RL), its own callbacks, and any other Trainer argument."""
     precision = choose_precision(cfg.precision)
     rank_zero_info(
         f"precision: {precision} (requested {cfg.precision}; "
@@ -101,22 +112,11 @@ def build_trainer(
     if wandb_logger is not None:
         loggers.insert(0, wandb_logger)
     profiler_cls = AdvancedProfiler if cfg.profiler == "advanced" else SimpleProfiler  # PRF-1
-    trainer_args = {
-        "accumulate_grad_batches": cfg.gradient_accumulation_steps,  # MEM-3
-        "gradient_clip_val": cfg.gradient_clip_val,  # LIT-4
-    }
-    if isinstance(cfg, RLConfig):
-        trainer_args = {
-            # An RL epoch is a fixed number of collections from an endless collector.
-            "limit_train_batches": cfg.iterations_per_epoch,
-            # PPO optimizes manually and clips actor and critic itself (RL-13).
-            "gradient_clip_val": None,
-            "num_sanity_val_steps": 0,  # evaluation episodes of an untrained policy tell nothing
-        }
+    callbacks = build_callbacks(cfg, run_dir, monitor, mode, stopping_threshold, fetch_section)
     return L.Trainer(
         default_root_dir=run_dir,  # OUT-1
         logger=loggers,
-        callbacks=build_callbacks(cfg, run_dir, monitor, mode),
+        callbacks=[*callbacks, *extra_callbacks],
         max_epochs=cfg.num_epochs,
         precision=precision,  # PRC-1, PRC-3
         accelerator=cfg.accelerator,

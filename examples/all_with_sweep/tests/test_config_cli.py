@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
 import subprocess
 import sys
 
@@ -36,8 +38,9 @@ def test_cli_flags_override_the_config_class(kind):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--config", "no_such_config"], "valid names:"),
-        (["--no-such-field", "1"], "valid options:"),
+        (["--config", "no_such_config"], "invalid choice 'no_such_config'"),
+        (["--no-such-field", "1"], "Unrecognized options: --no-such-field"),
+        (["--learning-rat", "1"], "Perhaps you meant"),
         (["--seed", "not-a-number"], "--seed"),
         (["--resume", "no/such/run"], "does not exist"),
         (["--max-wall-clock-hours", "0"], "max_wall_clock_hours 0.0: must be positive"),
@@ -50,6 +53,8 @@ def test_bad_command_lines_are_refused_with_what_is_valid(kind, args, message, c
     assert exit_info.value.code == 2
     output = capsys.readouterr()
     assert message in output.err + output.out
+    if "--config" in args:  # and the valid names
+        assert all(f"'{name}'" in output.err for name in part_module(kind, "config").CONFIGS)
 
 
 @pytest.mark.parametrize("kind", sorted(PARTS))
@@ -73,3 +78,47 @@ def test_a_bad_command_line_exits_2_without_traceback_or_run_dir(kind, tmp_path)
     assert result.returncode == 2, result.stderr
     assert "--seed" in result.stderr + result.stdout and "Traceback" not in result.stderr
     assert not (tmp_path / "output").exists()
+
+
+def help_texts(configs, name, capsys, monkeypatch) -> dict[str, str]:
+    """{flag: its help text} as `--config NAME --help` prints them."""
+    monkeypatch.setenv("COLUMNS", "400")  # one line per option: no wrapping to undo
+    with pytest.raises(SystemExit) as exit_info:
+        parse_cli(configs, ["--config", name, "--help"])
+    assert exit_info.value.code == 0
+    found, flag = {}, None
+    for line in capsys.readouterr().out.splitlines():
+        inside = line.strip("│").rstrip()
+        # An option's line: flag, metavar, then (after two spaces or more) its help;
+        # a deeper-indented line continues the help of the option above.
+        first, *rest = re.split(r"\s{2,}", inside.strip())
+        if re.match(r"--[a-z]", first):
+            flag = first.split()[0].rstrip(",")
+            found[flag] = " ".join(rest)
+        elif flag and re.match(r"\s{3,}\S", inside):
+            found[flag] = f"{found[flag]} {inside.strip()}".strip()
+    return {flag: text.split("(default:")[0].strip() for flag, text in found.items() if flag != "--help"}
+
+
+def field_flags(config_cls, prefix="") -> set[str]:
+    flags = set()
+    for field in dataclasses.fields(config_cls):
+        flag = prefix + field.name.replace("_", "-")
+        default = field.default_factory() if field.default is dataclasses.MISSING else field.default
+        is_group = dataclasses.is_dataclass(default)
+        flags |= field_flags(type(default), flag + ".") if is_group else {"--" + flag}
+    return flags
+
+
+@pytest.mark.parametrize("kind", sorted(PARTS))
+def test_every_flag_has_help_of_its_own(kind, capsys, monkeypatch):
+    configs = part_module(kind, "config").CONFIGS
+    for name, config_cls in configs.items():
+        helps = help_texts(configs, name, capsys, monkeypatch)
+        assert field_flags(config_cls) | {"--config", "--resume"} == set(helps), name
+        for flag, text in helps.items():
+            assert text, f"{name}: {flag} has no help"
+            # Checklist IDs mean nothing to a user who has no CHECKLIST.md.
+            assert not re.search(r"\b[A-Z]{2,4}-\d+\b", text), f"{name}: {flag}: {text}"
+        shared = {text for text in helps.values() if list(helps.values()).count(text) > 1}
+        assert not shared, f"{name}: help shared by several flags: {shared}"

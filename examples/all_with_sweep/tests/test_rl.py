@@ -16,6 +16,7 @@ from conftest import PARTS, ROOT, gpu, part_module, slow
 from torchrl.collectors import Collector
 from torchrl.envs.utils import check_env_specs
 
+from src.cli import parse_cli
 from src.config import ConfigError
 from src.metrics_jsonl import read_jsonl
 
@@ -199,7 +200,6 @@ def test_diagnostic_field_survives_the_parallel_collector(tmp_path):  # RL-1, RL
     ("overrides", "message"),
     [
         ({"frames_per_batch": 255}, "must be a multiple of num_envs"),
-        ({"find_batch_size": True}, "find_batch_size: not for RL"),
         ({"batch_size": 4096}, "at most frames_per_batch"),
         ({"clip_epsilon": 1.5}, "clip_epsilon 1.5"),
         ({"critic_coef": 0.0}, "critic_coef 0.0: must be positive"),
@@ -208,6 +208,17 @@ def test_diagnostic_field_survives_the_parallel_collector(tmp_path):  # RL-1, RL
 def test_bad_config_values_are_refused_by_name(overrides, message):  # CFG-3
     with pytest.raises(ConfigError, match=message):
         config.CONFIGS["smoke"](**overrides).validate()
+
+
+@pytest.mark.parametrize(
+    "flag", ["--find-batch-size", "--gradient-clip-val=1", "--gradient-accumulation-steps=2"]
+)
+def test_no_flag_is_offered_that_ppo_would_ignore(flag, capsys):  # CFG-3, RL-13
+    # PPO clips actor and critic itself and steps once per minibatch; a rollout is its batch.
+    with pytest.raises(SystemExit) as exit_info:
+        parse_cli(config.CONFIGS, ["--config", "smoke", flag])
+    assert exit_info.value.code == 2
+    assert f"Unrecognized options: {flag.split('=')[0]}" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -42,7 +42,20 @@ def main_with_config(cfg: CartPoleConfig, resume_from: Path | None = None) -> di
         try:
             model = build_model(cfg, *datamodule.observation_and_action_sizes())
             logger = create_wandb_logger(cfg, run.dir)
-            trainer = build_trainer(cfg, run.dir, logger, monitor="val_episode_reward", mode="max")
+            trainer = build_trainer(
+                cfg,
+                run.dir,
+                logger,
+                monitor="val_episode_reward",
+                mode="max",
+                stopping_threshold=cfg.target_reward,  # solved: no need to wait for a plateau
+                fetch_section="env_step",  # PRF-3: collecting a rollout is this part's data fetch
+                # An epoch is a fixed number of collections from an endless collector.
+                limit_train_batches=cfg.iterations_per_epoch,
+                # Evaluation episodes of an untrained policy tell nothing. No gradient_clip_val:
+                # PPO optimizes manually and clips actor and critic itself (RL-13).
+                num_sanity_val_steps=0,
+            )
             trainer.fit(model, datamodule=datamodule, ckpt_path=run.resume_from)
             (test_metrics,) = trainer.test(model, datamodule=datamodule, ckpt_path="best")
             best_val_reward = float(trainer.checkpoint_callback.best_model_score)
@@ -58,7 +71,7 @@ def main_with_config(cfg: CartPoleConfig, resume_from: Path | None = None) -> di
 
 
 def main() -> None:
-    cfg, resume_from = parse_cli(CONFIGS, prog="python -m part1.train")
+    cfg, resume_from = parse_cli(CONFIGS, prog="python -m part1.train", description=__doc__)
     # OPS-1: queue behind other GPU jobs instead of failing. Taken after parsing, so
     # --help and a mistyped flag answer at once even while another job holds the GPU.
     with GpuLock(), exit_on_bad_input():

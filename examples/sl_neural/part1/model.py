@@ -13,24 +13,26 @@ from torchmetrics.classification import MulticlassAccuracy
 from src.checkpoints import load_module, save_module
 from src.optim import adamw
 
+from .config import DigitsConfig
+
 
 class DigitsClassifier(L.LightningModule):
     def __init__(
         self,
-        num_features: int = 64,
-        num_classes: int = 10,
-        hidden_sizes: tuple[int, ...] = (256, 128),
-        dropout: float = 0.2,
-        learning_rate: float = 1e-3,
-        weight_decay: float = 0.01,
-        batch_size: int = 64,
-        lr_factor: float = 0.5,
-        lr_patience: int = 5,
+        *,
+        num_features: int,
+        num_classes: int,
+        hidden_sizes: tuple[int, ...],
+        dropout: float,
+        learning_rate: float,
+        weight_decay: float,
+        batch_size: int,
+        lr_factor: float,
+        lr_patience: int,
     ) -> None:
         super().__init__()
-        # LIT-1, LOG-2: checkpoints and W&B get them. batch_size is an attribute instead,
-        # the one place BatchSizeFinder looks for and changes it (MEM-2).
-        self.save_hyperparameters(ignore=["batch_size"])
+        self.save_hyperparameters()  # LIT-1, LOG-2: checkpoints and W&B get them
+        # MEM-2: BatchSizeFinder changes this attribute (and the saved hyperparameter).
         self.batch_size = batch_size
         # Standardizes inputs with statistics learned from the training batches, so
         # the saved model needs no separate preprocessing step.
@@ -83,6 +85,21 @@ class DigitsClassifier(L.LightningModule):
                 "name": "lr",
             },
         }
+
+
+def build_model(cfg: DigitsConfig) -> DigitsClassifier:
+    """The module for a config; the config holds every default."""
+    return DigitsClassifier(
+        num_features=cfg.num_features,
+        num_classes=cfg.num_classes,
+        hidden_sizes=cfg.hidden_sizes,
+        dropout=cfg.dropout,
+        learning_rate=cfg.learning_rate,
+        weight_decay=cfg.weight_decay,
+        batch_size=cfg.batch_size,
+        lr_factor=cfg.lr_factor,
+        lr_patience=cfg.lr_patience,
+    )
 
 
 def save_model(model: DigitsClassifier, path: Path) -> Path | None:

@@ -11,11 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import lightning as L
+from lightning.pytorch.callbacks import BatchSizeFinder
 
 # This part's own modules; the template names its folder.
 from part1.config import CONFIGS, DigitsConfig
 from part1.data import DigitsDataModule
-from part1.model import DigitsClassifier, save_model
+from part1.model import build_model, save_model
 from src.cli import exit_on_bad_input, parse_cli
 from src.gpu_lock import GpuLock
 from src.memory import cleanup_vram
@@ -33,19 +34,17 @@ def main_with_config(cfg: DigitsConfig, resume_from: Path | None = None) -> dict
         # each rank's data-loader workers seeds of their own.
         L.seed_everything(cfg.seed, workers=True)
         datamodule = DigitsDataModule(cfg)
-        model = DigitsClassifier(
-            num_features=cfg.num_features,
-            num_classes=cfg.num_classes,
-            hidden_sizes=cfg.hidden_sizes,
-            dropout=cfg.dropout,
-            learning_rate=cfg.learning_rate,
-            weight_decay=cfg.weight_decay,
-            batch_size=cfg.batch_size,
-            lr_factor=cfg.lr_factor,
-            lr_patience=cfg.lr_patience,
-        )
+        model = build_model(cfg)
         logger = create_wandb_logger(cfg, run.dir)
-        trainer = build_trainer(cfg, run.dir, logger)
+        trainer = build_trainer(
+            cfg,
+            run.dir,
+            logger,
+            accumulate_grad_batches=cfg.gradient_accumulation_steps,  # MEM-3
+            gradient_clip_val=cfg.gradient_clip_val,  # LIT-4: clipping through the Trainer
+            # MEM-1: Lightning's search for the largest batch that fits, never a hand-written one.
+            extra_callbacks=[BatchSizeFinder(mode="binsearch")] if cfg.find_batch_size else [],
+        )
         trainer.fit(model, datamodule=datamodule, ckpt_path=run.resume_from)
         (test_metrics,) = trainer.test(model, datamodule=datamodule, ckpt_path="best")
         results = {**test_metrics, "best_val_loss": float(trainer.checkpoint_callback.best_model_score)}
@@ -59,7 +58,7 @@ def main_with_config(cfg: DigitsConfig, resume_from: Path | None = None) -> dict
 
 
 def main() -> None:
-    cfg, resume_from = parse_cli(CONFIGS, prog="python -m part1.train")
+    cfg, resume_from = parse_cli(CONFIGS, prog="python -m part1.train", description=__doc__)
     # OPS-1: queue behind other GPU jobs instead of failing. Taken after parsing, so
     # --help and a mistyped flag answer at once even while another job holds the GPU.
     with GpuLock(), exit_on_bad_input():

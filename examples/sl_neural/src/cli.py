@@ -1,23 +1,21 @@
 """The training command line (CFG-3): `--config NAME`, per-field overrides, `--resume`.
 
 Priority: dataclass defaults < the config class chosen by `--config` < CLI flags.
-Field flags are generated from the dataclass by tyro (typed, with help and "did you
-mean" hints), so a new config field is a new flag with nothing else to write.
-Bad input exits with status 2 and a message that lists what is valid, before any
-run directory exists.
+One tyro parser reads everything: `--config`, the command's own options (`--resume`
+here, the engine and budget for a sweep) and a flag for every config field, typed,
+with help and "did you mean" from tyro. The one step outside tyro: the value given to
+`--config` is looked up first, because it decides the defaults the flags override.
+Bad input exits with status 2 before any run directory exists.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
-import json
 import sys
-import typing
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Annotated, Literal, NoReturn, TypeVar
 
 import tyro
 
@@ -25,45 +23,88 @@ from src.config import BaseConfig, ConfigError
 from src.data_checks import DataValidationError
 from src.run_dir import find_latest_run, resolve_checkpoint, run_dir_of
 
-USAGE = """\
-Run options (everything else is a config field, see below):
-  --config NAME   one of: {names} (default: {default})
-  --resume PATH   continue a run: its run directory or a .ckpt file; the run's
-                  config.json is the starting point and flags still override it
-  --resume auto   continue the newest unfinished run of this config name, or start afresh
-"""
+Options = TypeVar("Options")
+
+
+@dataclasses.dataclass
+class TrainOptions:
+    """What `partN.train` takes beside the config's fields."""
+
+    # The resumed run's config.json replaces the named config's defaults; flags given
+    # now still override it (e.g. a longer budget).
+    resume: Annotated[str | None, tyro.conf.arg(metavar="PATH|auto")] = None
+    """Continue a run: its directory or a .ckpt file, or auto for this config's newest unfinished run."""
 
 
 def parse_cli(
-    configs: Mapping[str, type[BaseConfig]], argv: Sequence[str] | None = None, prog: str | None = None
+    configs: Mapping[str, type[BaseConfig]],
+    argv: Sequence[str] | None = None,
+    prog: str | None = None,
+    description: str | None = None,
 ) -> tuple[BaseConfig, Path | None]:
-    """Parse the command line into a config and the checkpoint to resume from (if any)."""
+    """Parse a training command line into a config and the checkpoint to resume from."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    default_name = next(iter(configs))
-    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    pre.add_argument("--config", default=default_name)
-    pre.add_argument("--resume", default=None)
-    run_args, field_args = pre.parse_known_args(argv)
-
-    if "-h" in field_args or "--help" in field_args:
-        print(USAGE.format(names=", ".join(configs), default=default_name))
-    if run_args.config not in configs:
-        _fail(f"unknown config '{run_args.config}'; valid names: {', '.join(configs)}")
-    config_cls = configs[run_args.config]
-    _reject_unknown_flags(config_cls, field_args, prog)
-
-    cfg = _checked(tyro.cli(config_cls, default=config_cls(), args=field_args, prog=prog))
-    if run_args.resume is None:
+    cfg, options = parse_command(configs, TrainOptions, argv, prog, description)
+    if options.resume is None:
         return cfg, None
-
-    checkpoint = _checkpoint_to_resume(cfg, run_args.resume)
+    checkpoint = _checkpoint_to_resume(cfg, options.resume)
     if checkpoint is None:
         print(f"--resume auto: no unfinished '{cfg.name}' run in {cfg.output.base_dir}/, starting afresh")
         return cfg, None
-    # The resumed run keeps its own config; flags given now still win (e.g. a longer budget).
-    saved_json = (run_dir_of(checkpoint) / "config.json").read_text()
-    saved = config_cls.from_dict(json.loads(saved_json))
-    return _checked(tyro.cli(config_cls, default=saved, args=field_args, prog=prog)), checkpoint
+    try:
+        saved = type(cfg).from_json((run_dir_of(checkpoint) / "config.json").read_text())
+    except (OSError, ValueError, TypeError) as error:
+        _fail(f"--resume {options.resume}: its config.json cannot be read: {error}")
+    cfg, _ = parse_command(configs, TrainOptions, argv, prog, description, start_from=saved)
+    return cfg, checkpoint
+
+
+def parse_command(
+    configs: Mapping[str, type[BaseConfig]],
+    options_cls: type[Options],
+    argv: Sequence[str],
+    prog: str | None = None,
+    description: str | None = None,
+    start_from: BaseConfig | None = None,
+) -> tuple[BaseConfig, Options]:
+    """One tyro parse of `--config NAME`, the fields of `options_cls` and every config
+    field; `start_from` replaces the named config's defaults (a resumed run's config)."""
+    names = tuple(configs)
+    name = _config_named_in(argv) or names[0]
+    # An unknown name falls back to the first config's defaults here; tyro then refuses
+    # the name itself and lists the valid ones.
+    config_cls = configs.get(name, configs[names[0]])
+    command_cls = dataclasses.make_dataclass(
+        "Command",
+        [
+            ("config", Annotated[Literal[names], tyro.conf.arg(help=_CONFIG_HELP, metavar="NAME")]),
+            ("options", Annotated[options_cls, tyro.conf.arg(name="")]),
+            ("cfg", Annotated[config_cls, tyro.conf.arg(name="")]),
+        ],
+    )
+    default = command_cls(
+        config=name if name in configs else names[0],
+        options=options_cls(),
+        cfg=start_from if start_from is not None else config_cls(),
+    )
+    # tyro joins a description's lines into one paragraph: only the summary reads well.
+    summary = description.strip().split("\n\n")[0] if description else None
+    command = tyro.cli(command_cls, default=default, args=argv, prog=prog, description=summary)
+    return _checked(command.cfg), command.options
+
+
+_CONFIG_HELP = "Which of this part's configs to start from; the flags below override its fields."
+
+
+def _config_named_in(argv: Sequence[str]) -> str | None:
+    """The value of the last `--config NAME` or `--config=NAME` in argv."""
+    found = None
+    for position, arg in enumerate(argv):
+        if arg == "--config" and position + 1 < len(argv):
+            found = argv[position + 1]
+        elif arg.startswith("--config="):
+            found = arg.partition("=")[2]
+    return found
 
 
 @contextlib.contextmanager
@@ -95,29 +136,6 @@ def _checkpoint_to_resume(cfg: BaseConfig, resume: str) -> Path | None:
     if not (run_dir_of(checkpoint) / "config.json").is_file():
         _fail(f"--resume {resume}: {run_dir_of(checkpoint)} has no config.json, so it is not a run directory")
     return checkpoint
-
-
-def _reject_unknown_flags(config_cls: type, args: Sequence[str], prog: str | None) -> None:
-    valid = sorted(_flags(config_cls))
-    spellings = {"--" + flag[2:].replace("-", "_") for flag in valid} | set(valid)
-    unknown = [a for a in args if a.startswith("--") and a.split("=")[0] not in spellings | {"--help"}]
-    if unknown:
-        _fail(
-            f"unknown option(s) {', '.join(unknown)}\n"
-            f"valid options: --config, --resume, {', '.join(valid)}\n"
-            f"types and defaults: {prog or 'this command'} --help"
-        )
-
-
-def _flags(config_cls: type, prefix: str = "") -> set[str]:
-    flags: set[str] = set()
-    for name, hint in typing.get_type_hints(config_cls).items():
-        flag = prefix + name.replace("_", "-")
-        if dataclasses.is_dataclass(hint):
-            flags |= _flags(hint, flag + ".")
-        else:
-            flags |= {"--" + flag, "--no-" + flag} if hint is bool else {"--" + flag}
-    return flags
 
 
 def _fail(message: str) -> NoReturn:

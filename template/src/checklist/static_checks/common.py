@@ -6,7 +6,7 @@ import ast
 
 from src.checklist.layout import Part, Project
 from src.checklist.registry import kinds_of, require
-from src.checklist.syntax import calls, function, methods, names, subclasses
+from src.checklist.syntax import calls, function, methods, names, nodes, subclasses
 
 TRAINER = "src/trainer.py"
 WANDB = "src/wandb_utils.py"
@@ -74,3 +74,19 @@ def project_sources(project: Project) -> list[str]:
         for path in files
         if "checklist" not in path.relative_to(project.root).parts
     )
+
+
+def keyword_arguments(project: Project, name: str) -> list[tuple[str, ast.expr]]:
+    """Every `name=...` passed to a call anywhere in the project: (path, value), so a
+    setting counts wherever the user passes it (the Trainer's factory or a part)."""
+    found = []
+    for path in project_sources(project):
+        for node in nodes(project.tree(path)):
+            if isinstance(node, ast.Call):
+                found += [(path, kw.value) for kw in node.keywords if kw.arg == name]
+    return found
+
+
+def calls_anywhere(project: Project, name: str) -> list[tuple[str, ast.Call]]:
+    """Every call of something named `name` anywhere in the project: (path, call)."""
+    return [(path, call) for path in project_sources(project) for call in calls(project.tree(path), name)]

@@ -10,7 +10,9 @@ from src.checklist.registry import TAGS, Failed, check
 from src.checklist.static_checks.common import (
     TRAINER,
     callbacks_list,
+    calls_anywhere,
     datamodule,
+    keyword_arguments,
     lightning_inits,
     lightning_module,
     main_with_config,
@@ -110,8 +112,8 @@ def optimizer(project: Project) -> str:
             f"{part.name}/model.py: configure_optimizers() does not use src.optim.adamw",
         )
     if "sl_neural" in project.kinds:
-        keys = {constant(k) for d in nodes(project.tree(TRAINER)) if isinstance(d, ast.Dict) for k in d.keys}
-        require("gradient_clip_val" in keys, f"{TRAINER}: no gradient_clip_val for the Trainer")
+        values = [constant(value, "set") for _, value in keyword_arguments(project, "gradient_clip_val")]
+        require(any(values), "no Trainer(gradient_clip_val=...) anywhere: not clipping through the Trainer")
     return "decay on dim >= 2 only, fused AdamW, Trainer clipping"
 
 
@@ -187,11 +189,12 @@ def fp32_fallback(project: Project) -> str:
 
 @check("MEM-1", 'BatchSizeFinder(mode="binsearch"); no hand-written batch-size probing', "nn")
 def batch_size_finder(project: Project) -> str:
-    finder = one_call(project.tree(TRAINER), "BatchSizeFinder", TRAINER)
-    require(
-        constant(keyword(finder, "mode")) == "binsearch",
-        f'{TRAINER}: BatchSizeFinder mode is not "binsearch"',
-    )
+    # PPO's batch is its rollout and minibatch, which no finder can size; RL alone
+    # passes on the absence of hand-written probing.
+    if "sl_neural" in project.kinds:
+        modes = [constant(keyword(call, "mode")) for _, call in calls_anywhere(project, "BatchSizeFinder")]
+        require(modes, "no BatchSizeFinder(...) anywhere")
+        require("binsearch" in modes, f'BatchSizeFinder mode is {modes[0]!r}, not "binsearch"')
     for path in project_sources(project):
         handlers = [node for node in nodes(project.tree(path)) if isinstance(node, ast.ExceptHandler)]
         for handler in handlers:
@@ -216,17 +219,12 @@ def batch_size_attribute(project: Project) -> str:
 
 @check("MEM-3", "accumulate_grad_batches=cfg.gradient_accumulation_steps", "nn")
 def accumulation(project: Project) -> str:
-    for node in nodes(project.tree(TRAINER)):
-        if isinstance(node, ast.Dict):
-            for key, value in zip(node.keys, node.values, strict=True):
-                if constant(key) == "accumulate_grad_batches" and "gradient_accumulation_steps" in source(
-                    value
-                ):
-                    return "Trainer(accumulate_grad_batches=cfg.gradient_accumulation_steps)"
-    trainer = one_call(project.tree(TRAINER), "Trainer", TRAINER)
+    if "sl_neural" not in project.kinds:
+        return "no supervised neural part; PPO steps its optimizer once per minibatch"
+    values = [source(value) for _, value in keyword_arguments(project, "accumulate_grad_batches")]
     require(
-        "gradient_accumulation_steps" in source(keyword(trainer, "accumulate_grad_batches")),
-        f"{TRAINER}: accumulate_grad_batches is not cfg.gradient_accumulation_steps",
+        any("gradient_accumulation_steps" in value for value in values),
+        "no Trainer(accumulate_grad_batches=cfg.gradient_accumulation_steps) anywhere",
     )
     return "Trainer(accumulate_grad_batches=cfg.gradient_accumulation_steps)"
 

@@ -78,10 +78,7 @@ def architecture(project: Project) -> str:
 @check("SWP-5", "--max-hours bounds the whole sweep", "sweep")
 def sweep_budget(project: Project) -> str:
     tree = project.tree(SWEEP)
-    require(
-        [c for c in calls(tree, "add_argument") if c.args and constant(c.args[0]) == "--max-hours"],
-        f"{SWEEP}: no --max-hours",
-    )
+    require("max_hours" in names(tree), f"{SWEEP}: no --max-hours option")
     require("deadline" in names(tree), f"{SWEEP}: no sweep-wide deadline")
     return "--max-hours sets one deadline for the sweep"
 
