@@ -1,4 +1,4 @@
-"""Shared fixtures: the parts of this project, found by their KIND, and a quiet W&B."""
+"""Shared fixtures: the parts of this project, found by their config classes, and a quiet W&B."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from types import ModuleType
 import pytest
 import torch
 
+from src.config import RLConfig, SLNeuralConfig, SLTreeConfig
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # Tests never talk to a W&B server; the tests that check W&B files use offline mode.
@@ -19,11 +21,14 @@ os.environ.setdefault("WANDB_SILENT", "true")
 
 
 def parts_by_kind() -> dict[str, str]:
-    """{"sl_neural": "part1", ...} from each partN/__init__.py's KIND."""
+    """{"sl_neural": "part1", ...}: each part's kind is the level of the config hierarchy
+    its configs inherit from (CFG-1)."""
+    levels = {SLNeuralConfig: "sl_neural", SLTreeConfig: "sl_tree", RLConfig: "rl"}
     found = {}
-    for folder in sorted(ROOT.glob("part*/train.py")):
-        package = folder.parent.name
-        found[importlib.import_module(package).KIND] = package
+    for train in sorted(ROOT.glob("part*/train.py")):
+        package = train.parent.name
+        config_cls = next(iter(importlib.import_module(f"{package}.config").CONFIGS.values()))
+        found[next(kind for level, kind in levels.items() if issubclass(config_cls, level))] = package
     return found
 
 

@@ -1,3 +1,1 @@
 """Supervised neural part: an MLP classifier trained with Lightning."""
-
-KIND = "sl_neural"

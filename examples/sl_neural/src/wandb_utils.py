@@ -71,9 +71,9 @@ def create_wandb_logger(cfg: BaseConfig, run_dir: Path) -> WandbLogger | None:
     """LOG-1: the WandbLogger handed to the Trainer, or None when W&B is off."""
     if resolve_mode(cfg.wandb_mode) == "disabled":
         return None
-    return WandbLogger(
-        project=cfg.wandb_project, name=cfg.name, log_model=False, experiment=setup_run(cfg, run_dir)
-    )
+    # The run, named and placed in its project by setup_run(); the artifact is logged by
+    # log_model_artifact() once at the end (LOG-6), so the logger uploads no checkpoints.
+    return WandbLogger(experiment=setup_run(cfg, run_dir), log_model=False)
 
 
 def log_model_artifact(path: Path | None, name: str, metadata: dict[str, Any] | None = None) -> bool:

@@ -89,6 +89,7 @@ STATIC_BREAKS = [
     ("LIT-4", "sl_neural", "{part}/train.py", replace("=cfg.gradient_clip_val", "=None")),
     ("LOG-1", None, "src/wandb_utils.py", replace("        mode=mode,\n", "")),
     ("LOG-1", "nn", "src/wandb_utils.py", replace("log_model=False", "log_model=True")),
+    ("LOG-1", "any", "src/wandb_utils.py", replace("name=cfg.name,", "name=None,")),
     ("LOG-2", "nn", "{part}/model.py", replace("self.save_hyperparameters(", "print(")),
     ("LOG-3", "nn", "{part}/model.py", replace('self.log("train_loss"', 'self.log("loss"')),
     ("LOG-4", "nn", "src/trainer.py", replace("SystemMetricsCallback(),", "")),
@@ -128,7 +129,12 @@ STATIC_BREAKS = [
     ("RL-10", "rl", "{part}/envs.py", replace("Bounded(low", "BoundedTensorSpec(low")),
     ("RL-11", "rl", "{part}/model.py", replace("value / max(updates, 1)", "value")),
     ("RL-12", "rl", "{part}/model.py", replace("if not torch.isfinite(loss):", "if False:")),
-    ("RL-13", "rl", "{part}/model.py", replace("nn.utils.clip_grad_norm_(self.critic.parameters()", "(")),
+    (
+        "RL-13",
+        "rl",
+        "{part}/model.py",
+        replace("clip_grad_norm_(self.critic.parameters()", "clip_grad_norm_(self.policy.parameters()"),
+    ),
     (
         "MEM-1",
         "sl_neural",

@@ -1,3 +1,1 @@
 """Supervised tree part: gradient-boosted trees on XGBoost's native API."""
-
-KIND = "sl_tree"

@@ -5,11 +5,10 @@ from __future__ import annotations
 from src.checklist.layout import Project
 from src.checklist.registry import TAGS, check
 from src.checklist.static_checks.common import (
-    WANDB,
     callbacks_list,
+    calls_anywhere,
     lightning_inits,
     main_with_config,
-    one_call,
     parts,
     require,
 )
@@ -20,18 +19,21 @@ from src.checklist.syntax import calls, constant, keyword, source
 
 @check("LOG-1", "WandbLogger(project=..., name=cfg.name, log_model=False); W&B can be offline or off")
 def wandb_logger(project: Project) -> str:
-    tree = project.tree(WANDB)
-    init = one_call(tree, "init", WANDB)
-    require(keyword(init, "mode") is not None, f"{WANDB}: wandb.init() has no mode= (offline / disabled)")
+    runs = [
+        call
+        for _, call in calls_anywhere(project, "init")
+        if keyword(call, "project") is not None and source(keyword(call, "name")).endswith(".name")
+    ]
+    require(runs, "no wandb.init(project=..., name=cfg.name) anywhere")
+    require(
+        all(keyword(call, "mode") is not None for call in runs),
+        "wandb.init(project=..., name=cfg.name) has no mode=: W&B cannot be offline or off",
+    )
     if project.kinds & TAGS["nn"]:
-        logger = one_call(tree, "WandbLogger", WANDB)
-        require(keyword(logger, "project") is not None, f"{WANDB}: WandbLogger has no project=")
+        loggers = [call for _, call in calls_anywhere(project, "WandbLogger")]
+        require(loggers, "no WandbLogger(...) anywhere")
         require(
-            source(keyword(logger, "name")).endswith(".name"), f"{WANDB}: WandbLogger name= is not cfg.name"
-        )
-        require(
-            constant(keyword(logger, "log_model"), True) is False,
-            f"{WANDB}: WandbLogger log_model= is not False",
+            constant(keyword(loggers[0], "log_model"), True) is False, "WandbLogger log_model= is not False"
         )
     for part in project.parts:
         wanted = "setup_run" if part.kind == "sl_tree" else "create_wandb_logger"
@@ -39,7 +41,7 @@ def wandb_logger(project: Project) -> str:
             calls(main_with_config(project, part), wanted),
             f"{part.name}/train.py: main_with_config() never calls {wanted}()",
         )
-    return "WandbLogger(project, name=cfg.name, log_model=False); wandb.init(mode=...)"
+    return "wandb.init(project, name=cfg.name, mode=...) handed to WandbLogger(log_model=False)"
 
 
 @check("LOG-2", "hyperparameters reach W&B through save_hyperparameters()", "nn")
