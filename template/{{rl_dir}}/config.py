@@ -16,31 +16,37 @@ from src.config import RLConfig
 @dataclass
 class CartPoleConfig(RLConfig):
     """PPO on gymnasium's CartPole-v1 (no download): balance a pole for up to 500 steps.
-    `--env-name LineWalk` trains on the custom environment in envs.py instead."""
+    `--env-name LineWalk` trains on the custom environment in envs.py instead.
+
+    Attributes:
+        env_name: Environment: a gymnasium id with discrete actions, or LineWalk, the custom
+            one in envs.py.
+        hidden_sizes: Widths of the hidden layers of the policy and of the value network.
+        ppo_epochs: Passes over each collected batch of frames.
+        clip_epsilon: PPO clip range of the probability ratio, in (0, 1).
+        gae_lambda: GAE lambda, the bias-variance trade-off of advantage estimates, in [0, 1].
+        entropy_coef: Weight of the entropy bonus in the loss; larger explores more.
+        critic_coef: Weight of the value loss in the loss.
+        target_kl: A collection's updates stop once the policy's approximate KL divergence
+            from the collecting policy passes this.
+        max_grad_norm: Actor and critic gradients are each clipped to this total norm.
+    """
 
     name: str = "baseline"
     env_name: str = "CartPole-v1"
-    """Environment: a gymnasium id with discrete actions, or LineWalk, the custom one in envs.py."""
     hidden_sizes: tuple[int, ...] = (64, 64)
-    """Widths of the hidden layers of the policy and of the value network."""
     learning_rate: float = 3e-4
     weight_decay: float = 0.0
-    batch_size: int = 256
-    ppo_epochs: int = 10
-    """Passes over each collected batch of frames."""
+    batch_size: int = 256  # PPO minibatch, in frames (MEM-2)
+    ppo_epochs: int = 10  # passes over each collected batch
     clip_epsilon: float = 0.2
-    """PPO clip range of the probability ratio, in (0, 1)."""
     gae_lambda: float = 0.95
-    """GAE lambda: the bias-variance trade-off of advantage estimates, in [0, 1]."""
     entropy_coef: float = 0.0
-    """Weight of the entropy bonus in the loss; larger explores more."""
     critic_coef: float = 0.5
-    """Weight of the value loss in the loss."""
-    # RL-12: per-minibatch KL early stopping.
+    # RL-12: a collection's updates stop once the approximate KL divergence from the
+    # collecting policy passes this (per minibatch).
     target_kl: float = 0.05
-    """A collection's updates stop once the policy's approximate KL from the collecting one passes this."""
     max_grad_norm: float = 0.5  # RL-13: clip_grad_norm_ on actor and critic
-    """Actor and critic gradients are each clipped to this total norm."""
     target_reward: float | None = 475.0  # CartPole-v1 counts as solved at 475
     patience: int = 30
 

@@ -12,28 +12,36 @@ from src.config import SLNeuralConfig
 
 @dataclass
 class DigitsConfig(SLNeuralConfig):
-    """An MLP on scikit-learn's bundled 8x8 handwritten digits (1,797 images, 10 classes)."""
+    """An MLP on scikit-learn's bundled 8x8 handwritten digits (1,797 images, 10 classes).
+
+    Attributes:
+        data_path: Your own CSV or Parquet table (numeric features, an integer label); empty
+            means the bundled digits.
+        label_column: Column of data_path that holds the class label, from 0 to num_classes - 1.
+        num_features: Number of feature columns: every column of the table but the label.
+        num_classes: Number of classes the label takes.
+        feature_range: Lowest and highest valid feature value; a value outside is a data error.
+        hidden_sizes: Widths of the MLP's hidden layers, input side first.
+        dropout: Dropout probability after each hidden layer, in [0, 1).
+        lr_factor: The learning rate is multiplied by this when val_loss stops improving.
+        lr_patience: Epochs without a lower val_loss before the learning rate is cut.
+    """
 
     name: str = "baseline"
+    # Your own table: a CSV or Parquet file with numeric feature columns and an
+    # integer label column; empty means the bundled digits.
     data_path: str = ""
-    """Your own CSV or Parquet table (numeric features, integer label); empty: the bundled digits."""
     label_column: str = "target"
-    """Column of data_path that holds the class label (integers from 0 to num_classes - 1)."""
     num_features: int = 64
-    """Number of feature columns: every column of the table but the label."""
     num_classes: int = 10
-    """Number of classes the label takes."""
-    feature_range: tuple[float, float] = (0.0, 16.0)  # DATA-1: checked before training
-    """Lowest and highest valid feature value; a value outside is a data error."""
+    feature_range: tuple[float, float] = (0.0, 16.0)  # DATA-1: values outside are an error
     hidden_sizes: tuple[int, ...] = (256, 128)
-    """Widths of the MLP's hidden layers, input side first."""
     dropout: float = 0.2
-    """Dropout probability after each hidden layer, in [0, 1)."""
     patience: int = 20
+    # ReduceLROnPlateau on val_loss: scale the rate by lr_factor after lr_patience
+    # epochs without improvement.
     lr_factor: float = 0.5
-    """ReduceLROnPlateau: the learning rate is multiplied by this when val_loss stops improving."""
     lr_patience: int = 5
-    """ReduceLROnPlateau: epochs without a lower val_loss before the rate is cut."""
 
     def problems(self) -> list[str]:
         found = super().problems()

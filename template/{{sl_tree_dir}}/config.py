@@ -18,41 +18,52 @@ DIABETES_FEATURES = ("age", "sex", "bmi", "bp", "s1", "s2", "s3", "s4", "s5", "s
 @dataclass
 class DiabetesConfig(SLTreeConfig):
     """Disease progression one year on, from scikit-learn's bundled diabetes table
-    (442 patients, 10 baseline measurements): a regression."""
+    (442 patients, 10 baseline measurements): a regression.
+
+    Attributes:
+        data_path: Your own CSV or Parquet table with feature_columns and label_column; empty
+            means the bundled diabetes data.
+        label_column: Column of data_path that holds the numeric label.
+        feature_columns: Columns of data_path the model reads, in order.
+        objective: XGBoost learning objective, e.g. reg:squarederror, binary:logistic,
+            multi:softprob.
+        eval_metric: XGBoost metric that early stopping watches on the validation set, e.g.
+            rmse, logloss, auc.
+        learning_rate: Shrinkage of each new tree's contribution (XGBoost's eta), in (0, 1].
+        max_depth: Deepest a tree may grow.
+        min_child_weight: Smallest total instance weight (hessian) a leaf may hold; larger is
+            more conservative.
+        subsample: Share of rows sampled for each tree, in (0, 1]; below 1 a resumed run grows
+            different trees than an uninterrupted one.
+        colsample_bytree: Share of feature columns sampled for each tree, in (0, 1].
+        reg_lambda: L2 regularization of leaf weights.
+        reg_alpha: L1 regularization of leaf weights.
+        checkpoint_minutes: Minutes between rewrites of checkpoints/last.ubj, the model a
+            resume starts from.
+        device: Where XGBoost trains: auto is cuda where a GPU is present, else cpu.
+        num_threads: CPU threads XGBoost uses; 0 uses every core.
+    """
 
     name: str = "baseline"
+    # Your own table: a CSV or Parquet file with these feature columns and a numeric
+    # label column; empty means the bundled diabetes data.
     data_path: str = ""
-    """Your own CSV or Parquet table with feature_columns and label_column; empty: bundled diabetes."""
     label_column: str = "target"
-    """Column of data_path that holds the numeric label."""
     feature_columns: tuple[str, ...] = DIABETES_FEATURES
-    """Columns of data_path the model reads, in order."""
     objective: str = "reg:squarederror"
-    """XGBoost learning objective, e.g. reg:squarederror, binary:logistic, multi:softprob."""
     eval_metric: str = "rmse"
-    """XGBoost metric early stopping watches on the validation set, e.g. rmse, logloss, auc."""
     learning_rate: float = 0.03
-    """Shrinkage of each new tree's contribution (XGBoost's eta), in (0, 1]."""
     max_depth: int = 2
-    """Deepest a tree may grow."""
     min_child_weight: float = 5.0
-    """Smallest total instance weight (hessian) a leaf may hold; larger is more conservative."""
-    # Below 1, XGBoost samples per tree and does not save its sampling state, so a
-    # resumed run then grows different trees than an uninterrupted one (RES-1).
+    # Below 1, rows and columns are sampled per tree. XGBoost does not save its sampling
+    # state, so a resumed run then grows different trees than an uninterrupted one.
     subsample: float = 1.0
-    """Share of rows sampled for each tree, in (0, 1]."""
     colsample_bytree: float = 1.0
-    """Share of feature columns sampled for each tree, in (0, 1]."""
     reg_lambda: float = 1.0
-    """L2 regularization of leaf weights."""
     reg_alpha: float = 0.0
-    """L1 regularization of leaf weights."""
-    checkpoint_minutes: float = 5.0  # RES-1
-    """Minutes between rewrites of checkpoints/last.ubj, the model a resume starts from."""
-    device: Literal["auto", "cpu", "cuda"] = "auto"
-    """Where XGBoost trains: auto is cuda where a GPU is present, else cpu."""
-    num_threads: int = 0
-    """CPU threads XGBoost uses; 0 uses every core."""
+    checkpoint_minutes: float = 5.0  # RES-1: how often checkpoints/last.ubj is rewritten
+    device: Literal["auto", "cpu", "cuda"] = "auto"  # auto: cuda where a GPU is present
+    num_threads: int = 0  # 0: every core
 
     def problems(self) -> list[str]:
         found = super().problems()

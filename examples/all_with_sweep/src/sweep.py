@@ -247,20 +247,24 @@ The config flags set what every trial starts from."""
 
 @dataclass
 class SweepOptions:
-    """What `partN.sweep` takes beside the config's fields."""
+    """What `partN.sweep` takes beside the config's fields.
+
+    Attributes:
+        engine: local samples trials with Optuna in this process, with no W&B server; wandb
+            runs a W&B sweep, which agents on other machines can join.
+        trials: How many trials this process runs (at least 1).
+        max_hours: Wall-clock budget of the whole sweep, in hours; the trial still running
+            then stops as a STOP file would stop it, its checkpoints kept.
+        sweep_id: Join this W&B sweep (ENTITY/PROJECT/ID) instead of creating one; with
+            --engine wandb.
+        sweep_seed: Seed of the local engine's sampler: the same seed samples the same trials.
+    """
 
     engine: Literal["local", "wandb"] = "local"
-    """'local' samples trials with Optuna in this process, with no W&B server; 'wandb'
-    runs a W&B sweep, which agents on other machines can join."""
     trials: int = 20
-    """How many trials this process runs (at least 1)."""
     max_hours: float = 24.0
-    """Wall-clock budget of the whole sweep, in hours; the trial still running then stops
-    as a STOP file would stop it, its checkpoints kept."""
     sweep_id: str | None = None
-    """Join this W&B sweep (ENTITY/PROJECT/ID) instead of creating one; with --engine wandb."""
     sweep_seed: int = 0
-    """Seed of the local engine's sampler: the same seed samples the same trials."""
 
 
 def main(spec: SweepSpec, argv: Sequence[str] | None = None, prog: str | None = None) -> Sweep:

@@ -23,37 +23,51 @@ class ConfigError(ValueError):
     """A config value is out of its valid range; the message lists every such field."""
 
 
+# Each field's --help line is in its class docstring's Attributes section (tyro reads
+# it there), so that editing a default never touches a line next to its help text.
+
+
 @dataclass
 class OutputConfig:
-    """Where runs are written: {base_dir}/{name}_{YYYYMMDD_HHMMSS}/ (OUT-1)."""
+    """Where runs are written: {base_dir}/{name}_{YYYYMMDD_HHMMSS}/ (OUT-1).
+
+    Attributes:
+        base_dir: Folder that holds the run directories, relative to the working directory.
+    """
 
     base_dir: str = "output"
-    """Folder that holds the run directories, relative to the working directory."""
 
 
 @dataclass
 class BaseConfig:
-    """Fields every part has, whatever its kind."""
+    """Fields every part has, whatever its kind.
+
+    Attributes:
+        name: Name of the run; its directory is {output.base_dir}/{name}_{YYYYMMDD_HHMMSS}/.
+        seed: Seed of every random number generator (model init, data order, environments).
+        max_wall_clock_hours: Training stops after this many hours, keeping its checkpoints;
+            the final test follows.
+        output: Where runs are written.
+        stop_file: Creating this file (or STOP in the run directory) stops the run after the
+            current epoch.
+        wandb_mode: W&B logging: auto is online with an API key, else offline; disabled logs
+            nothing.
+        wandb_project: W&B project the runs are logged to.
+        wandb_entity: W&B team or user the project belongs to; empty for your default entity.
+    """
 
     name: str = "baseline"
-    """Name of the run; its directory is {output.base_dir}/{name}_{YYYYMMDD_HHMMSS}/."""
     seed: int = 42
-    """Seed of every random number generator (model init, data order, environments)."""
-    # CFG-4: every run has a budget, checkpoints kept when it ends.
+    # CFG-4: training stops within this budget (checkpoints kept); the final test follows.
     max_wall_clock_hours: float = 24.0
-    """Training stops after this many hours, keeping its checkpoints; the final test follows."""
     output: OutputConfig = field(default_factory=OutputConfig)
-    """Where runs are written."""
-    # CB-4: checked between epochs, so the epoch finishes and the test still runs.
+    # CB-4: a file at this path (relative to the working directory) stops the run after
+    # the current epoch; so does a file named STOP inside the run directory.
     stop_file: str = "STOP"
-    """Creating this file (or STOP in the run directory) stops the run after the current epoch."""
-    # LOG-1: W&B works offline with no account, and can be switched off.
+    # LOG-1: "auto" logs online when a W&B API key is configured, offline otherwise.
     wandb_mode: WandbMode = "auto"
-    """W&B logging: auto is online with an API key, else offline; disabled logs nothing."""
     wandb_project: str = PROJECT_SLUG
-    """W&B project the runs are logged to."""
     wandb_entity: str = WANDB_ENTITY
-    """W&B team or user the project belongs to; empty for your default entity."""
 
     def problems(self) -> list[str]:
         """What is wrong with these values (CFG-3); empty when they can run.
@@ -90,37 +104,42 @@ class BaseConfig:
 
 @dataclass
 class LightningConfig(BaseConfig):
-    """Trainer settings shared by the Lightning parts: SL neural and RL."""
+    """Trainer settings shared by the Lightning parts: SL neural and RL.
+
+    Attributes:
+        num_epochs: Upper bound on epochs; set high so that early stopping ends training.
+        patience: Validations without improvement of the monitored metric before early stopping.
+        min_delta: Smallest change of the monitored metric that counts as an improvement.
+        batch_size: Examples per batch on each device.
+        learning_rate: Learning rate of AdamW at the start of training.
+        weight_decay: AdamW weight decay, applied to weight matrices only (never biases or
+            norm scales).
+        precision: Numeric precision: auto is bf16-mixed on a GPU that supports it, else 32-true.
+        profiler: Lightning profiler whose report lands in the run directory; advanced is per
+            function.
+        accelerator: Lightning accelerator: auto, cpu, gpu or mps.
+        devices: Devices per node: auto, a count such as 2, or a list such as 0,1.
+        num_nodes: Machines in a multi-node run.
+        strategy: Lightning strategy for several devices, such as ddp.
+        log_every_n_steps: Optimizer steps between per-step metric logs.
+    """
 
     # CFG-5: effectively unlimited, so early stopping (CB-1) ends training.
     num_epochs: int = 10_000
-    """Upper bound on epochs; set high so that early stopping ends training."""
     patience: int = 10
-    """Validations without improvement of the monitored metric before early stopping."""
     min_delta: float = 0.0
-    """Smallest change of the monitored metric that counts as an improvement."""
     batch_size: int = 64
-    """Examples per batch on each device."""
     learning_rate: float = 1e-3
-    """Learning rate of AdamW at the start of training."""
     weight_decay: float = 0.01
-    """AdamW weight decay, applied to weight matrices only (never biases or norm scales)."""
-    # PRC-1/PRC-3: bf16 needs no GradScaler; fp32 where the GPU lacks bf16.
+    # PRC-1/PRC-3: "auto" is bf16-mixed where the GPU supports it, else 32-true.
     precision: Literal["auto", "bf16-mixed", "32-true"] = "auto"
-    """Numeric precision: auto is bf16-mixed on a GPU that supports it, else 32-true."""
     profiler: Literal["simple", "advanced"] = "simple"  # PRF-1
-    """Lightning profiler whose report lands in the run directory; advanced is per function."""
-    # DDP-1: the same code runs on one CPU or on many GPUs and nodes.
+    # DDP-1: the same code runs on several devices and nodes.
     accelerator: str = "auto"
-    """Lightning accelerator: auto, cpu, gpu or mps."""
     devices: str = "auto"
-    """Devices per node: auto, a count such as 2, or a list such as 0,1."""
     num_nodes: int = 1
-    """Machines in a multi-node run."""
     strategy: str = "auto"
-    """Lightning strategy for several devices, such as ddp."""
     log_every_n_steps: int = 10
-    """Optimizer steps between per-step metric logs."""
 
     def problems(self) -> list[str]:
         return [
@@ -140,23 +159,33 @@ class LightningConfig(BaseConfig):
 
 @dataclass
 class SLNeuralConfig(LightningConfig):
-    """Supervised neural parts (Lightning)."""
+    """Supervised neural parts (Lightning).
+
+    Attributes:
+        gradient_accumulation_steps: Batches whose gradients add up to one optimizer step
+            (a larger effective batch).
+        gradient_clip_val: Gradients are clipped to this total norm before each optimizer
+            step; 0 turns clipping off.
+        find_batch_size: Replace batch_size with the largest that fits in memory before
+            training (worth it on a GPU).
+        num_workers: Data-loader worker processes; 0 loads batches in the training process.
+        val_fraction: Share of the rows held out for validation.
+        test_fraction: Share of the rows held out for the final test.
+        split_seed: Seed of the train/val/test split, apart from seed so that changing seed
+            keeps the split.
+    """
 
     gradient_accumulation_steps: int = 1  # MEM-3
-    """Batches whose gradients add up to one optimizer step (a larger effective batch)."""
     gradient_clip_val: float = 1.0  # LIT-4: clipping through the Trainer
-    """Gradients are clipped to this total norm before each optimizer step; 0 turns it off."""
-    # MEM-1: off by default so that a run's hyperparameters do not depend on the machine.
+    # MEM-1: Lightning's BatchSizeFinder (binsearch) replaces batch_size with the
+    # largest that fits in memory. Worth it on a GPU; off by default so a run's
+    # hyperparameters do not depend on the machine.
     find_batch_size: bool = False
-    """Replace batch_size with the largest that fits in memory before training (worth it on a GPU)."""
     num_workers: int = 0
-    """Data-loader worker processes; 0 loads batches in the training process."""
     val_fraction: float = 0.15
-    """Share of the rows held out for validation."""
     test_fraction: float = 0.15
-    """Share of the rows held out for the final test."""
+    # The train/val/test split has its own seed, so changing `seed` keeps the split.
     split_seed: int = 0
-    """Seed of the train/val/test split, apart from seed so that changing seed keeps the split."""
 
     def problems(self) -> list[str]:
         found = [
@@ -168,19 +197,25 @@ class SLNeuralConfig(LightningConfig):
 
 @dataclass
 class SLTreeConfig(BaseConfig):
-    """Supervised tree parts (XGBoost's native API)."""
+    """Supervised tree parts (XGBoost's native API).
+
+    Attributes:
+        num_boost_round: Upper bound on boosting rounds; set high so that early stopping ends
+            training.
+        early_stopping_rounds: Rounds without improvement of the validation metric before
+            training stops.
+        val_fraction: Share of the rows held out for validation (early stopping).
+        test_fraction: Share of the rows held out for the final test.
+        split_seed: Seed of the train/val/test split, apart from seed so that changing seed
+            keeps the split.
+    """
 
     # The tree reading of CFG-5: a high round cap; early stopping is the binding limit.
     num_boost_round: int = 10_000
-    """Upper bound on boosting rounds; set high so that early stopping ends training."""
     early_stopping_rounds: int = 50
-    """Rounds without improvement of the validation metric before training stops."""
     val_fraction: float = 0.15
-    """Share of the rows held out for validation (early stopping)."""
     test_fraction: float = 0.15
-    """Share of the rows held out for the final test."""
     split_seed: int = 0
-    """Seed of the train/val/test split, apart from seed so that changing seed keeps the split."""
 
     def problems(self) -> list[str]:
         found = [*super().problems(), *_at_least(self, num_boost_round=1, early_stopping_rounds=1)]
@@ -191,26 +226,36 @@ class SLTreeConfig(BaseConfig):
 class RLConfig(LightningConfig):
     """Reinforcement-learning parts (TorchRL inside Lightning). A Lightning epoch is
     `iterations_per_epoch` collections of `frames_per_batch` frames, each followed by
-    its policy updates; evaluation episodes are the validation."""
+    its policy updates; evaluation episodes are the validation.
+
+    Attributes:
+        num_envs: Environments stepped in parallel, one worker process each.
+        frames_per_batch: Frames collected across all environments before each round of
+            policy updates.
+        iterations_per_epoch: Collections (each followed by its updates) per epoch;
+            evaluation follows each epoch.
+        gamma: Discount factor of future rewards, in (0, 1].
+        eval_episodes: Evaluation episodes after each epoch; their mean reward is what early
+            stopping watches.
+        test_episodes: Episodes of the final test of the best checkpoint.
+        target_reward: Training ends once the mean evaluation reward reaches this; None never
+            ends on reward.
+        batch_size: PPO minibatch, in frames.
+        log_every_n_steps: Collections between per-step metric logs (a step is a whole
+            collection and its updates).
+    """
 
     num_envs: int = 4  # RL-1: ParallelEnv workers
-    """Environments stepped in parallel, one worker process each."""
     frames_per_batch: int = 1024
-    """Frames collected across all environments before each round of policy updates."""
     iterations_per_epoch: int = 5
-    """Collections (each followed by its updates) per epoch; evaluation follows each epoch."""
     gamma: float = 0.99
-    """Discount factor of future rewards, in (0, 1]."""
     eval_episodes: int = 5
-    """Evaluation episodes after each epoch; their mean reward is what early stopping watches."""
     test_episodes: int = 20
-    """Episodes of the final test of the best checkpoint."""
+    # Training ends once the mean evaluation reward reaches this (None: never);
+    # early stopping on it (patience, in epochs) ends runs that stop improving.
     target_reward: float | None = None
-    """Training ends once the mean evaluation reward reaches this; None never ends on reward."""
-    batch_size: int = 256  # MEM-2: the attribute BatchSizeFinder would change
-    """PPO minibatch, in frames."""
-    log_every_n_steps: int = 1
-    """Collections between per-step metric logs (a step is a whole collection and its updates)."""
+    batch_size: int = 256  # the PPO minibatch: what BatchSizeFinder would change (MEM-2)
+    log_every_n_steps: int = 1  # a step is a whole collection and its updates
 
     def problems(self) -> list[str]:
         found = [

@@ -15,7 +15,7 @@ import dataclasses
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Literal, NoReturn, TypeVar
+from typing import Annotated, Any, Literal, NoReturn
 
 import tyro
 
@@ -23,17 +23,19 @@ from src.config import BaseConfig, ConfigError
 from src.data_checks import DataValidationError
 from src.run_dir import find_latest_run, resolve_checkpoint, run_dir_of
 
-Options = TypeVar("Options")
-
 
 @dataclasses.dataclass
 class TrainOptions:
-    """What `partN.train` takes beside the config's fields."""
+    """What `partN.train` takes beside the config's fields.
+
+    Attributes:
+        resume: Continue a run: its directory or a .ckpt file, or auto for this config's
+            newest unfinished run.
+    """
 
     # The resumed run's config.json replaces the named config's defaults; flags given
     # now still override it (e.g. a longer budget).
     resume: Annotated[str | None, tyro.conf.arg(metavar="PATH|auto")] = None
-    """Continue a run: its directory or a .ckpt file, or auto for this config's newest unfinished run."""
 
 
 def parse_cli(
@@ -61,12 +63,12 @@ def parse_cli(
 
 def parse_command(
     configs: Mapping[str, type[BaseConfig]],
-    options_cls: type[Options],
+    options_cls: type,
     argv: Sequence[str],
     prog: str | None = None,
     description: str | None = None,
     start_from: BaseConfig | None = None,
-) -> tuple[BaseConfig, Options]:
+) -> tuple[BaseConfig, Any]:
     """One tyro parse of `--config NAME`, the fields of `options_cls` and every config
     field; `start_from` replaces the named config's defaults (a resumed run's config)."""
     names = tuple(configs)
