@@ -162,8 +162,8 @@ class SLNeuralConfig(LightningConfig):
     """Supervised neural parts (Lightning).
 
     Attributes:
-        gradient_accumulation_steps: Batches whose gradients add up to one optimizer step
-            (a larger effective batch).
+        gradient_accumulation_steps: Batches whose gradients add up to one optimizer step, for
+            a larger effective batch.
         gradient_clip_val: Gradients are clipped to this total norm before each optimizer
             step; 0 turns clipping off.
         find_batch_size: Replace batch_size with the largest that fits in memory before
