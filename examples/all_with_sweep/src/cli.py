@@ -45,7 +45,6 @@ def parse_cli(
     description: str | None = None,
 ) -> tuple[BaseConfig, Path | None]:
     """Parse a training command line into a config and the checkpoint to resume from."""
-    argv = list(sys.argv[1:] if argv is None else argv)
     cfg, options = parse_command(configs, TrainOptions, argv, prog, description)
     if options.resume is None:
         return cfg, None
@@ -64,13 +63,14 @@ def parse_cli(
 def parse_command(
     configs: Mapping[str, type[BaseConfig]],
     options_cls: type,
-    argv: Sequence[str],
+    argv: Sequence[str] | None = None,
     prog: str | None = None,
     description: str | None = None,
     start_from: BaseConfig | None = None,
 ) -> tuple[BaseConfig, Any]:
     """One tyro parse of `--config NAME`, the fields of `options_cls` and every config
     field; `start_from` replaces the named config's defaults (a resumed run's config)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     names = tuple(configs)
     name = _config_named_in(argv) or names[0]
     # An unknown name falls back to the first config's defaults here; tyro then refuses

@@ -19,7 +19,6 @@ import gc
 import json
 import math
 import os
-import sys
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -268,7 +267,6 @@ class SweepOptions:
 
 
 def main(spec: SweepSpec, argv: Sequence[str] | None = None, prog: str | None = None) -> Sweep:
-    argv = list(sys.argv[1:] if argv is None else argv)
     base, args = parse_command(spec.configs, SweepOptions, argv, prog, description=SWEEP_DESCRIPTION)
     with exit_on_bad_input():
         if args.trials < 1 or not 0 < args.max_hours < math.inf:

@@ -73,7 +73,7 @@ class Project:
             if path in found:
                 continue
             found.append(path)
-            pending += [module for module in self._imported_files(path) if module not in found]
+            pending += self._imported_files(path)
         return found
 
     def _imported_files(self, relative: str) -> list[str]:
