@@ -19,11 +19,7 @@ CALLBACKS = """
     __init__ batch_metrics epoch_summary plateau_resume rng_state run_info stop_file
     system_metrics timing tracking
 """
-CHECKLIST = """
-    __init__ __main__ layout manual registry report run_checks syntax waivers
-    static_checks/__init__ static_checks/common static_checks/config static_checks/lightning
-    static_checks/operations static_checks/rl static_checks/sweep static_checks/tracking
-"""
+CHECKLIST = "__init__ __main__ code_checks project registry report rl_checks run_checks"
 SHARED_FILES = {
     ".copier-answers.yml",
     ".github/workflows/ci.yml",

@@ -3,6 +3,7 @@ of each part, and each of its checks fails on a copy broken on purpose."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import shutil
@@ -19,7 +20,8 @@ from src.checklist.registry import CHECKS
 
 KIND_GROUPS = {"any": list(PARTS), "nn": ["sl_neural", "rl"], "sl": ["sl_neural", "sl_tree"]}
 DELETE = None  # as an edit: delete the file
-HAS_SWEEP = (ROOT / "src" / "sweep.py").is_file()
+HAS_SWEEP = any((ROOT / part / "sweep.py").is_file() for part in PARTS.values())
+TEXT_FILES = ("*.py", "*.sh", "*.md")
 
 
 def replace(old: str, new: str) -> Callable[[str], str]:
@@ -27,6 +29,7 @@ def replace(old: str, new: str) -> Callable[[str], str]:
         assert old in text, f"the broken copy's edit no longer applies: {old!r} not found"
         return text.replace(old, new)
 
+    edit.old = old  # type: ignore[attr-defined] - what finds the file to edit
     return edit
 
 
@@ -59,6 +62,15 @@ def largest_batch_size(size: int) -> int:
                 raise
             size //= 2
 """
+IGNORE_COMMAND_LINE = """
+def first_config_only(configs, **_):
+    return next(iter(configs.values()))(), None
+"""
+
+
+def ignore_command_line(text: str) -> str:
+    """main() trains the first config whatever the command line says (CFG-3)."""
+    return replace("= parse_cli(", "= first_config_only(")(text) + IGNORE_COMMAND_LINE
 
 
 def logger_before_data(text: str) -> str:
@@ -71,39 +83,31 @@ def logger_before_data(text: str) -> str:
     return text.replace(seed[0], seed[0] + moved, 1)
 
 
-# (item, part kind the edit needs ("any", "nn", "sl" or a kind; None: none), file, edit).
-# {part} in the file names the part; edits are checked to still apply.
+# (item, part kind the edit needs ("any", "nn", "sl" or a kind; None: none), where, edit).
+# `where` is a file, or a folder whose files holding the replaced text get the edit, so
+# the breaks follow code a user moves; {part} names the part's folder.
 STATIC_BREAKS = [
-    ("CFG-1", None, "src/config.py", replace("@dataclass\nclass BaseConfig:", "class BaseConfig:")),
-    ("CFG-3", "any", "{part}/train.py", replace("parse_cli(CONFIGS", "parse_cli(dict(CONFIGS)")),
-    ("CFG-4", None, "src/config.py", replace("max_wall_clock_hours: float", "max_hours: float")),
-    ("CFG-5", "nn", "src/config.py", replace("num_epochs: int = 10_000", "num_epochs: int = 10")),
+    ("CFG-1", None, "src", replace("@dataclass\nclass BaseConfig:", "class BaseConfig:")),
+    ("CFG-3", "any", "{part}/train.py", ignore_command_line),
+    ("CFG-4", None, "src", replace("max_wall_clock_hours: float", "max_hours: float")),
+    ("CFG-5", "nn", "src", replace("num_epochs: int = 10_000", "num_epochs: int = 10")),
     ("CFG-6", "any", "{part}/config.py", add_method("Aggressive")),
     ("STR-1", "any", "{part}/data.py", DELETE),
-    ("STR-2", None, "src/gpu_lock.py", DELETE),
+    ("STR-2", "any", "{part}/train.py", append("class GpuLock:\n    pass\n")),
     ("STR-3", "any", "{part}/train.py", replace("def main() -> None:", "def run_main() -> None:")),
-    ("LIT-1", "nn", "{part}/model.py", replace("def validation_step(", "def _validation_step(")),
-    ("LIT-2", "nn", "{part}/data.py", replace("def test_dataloader(", "def _test_dataloader(")),
+    ("LIT-1", "nn", "{part}", replace("def validation_step(", "def _validation_step(")),
+    ("LIT-2", "nn", "{part}", replace("def test_dataloader(", "def _test_dataloader(")),
     ("LIT-3", "nn", "{part}/model.py", replace("def load_model_from_checkpoint(", "def load_checkpoint(")),
-    ("LIT-4", "nn", "src/optim.py", replace("p.dim() >= 2", "p.dim() >= 1")),
-    ("LIT-4", "sl_neural", "{part}/train.py", replace("=cfg.gradient_clip_val", "=None")),
-    ("LOG-1", None, "src/wandb_utils.py", replace("        mode=mode,\n", "")),
-    ("LOG-1", "nn", "src/wandb_utils.py", replace("log_model=False", "log_model=True")),
-    ("LOG-1", "any", "src/wandb_utils.py", replace("name=cfg.name,", "name=None,")),
-    ("LOG-2", "nn", "{part}/model.py", replace("self.save_hyperparameters(", "print(")),
-    ("LOG-3", "nn", "{part}/model.py", replace('self.log("train_loss"', 'self.log("loss"')),
-    ("LOG-4", "nn", "src/trainer.py", replace("SystemMetricsCallback(),", "")),
-    ("LOG-4", "sl_tree", "src/xgb_callbacks.py", replace("= RoundMetrics(", "= dict(")),
-    ("LOG-5", "nn", "src/trainer.py", replace("RunInfoCallback(),", "")),
-    ("LOG-5", "sl_tree", "{part}/train.py", replace("log_start_of_run(", "print(")),
-    ("LOG-6", "any", "{part}/train.py", replace("log_model_artifact(model_path", "print(model_path")),
-    (
-        "PRF-1",
-        "nn",
-        "src/trainer.py",
-        replace('profiler=profiler_cls(dirpath=run_dir, filename="profile"),', ""),
-    ),
-    ("PRF-2", "nn", "src/callbacks/timing.py", replace("def on_validation_end(", "def on_validation_done(")),
+    ("LIT-4", "nn", "src", replace("fused=fused or None", "foreach=None")),
+    ("LIT-4", "sl_neural", "{part}", replace("=cfg.gradient_clip_val", "=None")),
+    ("LOG-1", None, "src", replace("        mode=mode,\n", "")),
+    ("LOG-1", "nn", "src", replace("log_model=False", "log_model=True")),
+    ("LOG-1", "any", "src", replace("name=cfg.name,", "name=None,")),
+    ("LOG-2", "nn", "{part}", replace("self.save_hyperparameters(", "print(")),
+    ("LOG-3", "nn", "{part}", replace('self.log("train_loss"', 'self.log("loss"')),
+    ("LOG-6", "any", "{part}", replace("log_model_artifact(model_path", "print(model_path")),
+    ("PRF-1", "nn", "src", replace('profiler=profiler_cls(dirpath=run_dir, filename="profile"),', "")),
+    ("PRF-2", "nn", "src", replace("def on_validation_end(", "def on_validation_done(")),
     ("PRC-1", "nn", "{part}/model.py", append("SCALER = torch.amp.GradScaler()\n")),
     (
         "PRC-2",
@@ -111,103 +115,83 @@ STATIC_BREAKS = [
         "{part}/model.py",
         append("def f(x):\n    with torch.autocast('cpu'):\n        return x\n"),
     ),
-    ("PRC-3", "nn", "src/precision.py", replace("torch.cuda.is_bf16_supported()", "True")),
-    ("RL-1", "rl", "{part}/data.py", replace("ParallelEnv(cfg.num_envs", "SerialEnv(cfg.num_envs")),
-    ("RL-2", "rl", "{part}/data.py", replace("functools.partial(make_env, cfg.env_name)", "lambda: None")),
-    ("RL-3", "rl", "{part}/train.py", replace("datamodule.close()", "pass")),
+    ("PRC-3", "nn", "src", replace("torch.cuda.is_bf16_supported()", "True")),
+    ("RL-1", "rl", "{part}", replace("ParallelEnv(cfg.num_envs", "SerialEnv(cfg.num_envs")),
+    ("RL-2", "rl", "{part}", replace("functools.partial(make_env, cfg.env_name)", "lambda: None")),
+    ("RL-3", "rl", "{part}", replace("datamodule.close()", "pass")),
     (
         "RL-4",
         "rl",
-        "{part}/data.py",
+        "{part}",
         replace("TransformedEnv(env, RewardSum())", "TransformedEnv(env, StepCounter())"),
     ),
-    ("RL-5", "rl", "{part}/envs.py", replace("distance=Unbounded(shape=(1,), device=self.device),", "")),
+    ("RL-5", "rl", "{part}", replace("distance=Unbounded(shape=(1,), device=self.device),", "")),
     ("RL-6", "rl", "{part}/model.py", append("from torchrl.envs.utils import step_mdp\n")),
-    ("RL-7", "rl", "{part}/envs.py", replace("device=torch.device(device)", "device=device")),
+    ("RL-7", "rl", "{part}", replace("device=torch.device(device)", "device=device")),
     ("RL-8", "rl", "{part}/__init__.py", replace("import os\n", "import os\n\nimport numpy\n")),
-    ("RL-9", "rl", "{part}/model.py", replace('batch["next", "done"]', 'batch["done"]')),
-    ("RL-10", "rl", "{part}/envs.py", replace("Bounded(low", "BoundedTensorSpec(low")),
-    ("RL-11", "rl", "{part}/model.py", replace("value / max(updates, 1)", "value")),
-    ("RL-12", "rl", "{part}/model.py", replace("if not torch.isfinite(loss):", "if False:")),
+    ("RL-9", "rl", "{part}", replace('batch["next", "done"]', 'batch["done"]')),
+    ("RL-10", "rl", "{part}", replace("Bounded(low", "BoundedTensorSpec(low")),
+    ("RL-11", "rl", "{part}", replace("value / max(updates, 1)", "value")),
+    ("RL-12", "rl", "{part}", replace("if not torch.isfinite(loss):", "if False:")),
     (
         "RL-13",
         "rl",
-        "{part}/model.py",
+        "{part}",
         replace("clip_grad_norm_(self.critic.parameters()", "clip_grad_norm_(self.policy.parameters()"),
     ),
     (
         "MEM-1",
         "sl_neural",
-        "{part}/train.py",
+        "{part}",
         replace('BatchSizeFinder(mode="binsearch")', 'BatchSizeFinder(mode="power")'),
     ),
     ("MEM-1", "nn", "{part}/model.py", append(OOM_PROBE)),
-    (
-        "MEM-2",
-        "nn",
-        "{part}/model.py",
-        replace("self.batch_size = batch_size", "self.minibatch = batch_size"),
-    ),
-    ("MEM-3", "sl_neural", "{part}/train.py", replace("cfg.gradient_accumulation_steps", "1")),
-    ("MEM-4", "nn", "{part}/train.py", replace("del model, trainer", "pass")),
-    ("MAIN-1", "nn", "{part}/train.py", replace('ckpt_path="best")', 'ckpt_path="last")')),
+    ("MEM-2", "nn", "{part}", replace("self.batch_size = batch_size", "self.minibatch = batch_size")),
+    ("MEM-3", "sl_neural", "{part}", replace("cfg.gradient_accumulation_steps", "1")),
+    ("MEM-4", "nn", "{part}", replace("del model, trainer", "pass")),
+    ("MAIN-1", "nn", "{part}", replace('ckpt_path="best")', 'ckpt_path="last")')),
     ("MAIN-1", "nn", "{part}/train.py", logger_before_data),
-    ("CB-1", "nn", "src/trainer.py", replace("patience=cfg.patience,", "patience=3,")),
+    ("CB-1", "nn", "src", replace("patience=cfg.patience,", "patience=3,")),
     (
         "CB-1",
         "sl_tree",
-        "src/xgb_callbacks.py",
+        "src",
         replace("EarlyStoppingRounds(cfg.early_stopping_rounds", "EarlyStoppingRounds(5"),
     ),
-    ("CB-2", "nn", "src/trainer.py", replace("save_top_k=1,", "save_top_k=3,")),
-    ("CB-3", "nn", "src/trainer.py", replace('logging_interval="epoch"', 'logging_interval="step"')),
-    (
-        "CB-4",
-        "nn",
-        "src/trainer.py",
-        replace("StopFileCallback(stop_file_paths(cfg.stop_file, run_dir)),", ""),
-    ),
-    (
-        "CB-4",
-        "sl_tree",
-        "src/xgb_callbacks.py",
-        replace("StopFileRounds(stop_file_paths(cfg.stop_file, run_dir)),", ""),
-    ),
-    (
-        "OPS-1",
-        "any",
-        "{part}/train.py",
-        replace("with GpuLock(), exit_on_bad_input():", "with exit_on_bad_input():"),
-    ),
-    ("OPS-2", None, "scripts/detach.sh", replace("nohup ", "")),
-    ("OUT-1", None, "src/run_dir.py", replace('STAMP_FORMAT = "%Y%m%d_%H%M%S"', 'STAMP_FORMAT = "%Y%m%d"')),
-    ("OUT-4", "nn", "src/trainer.py", replace("JsonlLogger(run_dir", "print(run_dir")),
-    ("OUT-4", "sl_tree", "src/xgb_callbacks.py", replace("= RoundMetrics(", "= dict(")),
+    ("CB-2", "nn", "src", replace("save_top_k=1,", "save_top_k=3,")),
+    ("CB-3", "nn", "src", replace('logging_interval="epoch"', 'logging_interval="step"')),
+    ("CB-4", "nn", "src", replace("StopFileCallback(stop_file_paths(cfg.stop_file, run_dir)),", "")),
+    ("CB-4", "sl_tree", "src", replace("StopFileRounds(stop_file_paths(cfg.stop_file, run_dir)),", "")),
+    ("OPS-1", "any", "{part}", replace("with GpuLock(), exit_on_bad_input():", "with exit_on_bad_input():")),
+    ("OPS-2", None, ".", replace("nohup ", "")),
+    ("OUT-1", None, "src", replace('"%Y%m%d_%H%M%S"', '"%Y%m%d"')),
     ("SWP-1", "any", "{part}/sweep.py", DELETE),
-    (
-        "SWP-2",
-        "any",
-        "{part}/train.py",
-        replace("        main_with_config(cfg, resume_from)", "        print(cfg)"),
-    ),
-    (
-        "SWP-3",
-        None,
-        "src/wandb_utils.py",
-        replace("if wandb.run is not None and wandb.run.sweep_id:", "if False:"),
-    ),
-    ("SWP-4", "any", "{part}/sweep.py", replace('"architecture": {"values": list(ARCHITECTURES)},', "")),
-    ("SWP-5", None, "src/sweep.py", replace("max_hours", "max_trial_hours")),
+    ("SWP-2", "any", "{part}", replace("        main_with_config(cfg, resume_from)", "        print(cfg)")),
+    ("SWP-3", None, "src", replace("if wandb.run is not None and wandb.run.sweep_id:", "if False:")),
+    ("SWP-4", "any", "{part}", replace('"architecture": {"values": list(ARCHITECTURES)},', "")),
+    ("SWP-5", None, "src", replace("max_hours", "max_trial_hours")),
     ("SWP-6", None, "README.md", replace("tmux new -s sweep", "screen -S sweep")),
-    (
-        "SWP-7",
-        None,
-        "src/sweep.py",
-        replace("        gc.collect()\n        gc.collect()\n", "        gc.collect()\n"),
-    ),
-    ("RES-3", None, "src/checkpoints.py", replace("map_location=map_location, weights_only", "weights_only")),
-    ("DATA-1", "sl", "{part}/data.py", replace("validate_table(", "check_table(")),
+    ("SWP-7", None, "src", replace("        gc.collect()\n        gc.collect()\n", "        gc.collect()\n")),
+    ("RES-3", None, "src", replace("map_location=map_location, weights_only", "weights_only")),
+    ("DATA-1", "sl", "{part}", replace("validate_table(", "check_table(")),
 ]
+
+
+def break_copy(project: Path, where: str, edit: Callable[[str], str] | None) -> None:
+    """Apply `edit` to the file `where`, or to each file under the folder `where` that
+    holds the text it replaces."""
+    path = project / where
+    if edit is DELETE:
+        path.unlink()
+        return
+    if path.is_file():
+        targets = [path]
+    else:
+        files = sorted(f for pattern in TEXT_FILES for f in path.rglob(pattern) if "checklist" not in f.parts)
+        targets = [f for f in files if edit.old in f.read_text()]  # type: ignore[attr-defined]
+        assert targets, f"the broken copy's edit no longer applies: {edit.old!r} is in no file under {where}"  # type: ignore[attr-defined]
+    for target in targets:
+        target.write_text(edit(target.read_text()))
 
 
 def check_ids(mode: str) -> set[str]:
@@ -264,15 +248,11 @@ def test_the_command_line_needs_no_torch():
 
 @pytest.mark.parametrize("entry", STATIC_BREAKS, ids=break_id)
 def test_a_broken_copy_fails_the_static_check(tmp_path, entry):
-    item, kind, relative, edit = entry
+    item, kind, where, edit = entry
     if item.startswith("SWP") and not HAS_SWEEP:
         pytest.skip("this project has no sweeps")
     project = copy_project(tmp_path / "project")
-    path = project / relative.format(part=part_for(kind))
-    if edit is DELETE:
-        path.unlink()
-    else:
-        path.write_text(edit(path.read_text()))
+    break_copy(project, where.format(part=part_for(kind)), edit)
     assert statuses(check_project(project, []), item, "static") == {"fail"}
 
 
@@ -366,7 +346,35 @@ def env_step_zero(event: dict) -> dict:
     return {**event, "timing/env_step_seconds": 0.0} if "timing/env_step_seconds" in event else event
 
 
+def start_fact(key: str, change: Callable) -> Callable[[Path], None]:
+    """Change one of the facts a run logs at its start (precision, optimizers, ...)."""
+    return edit_events(lambda event: {**event, key: change(event[key])} if key in event else event)
+
+
+def decay_vectors(optimizers: list[dict]) -> list[dict]:
+    """As if weight decay also reached biases and norm scales (dim 1) (LIT-4)."""
+    for group in optimizers[0]["param_groups"]:
+        group["param_dims"] = sorted({1, *group["param_dims"]})
+    return optimizers
+
+
+def without_callback(name: str) -> Callable[[Path], None]:
+    return start_fact("callbacks", lambda names: [n for n in names if n != name])
+
+
+def rename_run(run_dir: Path) -> None:
+    run_dir.rename(run_dir.with_name("run_" + run_dir.name))
+
+
 RUN_BREAKS = [  # (item, part kind, edit of a copy of the run directory)
+    ("OUT-1", "any", rename_run),
+    ("LIT-4", "nn", start_fact("optimizers", decay_vectors)),
+    ("LIT-4", "sl_neural", start_fact("precision", lambda _: "bf16-mixed")),  # fused while clipping
+    ("PRC-1", "nn", start_fact("precision", lambda _: "16-mixed")),
+    ("CB-1", "nn", without_callback("EarlyStopping")),
+    ("CB-2", "nn", without_callback("ModelCheckpoint")),
+    ("CB-3", "nn", without_callback("LearningRateMonitor")),
+    ("PRF-1", "nn", start_fact("profiler", lambda _: "PassThroughProfiler")),
     ("CFG-2", "any", add_config_key),
     ("OUT-2", "any", unlink("console.log")),
     ("OUT-3", "nn", unlink("checkpoints/last.ckpt")),
@@ -413,4 +421,94 @@ def test_a_broken_run_directory_fails_the_run_check(smoke_runs, tmp_path, entry)
     run_dir, _ = smoke_runs(kind_for(kind))
     copy = shutil.copytree(run_dir, tmp_path / run_dir.name)
     edit(copy)
+    copy = next(tmp_path.iterdir())  # where an edit renamed it
     assert statuses(check_project(ROOT, [copy]), item, "run") == {"fail"}
+
+
+# Refactor-proof: the checker follows behaviour, not this template's file and class names.
+
+
+def rename(project: Path, old: str, new: str) -> None:
+    """Rename a name or module path in every Python file the user owns (the checker's own
+    files are left alone, so it cannot pass by renaming along)."""
+    for path in project.rglob("*.py"):
+        if "checklist" not in path.relative_to(project).parts:
+            text = path.read_text()
+            changed = re.sub(rf"\b{re.escape(old)}\b", new, text)
+            if changed != text:
+                path.write_text(changed)
+
+
+def class_deriving(path: Path, base: str) -> ast.ClassDef:
+    tree = ast.parse(path.read_text())
+    return next(
+        node
+        for node in tree.body
+        if isinstance(node, ast.ClassDef) and any(ast.unparse(b).endswith(base) for b in node.bases)
+    )
+
+
+def split_module_class(model_py: Path) -> None:
+    """Move the LightningModule out of model.py into network.py; model.py imports it."""
+    lines = model_py.read_text().splitlines(keepends=True)
+    tree = ast.parse("".join(lines))
+    cls = class_deriving(model_py, "LightningModule")
+    imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    header = [line for n in imports for line in lines[n.lineno - 1 : n.end_lineno]]
+    body = lines[cls.lineno - 1 : cls.end_lineno]
+    (model_py.parent / "network.py").write_text("".join([*header, "\n\n", *body]))
+    rest = lines[: cls.lineno - 1] + lines[cls.end_lineno :]
+    after_imports = max(n.end_lineno for n in imports)
+    rest.insert(after_imports, f"from .network import {cls.name}\n")
+    model_py.write_text("".join(rest))
+
+
+def refactor(project: Path, part: str) -> None:
+    """What a user does to a project they own: move a module into a package of its own,
+    rename a callback, split model.py, rename the part's classes."""
+    (project / "src" / "optimizers").mkdir()
+    (project / "src" / "optimizers" / "__init__.py").write_text("")
+    (project / "src" / "optim.py").rename(project / "src" / "optimizers" / "adamw.py")
+    rename(project, "src.optim", "src.optimizers.adamw")
+    rename(project, "TimingCallback", "StepTimer")
+    split_module_class(project / part / "model.py")
+    rename(project, class_deriving(project / part / "network.py", "LightningModule").name, "Classifier")
+    rename(project, class_deriving(project / part / "data.py", "LightningDataModule").name, "TableData")
+    rename(project, class_deriving(project / part / "config.py", "SLNeuralConfig").name, "TaskConfig")
+
+
+def train_and_check(project: Path, part: str, output: Path) -> subprocess.CompletedProcess:
+    """A smoke run of the part in `project`, then its checker on the code and that run."""
+    train = [sys.executable, "-m", f"{part}.train", "--config", "smoke", "--wandb-mode", "offline"]
+    trained = subprocess.run([*train, "--output.base-dir", str(output)], cwd=project, capture_output=True)
+    assert trained.returncode == 0, trained.stderr.decode()[-3000:]
+    (run_dir,) = output.iterdir()
+    checker = [sys.executable, "-m", "src.checklist", str(run_dir), "--format", "json"]
+    return subprocess.run(checker, cwd=project, capture_output=True, text=True)
+
+
+def failed_items(checked: subprocess.CompletedProcess) -> set[str]:
+    return {r["id"] for r in json.loads(checked.stdout)["results"] if r["status"] == "fail"}
+
+
+@slow
+def test_the_checker_follows_code_a_user_renames_and_moves(tmp_path):
+    if "sl_neural" not in PARTS:
+        pytest.skip("the refactoring moves the supervised neural part's code")
+    part = PARTS["sl_neural"]
+    project = copy_project(tmp_path / "project")
+    refactor(project, part)
+    assert not (project / "src" / "optim.py").exists() and (project / part / "network.py").is_file()
+
+    checked = train_and_check(project, part, tmp_path / "renamed")
+    assert checked.returncode == 0 and failed_items(checked) == set(), checked.stdout[-3000:]
+    statuses = {(r["id"], r["mode"]): r["status"] for r in json.loads(checked.stdout)["results"]}
+    assert statuses["LIT-4", "run"] == statuses["PRF-2", "static"] == "pass"
+
+    # Then behaviour breaks, names untouched: weight decay on every parameter, and a
+    # timing callback that no longer times validation.
+    break_copy(project, "src", replace("p.dim() >= 2", "p.dim() >= 1"))
+    break_copy(project, "src", replace("p.dim() < 2", "p.dim() < 1"))
+    break_copy(project, "src", replace("def on_validation_end(", "def on_validation_done("))
+    checked = train_and_check(project, part, tmp_path / "broken")
+    assert checked.returncode == 1 and {"LIT-4", "PRF-2"} <= failed_items(checked), checked.stdout[-3000:]

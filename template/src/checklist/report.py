@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from src.checklist.registry import Result
 
 STATUSES = ("pass", "fail", "skipped", "waived", "manual")
+GROUP_TITLES = {"static": "static (code)", "run": "run (no RUN_DIR given)", "manual": "manual"}
 
 
 @dataclass
@@ -32,6 +33,14 @@ class Report:
             f"{len(self.automated)} automated, {len(self.manual)} manual. Results: {counts}."
         )
 
+    def groups(self) -> dict[str, list[Result]]:
+        found: dict[str, list[Result]] = {}
+        for result in self.results:
+            found.setdefault(f"run {result.where}" if result.where else GROUP_TITLES[result.mode], []).append(
+                result
+            )
+        return found
+
 
 def as_json(report: Report) -> str:
     return json.dumps(
@@ -47,35 +56,20 @@ def as_json(report: Report) -> str:
     )
 
 
-GROUP_TITLES = {"static": "static (code)", "run": "run (no RUN_DIR given)", "manual": "manual"}
-
-
-def _groups(report: Report) -> dict[str, list[Result]]:
-    groups: dict[str, list[Result]] = {}
-    for result in report.results:
-        title = f"run {result.where}" if result.where else GROUP_TITLES[result.mode]
-        groups.setdefault(title, []).append(result)
-    return groups
-
-
 def as_table(report: Report) -> str:
     lines = []
-    for title, results in _groups(report).items():
-        lines.append(f"== {title}")
-        for result in results:
-            lines.append(f"  {result.status.upper():<8} {result.id:<7} {result.why}")
-    lines.append(report.summary())
-    return "\n".join(lines)
+    for title, results in report.groups().items():
+        lines += [f"== {title}"] + [f"  {r.status.upper():<8} {r.id:<7} {r.why}" for r in results]
+    return "\n".join([*lines, report.summary()])
 
 
 def as_markdown(report: Report) -> str:
     lines = ["# Checklist report", ""]
-    for title, results in _groups(report).items():
+    for title, results in report.groups().items():
         lines += [f"## {title}", "", "| status | item | why |", "| --- | --- | --- |"]
         lines += [f"| {r.status} | {r.id} | {_cell(r.why)} |" for r in results]
         lines.append("")
-    lines.append(report.summary())
-    return "\n".join(lines)
+    return "\n".join([*lines, report.summary()])
 
 
 def _cell(text: str) -> str:

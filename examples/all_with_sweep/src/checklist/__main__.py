@@ -1,59 +1,82 @@
 """python -m src.checklist [RUN_DIR ...] [--format table|json|markdown]
 
-Checks the checklist items that apply to this project: statically on its code, and
-on each finished run directory given. Exit status 1 when an item fails, 2 for bad
-input (a RUN_DIR that is not a run directory, a malformed waiver).
+Checks the checklist items that apply to this project: on its code, and on each run
+directory given. Exit status 1 when an item fails, 2 for bad input (a RUN_DIR that is
+not a run directory, a malformed waiver).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import tomllib
 from pathlib import Path
 
-from src.checklist import run_checks, static_checks  # noqa: F401 - they register the checks
-from src.checklist.layout import Project
-from src.checklist.manual import MANUAL
-from src.checklist.registry import CHECKS, Result, applies, id_order, run_check
+from src.checklist import code_checks, rl_checks, run_checks  # noqa: F401 - they register the checks
+from src.checklist.project import Project
+from src.checklist.registry import CHECKS, MANUAL, TAGS, Result, id_order, run_check
 from src.checklist.report import FORMATS, Report
-from src.checklist.waivers import BadWaivers, load_waivers
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
+class BadWaivers(ValueError):
+    """`[tool.checklist.waivers]` is malformed or names an unknown item."""
+
+
+def load_waivers(pyproject: Path, known: list[str]) -> dict[str, str]:
+    """`"CB-4" = "why it does not apply"` lines of pyproject.toml's [tool.checklist.waivers]."""
+    if not pyproject.is_file():
+        return {}
+    try:
+        waivers = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}).get("checklist", {})
+    except tomllib.TOMLDecodeError as error:
+        raise BadWaivers(f"{pyproject}: not valid TOML ({error})") from None
+    waivers = waivers.get("waivers", {})
+    if not isinstance(waivers, dict):
+        raise BadWaivers(f'{pyproject}: [tool.checklist.waivers] must be a table of ID = "reason"')
+    for item, reason in waivers.items():
+        if item not in known:
+            raise BadWaivers(f"{pyproject}: waiver for unknown item {item!r}; valid IDs: {', '.join(known)}")
+        if not isinstance(reason, str) or not reason.strip():
+            raise BadWaivers(
+                f'{pyproject}: the waiver of {item} needs a reason: {item} = "why it does not apply"'
+            )
+    return {item: reason.strip() for item, reason in waivers.items()}
+
+
 def check_project(root: Path, run_dirs: list[Path]) -> Report:
     """Every applicable check's result; BadRunDir or BadWaivers for bad input."""
-    project = Project.find(root)
+    project = Project.load(root)
     if run_dirs and str(root) not in sys.path:
-        sys.path.insert(0, str(root))  # run checks import the project's own config classes
+        sys.path.insert(0, str(root))  # run checks import the project's config classes
     runs = [run_checks.open_run_dir(path, project) for path in run_dirs]
-    known = {c.id for c in CHECKS} | {item.id for item in MANUAL}
+    known = sorted({c.id for c in CHECKS} | {item for item, _, _ in MANUAL}, key=id_order)
     waivers = load_waivers(root / "pyproject.toml", known)
     applicable = [c for c in CHECKS if c.applies(project.kinds, project.has_sweep)]
-    results = []
-    for item in (c for c in applicable if c.mode == "static"):
-        results.append(Result(item.id, "static", *run_check(item, project)))
+    results = [Result(c.id, "static", *run_check(c, project)) for c in applicable if c.mode == "static"]
     for run in runs:
-        for item in (c for c in applicable if c.mode == "run" and run.kind in c.kinds()):
-            result = Result(
-                item.id,
-                "run",
-                *run_check(item, run),
-                where=f"{run.path} ({run.part.name}, {run.kind}, {run.status})",
-            )
-            results.append(result)
+        where = f"{run.path} ({run.part.name}, {run.kind}, {run.status})"
+        for item in (c for c in applicable if c.mode == "run" and run.kind in TAGS[c.applies_to]):
+            results.append(Result(item.id, "run", *run_check(item, run), where=where))
     if not run_dirs:  # items only a run directory shows
-        static_ids = {c.id for c in applicable if c.mode == "static"}
-        for item_id in sorted({c.id for c in applicable} - static_ids, key=id_order):
-            why = "checked on a run directory: python -m src.checklist output/<run>/"
-            results.append(Result(item_id, "run", "skipped", why))
-    manual = [m for m in MANUAL if applies(m.applies_to, project.kinds, project.has_sweep)]
-    results += [Result(m.id, "manual", "manual", m.reason) for m in manual]
+        static = {c.id for c in applicable if c.mode == "static"}
+        for item in sorted({c.id for c in applicable} - static, key=id_order):
+            results.append(
+                Result(
+                    item,
+                    "run",
+                    "skipped",
+                    "checked on a run directory: python -m src.checklist output/<run>/",
+                )
+            )
+    manual = [(item, why) for item, tag, why in MANUAL if project.kinds & TAGS[tag]]
+    results += [Result(item, "manual", "manual", why) for item, why in manual]
     for result in results:
         if result.id in waivers:
             result.why = f"{waivers[result.id]} (check: {result.status}: {result.why})"
             result.status = "waived"
-    return Report(results, sorted({c.id for c in applicable}, key=id_order), [m.id for m in manual])
+    return Report(results, sorted({c.id for c in applicable}, key=id_order), [item for item, _ in manual])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,4 +1,5 @@
-"""Checks by checklist ID, which part kinds each applies to, and their results."""
+"""Checks by checklist ID, the part kinds each applies to, their results, and the items
+no program can check honestly."""
 
 from __future__ import annotations
 
@@ -9,32 +10,16 @@ from typing import Any, Literal
 Status = Literal["pass", "fail", "skipped", "manual", "waived"]
 Mode = Literal["static", "run"]
 
-KIND_NAMES = ("sl_neural", "sl_tree", "rl")
-# Applicability tags: "nn" = the Lightning parts, "sl" = the supervised parts.
+# Applicability tags, as the checklist writes them: "nn" = the Lightning parts.
 TAGS = {
-    "all": set(KIND_NAMES),
+    "all": {"sl_neural", "sl_tree", "rl"},
     "nn": {"sl_neural", "rl"},
     "sl": {"sl_neural", "sl_tree"},
+    "sl_neural": {"sl_neural"},
     "tree": {"sl_tree"},
     "rl": {"rl"},
-    "sweep": set(KIND_NAMES),
 }
-
-
-def kinds_of(tags: tuple[str, ...]) -> set[str]:
-    """The part kinds every one of these tags covers."""
-    return set.intersection(*(TAGS[tag] for tag in tags))
-
-
-def applies(tags: tuple[str, ...], kinds: set[str], has_sweep: bool) -> bool:
-    """Whether an item with these tags applies to a project with these part kinds."""
-    if "sweep" in tags and not has_sweep:
-        return False
-    return all(kinds & TAGS[tag] for tag in tags)
-
-
-# The checklist's sections, in its order: reports list items this way.
-SECTIONS = (
+SECTIONS = [
     "CFG",
     "STR",
     "LIT",
@@ -51,11 +36,11 @@ SECTIONS = (
     "RES",
     "DDP",
     "DATA",
-)
+]
 
 
 def id_order(item: str) -> tuple[int, int]:
-    """Sort key of an item ID in checklist order: CFG-1, CFG-2, ..., DATA-1."""
+    """Sort key of an item ID in the checklist's order: CFG-1, CFG-2, ..., DATA-1."""
     section, _, number = item.partition("-")
     position = SECTIONS.index(section) if section in SECTIONS else len(SECTIONS)
     return position, int(number) if number.isdigit() else 0
@@ -65,30 +50,26 @@ class Failed(Exception):
     """A check found the item not satisfied; the message says where and why."""
 
 
-def require(condition: object, message: str) -> None:
-    """Fail the check with `message` unless `condition` holds."""
-    if not condition:
-        raise Failed(message)
-
-
 class Skipped(Exception):
     """A check could not decide (e.g. W&B was off for the run); the message says why."""
+
+
+def require(condition: object, message: str) -> None:
+    if not condition:
+        raise Failed(message)
 
 
 @dataclass(frozen=True)
 class Check:
     id: str
     title: str
-    applies_to: tuple[str, ...]  # tags from TAGS; every one must hold
+    applies_to: str  # a key of TAGS
     mode: Mode
     function: Callable[..., str]  # returns why it passed; raises Failed or Skipped
+    sweep_only: bool = False
 
     def applies(self, kinds: set[str], has_sweep: bool) -> bool:
-        return applies(self.applies_to, kinds, has_sweep)
-
-    def kinds(self) -> set[str]:
-        """The part kinds this check looks at."""
-        return kinds_of(self.applies_to)
+        return bool(kinds & TAGS[self.applies_to]) and (has_sweep or not self.sweep_only)
 
 
 @dataclass
@@ -106,11 +87,11 @@ class Result:
 CHECKS: list[Check] = []
 
 
-def check(id: str, title: str, *applies_to: str, mode: Mode = "static") -> Callable:
+def check(id: str, title: str, applies_to: str = "all", *, mode: Mode = "static", sweep: bool = False):
     """Register a check function under a checklist ID."""
 
     def register(function: Callable[..., str]) -> Callable[..., str]:
-        CHECKS.append(Check(id, title, applies_to or ("all",), mode, function))
+        CHECKS.append(Check(id, title, applies_to, mode, function, sweep))
         return function
 
     return register
@@ -123,3 +104,37 @@ def run_check(item: Check, *args: Any) -> tuple[Status, str]:
         return "fail", str(failure)
     except Skipped as skip:
         return "skipped", str(skip)
+
+
+MANUAL = [  # (ID, applies to, why no program checks it here)
+    (
+        "RES-1",
+        "all",
+        "needs a run killed mid-way, resumed, and compared with an uninterrupted one "
+        "(the project's tests do this for each part; a finished run directory cannot show it)",
+    ),
+    (
+        "RES-2",
+        "nn",
+        "a property of the training arithmetic under gradient accumulation, not of any one call "
+        "or file: review schedule code when you change it",
+    ),
+    (
+        "DDP-1",
+        "nn",
+        "needs several devices or nodes to observe per-rank seeding, rank-zero writing and "
+        "synchronized metrics",
+    ),
+    ("DDP-2", "all", "needs a multi-rank launch to see which rank prepares and that the others wait"),
+    (
+        "OPS-3",
+        "all",
+        "judging process health, trends, hangs and restarts needs a live job (the babysitter "
+        "has its own tests)",
+    ),
+    (
+        "OPS-4",
+        "all",
+        "a working practice: whether a record was written when it should have been is not in the code",
+    ),
+]

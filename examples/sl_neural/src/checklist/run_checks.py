@@ -1,5 +1,6 @@
-"""Run checks: a finished run directory (`output/<run>/`). They import the project
-(torch, xgboost) when they run, never when this module is imported."""
+"""Checks of what a run wrote (`output/<run>/`): its files, metrics.jsonl, and the facts
+logged at its start (precision, optimizer groups, callbacks). They import the project's
+config classes, torch and xgboost when they run, never when this module is imported."""
 
 from __future__ import annotations
 
@@ -7,18 +8,21 @@ import base64
 import dataclasses
 import hashlib
 import importlib
+import inspect
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from src.checklist.layout import Part, Project
+from src.checklist.project import Part, Project
 from src.checklist.registry import Failed, Skipped, check, require
 
-MODEL_FILES = {"sl_neural": "model.pt", "rl": "model.pt", "sl_tree": "model.ubj"}  # what LOG-6 logs
+MODEL_FILES = {"sl_neural": "model.pt", "rl": "model.pt", "sl_tree": "model.ubj"}
 START_OF_RUN = ("total_params", "trainable_params", "num_train_samples", "num_val_samples", "gpu_name")
+VALID = "a run directory is output/<name>_<YYYYMMDD_HHMMSS>/ holding config.json (and run.json)"
 
 
 class BadRunDir(ValueError):
@@ -31,89 +35,89 @@ class RunDir:
     part: Part
     config: dict[str, Any]
     status: str  # run.json's: finished, running, failed, interrupted, or unknown
-    _events: list[dict[str, Any]] | None = field(default=None, repr=False)
 
     @property
     def kind(self) -> str:
         return self.part.kind
 
+    @cached_property
     def events(self) -> list[dict[str, Any]]:
-        """metrics.jsonl's lines, read once for all the checks of this run."""
-        if self._events is None:
-            self._events = self._read_events()
-        return self._events
-
-    def _read_events(self) -> list[dict[str, Any]]:
         path = self.path / "metrics.jsonl"
-        if not path.is_file():
-            raise Failed("metrics.jsonl is missing")
+        require(path.is_file(), "metrics.jsonl is missing")
         events = []
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if line.strip():
-                try:
-                    events.append(json.loads(line))
-                except json.JSONDecodeError as error:
-                    raise Failed(f"metrics.jsonl line {number} is not JSON: {error}") from None
+            try:
+                events += [json.loads(line)] if line.strip() else []
+            except json.JSONDecodeError as error:
+                raise Failed(f"metrics.jsonl line {number} is not JSON: {error}") from None
         return events
 
     def metric_keys(self) -> set[str]:
-        return {key for event in self.events() if event.get("event") == "metrics" for key in event}
+        return {key for event in self.events if event.get("event") == "metrics" for key in event}
+
+    def start_facts(self) -> dict[str, Any]:
+        facts: dict[str, Any] = {}
+        for event in self.events:
+            facts.update(event if event.get("event") == "hyperparams" else {})
+        return facts
 
 
 def open_run_dir(path: Path, project: Project) -> RunDir:
     """The run directory and its part; BadRunDir saying what is wrong otherwise."""
-    valid = "a run directory is output/<name>_<YYYYMMDD_HHMMSS>/ holding config.json (and run.json)"
-    if not path.exists():
-        raise BadRunDir(f"{path} does not exist; {valid}")
     if not path.is_dir():
-        raise BadRunDir(f"{path} is not a directory; {valid}")
+        raise BadRunDir(f"{path} {'is not a directory' if path.exists() else 'does not exist'}; {VALID}")
     try:
         config = json.loads((path / "config.json").read_text())
     except FileNotFoundError:
-        raise BadRunDir(f"{path} has no config.json; {valid}") from None
+        raise BadRunDir(f"{path} has no config.json; {VALID}") from None
     except json.JSONDecodeError as error:
-        raise BadRunDir(f"{path}/config.json is not JSON ({error}); {valid}") from None
-    status_path = path / "run.json"
-    run = json.loads(status_path.read_text()) if status_path.is_file() else {}
-    part = _part_from_command(run.get("command", []), project) or _part_from_config(config, project)
+        raise BadRunDir(f"{path}/config.json is not JSON ({error}); {VALID}") from None
+    run = json.loads((path / "run.json").read_text()) if (path / "run.json").is_file() else {}
+    # run.json's command names the part's module (`-m part1.train`); else the config's keys tell.
+    named = {word.split(".")[0] for word in run.get("command", [])}
+    part = next((p for p in project.parts if p.name in named), None) or _best_fit(config, project)
     if part is None:
         kinds = ", ".join(f"{p.name} ({p.kind})" for p in project.parts)
         raise BadRunDir(f"{path}: its config.json fits none of this project's parts: {kinds}")
     return RunDir(path, part, config, run.get("status", "unknown"))
 
 
-def _part_from_command(command: list[str], project: Project) -> Part | None:
-    """run.json's command: `python -m partN.train ...` (or partN.sweep)."""
-    for word in command:
-        match = re.fullmatch(r"(part\d+)\.\w+", word)
-        if match:
-            return next((p for p in project.parts if p.name == match[1]), None)
-    return None
-
-
-def _part_from_config(config: dict[str, Any], project: Project) -> Part | None:
-    """The part whose config class fits config.json's keys best, if it has most of them;
-    a config.json that CFG-2 will refuse (an extra key, say) still finds its part."""
-    best, best_score = None, None
+def _best_fit(config: dict[str, Any], project: Project) -> Part | None:
+    """The part whose config fields cover most of config.json's keys (more than half)."""
+    scores = {}
     for part in project.parts:
-        fields = {field.name for field in dataclasses.fields(config_class(part, config))}
-        score = len(fields & config.keys()) - len(fields ^ config.keys())
-        if 2 * len(fields & config.keys()) > len(config) and (best_score is None or score > best_score):
-            best, best_score = part, score
-    return best
+        names = {f.name for f in dataclasses.fields(config_class(part, config))}
+        if 2 * len(names & config.keys()) > len(config):
+            scores[part] = len(names & config.keys()) - len(names ^ config.keys())
+    return max(scores, key=scores.__getitem__, default=None)
 
 
 def config_class(part: Part, config: dict[str, Any]) -> type:
-    configs = importlib.import_module(f"{part.name}.config").CONFIGS
-    return configs.get(config.get("name"), next(iter(configs.values())))
+    """The part's config class named as config.json's `name` (or its task config)."""
+    module = importlib.import_module(f"{part.name}.config")
+    own = [
+        c for _, c in inspect.getmembers(module, dataclasses.is_dataclass) if c.__module__ == module.__name__
+    ]
+    named = [c for c in own if getattr(c, "name", None) == config.get("name")]
+    require(own, f"{part.name}/config.py defines no config dataclass")
+    return (named or sorted(own, key=lambda c: len(c.__mro__)))[0]
+
+
+@check("OUT-1", "the run directory is named {name}_{YYYYMMDD_HHMMSS}", mode="run")
+def run_dir_name(run: RunDir) -> str:
+    pattern = rf"{re.escape(str(run.config.get('name')))}_\d{{8}}_\d{{6}}(_\d+)?"
+    require(
+        re.fullmatch(pattern, run.path.name),
+        f"{run.path.name} is not {run.config.get('name')}_YYYYMMDD_HHMMSS",
+    )
+    return f"{run.path.name}: the config's name and a timestamp"
 
 
 @check("OUT-2", "the run directory holds config.json, console.log and checkpoints", mode="run")
 def run_contents(run: RunDir) -> str:
     for name in ("config.json", "console.log"):
         require(
-            (run.path / name).is_file() and (run.path / name).stat().st_size > 0,
-            f"{name} is missing or empty",
+            (run.path / name).is_file() and (run.path / name).stat().st_size, f"{name} is missing or empty"
         )
     checkpoints = sorted(
         p.name for p in (run.path / "checkpoints").glob("*") if p.suffix in {".ckpt", ".ubj"}
@@ -145,7 +149,6 @@ def config_round_trip(run: RunDir) -> str:
 def checkpoints_load(run: RunDir) -> str:
     import torch
 
-    loaded = []
     for name in ("best.ckpt", "last.ckpt"):
         path = run.path / "checkpoints" / name
         require(path.is_file(), f"checkpoints/{name} is missing")
@@ -154,72 +157,120 @@ def checkpoints_load(run: RunDir) -> str:
         except Exception as error:  # noqa: BLE001 - a checkpoint that does not load is the finding
             raise Failed(f"checkpoints/{name} does not load: {str(error).splitlines()[0]}") from None
         require("state_dict" in checkpoint, f"checkpoints/{name} holds no state_dict")
-        loaded.append(name)
-    return " and ".join(loaded) + " load on the CPU with weights_only=True"
+    return "best.ckpt and last.ckpt load on the CPU with weights_only=True"
 
 
 @check("OUT-4", "metrics.jsonl: one JSON line per logging event", mode="run")
 def metric_lines(run: RunDir) -> str:
-    events = run.events()
-    metrics = [e for e in events if e.get("event") == "metrics"]
+    metrics = [e for e in run.events if e.get("event") == "metrics"]
     require(metrics, "metrics.jsonl has no metrics events")
-    return f"{len(events)} lines, {len(metrics)} metrics events"
+    return f"{len(run.events)} lines, {len(metrics)} metrics events"
 
 
 @check("LOG-4", "metrics in every namespace: top level, batch/, timing/, tracking/, system/", mode="run")
 def metric_namespaces(run: RunDir) -> str:
-    keys = run.metric_keys()
-    missing = []
-    top = {key for key in keys if "/" not in key}
-    if not any(key.startswith("train_") for key in top) or not any(key.startswith("val_") for key in top):
+    keys, missing = run.metric_keys(), []
+    if not {k[:4] for k in keys if "/" not in k} >= {"trai", "val_"}:
         missing.append("top-level train_*/val_*")
-    if run.kind != "sl_tree" and not any(key == "lr" or key.startswith("lr") for key in keys):
+    if run.kind != "sl_tree" and not any(key.startswith("lr") for key in keys):
         missing.append("lr")
-    namespaces = ["timing/", "tracking/", "system/"] + ([] if run.kind == "sl_tree" else ["batch/"])
-    missing += [space for space in namespaces if not any(key.startswith(space) for key in keys)]
+    spaces = ["timing/", "tracking/", "system/"] + ([] if run.kind == "sl_tree" else ["batch/"])
+    missing += [space for space in spaces if not any(key.startswith(space) for key in keys)]
     if "tracking/epochs_since_improvement" not in keys or not any(
         k.startswith("tracking/best_") for k in keys
     ):
         missing.append("tracking/best_* and tracking/epochs_since_improvement")
     require(not missing, "metrics.jsonl lacks " + "; ".join(missing))
-    return "top level, " + ", ".join(namespaces) + " all present"
+    return "top level, " + ", ".join(spaces) + " all present"
 
 
 @check("LOG-5", "the start-of-run facts are logged once", mode="run")
 def start_facts(run: RunDir) -> str:
-    facts: dict[str, Any] = {}
-    for event in run.events():
-        if event.get("event") == "hyperparams":
-            facts.update(event)
     wanted = list(START_OF_RUN)
-    if run.kind == "sl_tree":
-        # A tree's parameters (its leaves) are known once it is trained: metrics.json has them,
-        # and every leaf is trained, so there is no separate trainable count.
-        summary = _summary(run)
-        require("total_params" in summary, "metrics.json has no total_params")
-        wanted.remove("total_params")
-        wanted.remove("trainable_params")
-    missing = [key for key in wanted if key not in facts]
+    if run.kind == "sl_tree":  # a tree's parameters, its leaves, are known once it is trained
+        require("total_params" in _summary(run), "metrics.json has no total_params")
+        wanted = wanted[2:]
+    missing = [key for key in wanted if key not in run.start_facts()]
     require(not missing, f"metrics.jsonl's hyperparams lines lack {', '.join(missing)}")
-    return ", ".join(START_OF_RUN if run.kind != "sl_tree" else [*wanted, "total_params (metrics.json)"])
+    return ", ".join(wanted) + (" (total_params in metrics.json)" if run.kind == "sl_tree" else "")
 
 
-def _timing_events(run: RunDir) -> list[dict[str, Any]]:
-    return [e for e in run.events() if any(k.startswith("timing/") for k in e)]
+def _fact(run: RunDir, key: str) -> Any:
+    value = run.start_facts().get(key)
+    require(value is not None, f"metrics.jsonl's hyperparams lines lack {key}")
+    return value
+
+
+@check(
+    "LIT-4",
+    "AdamW decays only dim >= 2 parameters, fused unless the Trainer clips in mixed precision",
+    "nn",
+    mode="run",
+)
+def optimizer_groups(run: RunDir) -> str:
+    optimizers = [o for o in _fact(run, "optimizers") if o.get("name") == "AdamW"]
+    require(optimizers, "no AdamW among the optimizers logged at the start")
+    for group in (g for o in optimizers for g in o["param_groups"]):
+        dims = group["param_dims"]
+        require(
+            group["weight_decay"] == 0 or not dims or min(dims) >= 2,
+            f"a param group with weight_decay {group['weight_decay']} holds parameters of dim {dims}",
+        )
+    clips_mixed = run.config.get("gradient_clip_val") and "mixed" in str(_fact(run, "precision"))
+    fused = {bool(o.get("fused")) for o in optimizers}
+    require(fused == {not clips_mixed}, f"AdamW fused={fused.pop()} with precision {_fact(run, 'precision')}")
+    return f"decay on dim >= 2 only; fused={not clips_mixed}"
+
+
+@check("PRC-1", 'the run used "bf16-mixed" or "32-true", never fp16', "nn", mode="run")
+def precision_used(run: RunDir) -> str:
+    precision = str(_fact(run, "precision"))
+    require(precision in {"bf16-mixed", "32-true", "bf16-true"}, f"the run used precision {precision!r}")
+    return f"precision {precision}"
+
+
+def _active(run: RunDir, wanted: str) -> str:
+    active = _fact(run, "callbacks")
+    require(
+        any(a == wanted or a.endswith(f"({wanted})") for a in active), f"no {wanted} in this run: {active}"
+    )
+    return f"{wanted} was active"
+
+
+@check("CB-1", "EarlyStopping was active", "nn", mode="run")
+def early_stopping_active(run: RunDir) -> str:
+    return _active(run, "EarlyStopping")
+
+
+@check("CB-2", "ModelCheckpoint was active", "nn", mode="run")
+def checkpoint_active(run: RunDir) -> str:
+    return _active(run, "ModelCheckpoint")
+
+
+@check("CB-3", "LearningRateMonitor was active", "nn", mode="run")
+def lr_monitor_active(run: RunDir) -> str:
+    return _active(run, "LearningRateMonitor")
+
+
+@check("PRF-1", "a Lightning profiler was active", "nn", mode="run")
+def profiler_active(run: RunDir) -> str:
+    profiler = str(_fact(run, "profiler"))
+    require(re.search(r"(Simple|Advanced)Profiler\)?$", profiler), f"the run's profiler was {profiler}")
+    return f"{profiler} was active"
 
 
 @check("PRF-2", "timing/ data (or env_step), inference, backward and overhead seconds", "nn", mode="run")
 def timing_keys(run: RunDir) -> str:
     fetch = "env_step" if run.kind == "rl" else "data"
     wanted = [f"timing/{name}_seconds" for name in (fetch, "inference", "backward", "overhead")]
-    missing = sorted(set(wanted) - run.metric_keys(), key=wanted.index)
+    missing = [key for key in wanted if key not in run.metric_keys()]
     require(not missing, f"metrics.jsonl lacks {', '.join(missing)}")
     return ", ".join(wanted)
 
 
 @check("PRF-3", "timing/env_step_seconds covers the rollouts", "rl", mode="run")
 def env_step_time(run: RunDir) -> str:
-    values = [e["timing/env_step_seconds"] for e in run.events() if "timing/env_step_seconds" in e]
+    values = [e["timing/env_step_seconds"] for e in run.events if "timing/env_step_seconds" in e]
     require(values, "metrics.jsonl has no timing/env_step_seconds")
     require(
         all(v > 0 for v in values), "timing/env_step_seconds is 0 in some epoch: the rollout is not timed"
@@ -229,22 +280,23 @@ def env_step_time(run: RunDir) -> str:
 
 @check("PRF-4", "timing/*_pct add up to 100 in each epoch", "nn", mode="run")
 def timing_shares(run: RunDir) -> str:
-    counted = 0
-    for event in _timing_events(run):
-        shares = [v for k, v in event.items() if k.startswith("timing/") and k.endswith("_pct")]
-        if shares:
-            counted += 1
-            require(
-                abs(sum(shares) - 100) <= 1,
-                f"step {event.get('step')}: timing/*_pct add up to {sum(shares):.1f}",
-            )
-    require(counted, "metrics.jsonl has no timing/*_pct")
-    return f"timing/*_pct add up to 100 (+-1) in all {counted} epoch(s)"
+    totals = [
+        (
+            event.get("step"),
+            sum(v for k, v in event.items() if k.startswith("timing/") and k.endswith("_pct")),
+        )
+        for event in run.events
+        if any(k.startswith("timing/") and k.endswith("_pct") for k in event)
+    ]
+    require(totals, "metrics.jsonl has no timing/*_pct")
+    for step, total in totals:
+        require(abs(total - 100) <= 1, f"step {step}: timing/*_pct add up to {total:.1f}")
+    return f"timing/*_pct add up to 100 (+-1) in all {len(totals)} epoch(s)"
 
 
 @check("RL-11", "batch/actual_updates logged", "rl", mode="run")
 def updates_logged(run: RunDir) -> str:
-    values = [e["batch/actual_updates"] for e in run.events() if "batch/actual_updates" in e]
+    values = [e["batch/actual_updates"] for e in run.events if "batch/actual_updates" in e]
     require(values, "metrics.jsonl has no batch/actual_updates")
     return f"batch/actual_updates in {len(values)} step(s)"
 
@@ -253,7 +305,7 @@ def updates_logged(run: RunDir) -> str:
 def artifact_logged(run: RunDir) -> str:
     model = run.path / MODEL_FILES[run.kind]
     require(
-        model.is_file() and model.stat().st_size > 0, f"{model.name} (the file the artifact holds) is missing"
+        model.is_file() and model.stat().st_size, f"{model.name} (the file the artifact holds) is missing"
     )
     digest = base64.b64encode(hashlib.md5(model.read_bytes()).digest())  # the manifest's digest
     logs = [p for p in (run.path / "wandb").glob("*run-*/*.wandb") if not p.parent.is_symlink()]
@@ -269,12 +321,10 @@ def artifact_logged(run: RunDir) -> str:
 
 
 def _summary(run: RunDir) -> dict[str, Any]:
-    path = run.path / "metrics.json"
-    require(path.is_file(), "metrics.json is missing")
     try:
-        summary = json.loads(path.read_text())
-    except json.JSONDecodeError as error:
-        raise Failed(f"metrics.json is not JSON: {error}") from None
+        summary = json.loads((run.path / "metrics.json").read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        raise Failed(f"metrics.json does not read as JSON: {error}") from None
     require(isinstance(summary, dict) and summary, "metrics.json holds no summary")
     return summary
 
@@ -290,12 +340,9 @@ TREE_PLOTS = ("feature_importance.png", "predicted_vs_actual.png", "shap_summary
 )
 def tree_outputs(run: RunDir) -> str:
     summary = _summary(run)
-    bad = [k for k, v in summary.items() if isinstance(v, float) and math.isnan(v) and k.startswith("test_")]
-    require(not bad, f"metrics.json: {', '.join(bad)} are NaN")
-    missing = [
-        name
-        for name in TREE_PLOTS
-        if not (run.path / "plots" / name).is_file() or not (run.path / "plots" / name).stat().st_size
-    ]
+    nan = [k for k, v in summary.items() if k.startswith("test_") and isinstance(v, float) and math.isnan(v)]
+    require(not nan, f"metrics.json: {', '.join(nan)} are NaN")
+    plots = [run.path / "plots" / name for name in TREE_PLOTS]
+    missing = [p.name for p in plots if not p.is_file() or not p.stat().st_size]
     require(not missing, f"plots/ lacks {', '.join(missing)}")
     return f"metrics.json ({len(summary)} values) and plots/" + ", ".join(TREE_PLOTS)

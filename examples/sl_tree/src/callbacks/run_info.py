@@ -1,17 +1,20 @@
-"""LOG-5: what a run is, logged once at its start."""
+"""LOG-5: what a run is, logged once at its start, with how it trains: the precision,
+each optimizer's parameter groups, the callbacks and the profiler in use (so a run
+directory shows the checklist's settings took effect, LIT-4, PRC-1, CB-1..3, PRF-1)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import lightning as L
+import torch
 
 from src.system_metrics import gpu_name
 
 
 class RunInfoCallback(L.Callback):
-    """Logs total_params, trainable_params, num_train_samples, num_val_samples and
-    gpu_name to every logger (W&B: the run's config; metrics.jsonl: one line)."""
+    """Logs the model's size, the sample counts, the GPU and the training setup to every
+    logger (W&B: the run's config; metrics.jsonl: one line)."""
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         info = {
@@ -20,9 +23,38 @@ class RunInfoCallback(L.Callback):
             "num_train_samples": _num_samples(trainer, "num_train_samples", trainer.train_dataloader),
             "num_val_samples": _num_samples(trainer, "num_val_samples", trainer.val_dataloaders),
             "gpu_name": gpu_name(),
+            "precision": trainer.precision,
+            "optimizers": [_describe_optimizer(optimizer) for optimizer in trainer.optimizers],
+            "callbacks": [_lightning_name(callback) for callback in trainer.callbacks],
+            "profiler": _lightning_name(trainer.profiler),
         }
         for logger in trainer.loggers:
             logger.log_hyperparams(info)
+
+
+def _describe_optimizer(optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+    groups = [
+        {
+            "weight_decay": group.get("weight_decay", 0.0),
+            "param_dims": sorted({p.dim() for p in group["params"]}),
+        }
+        for group in optimizer.param_groups
+    ]
+    return {
+        "name": type(optimizer).__name__,
+        "fused": bool(optimizer.defaults.get("fused")),
+        "param_groups": groups,
+    }
+
+
+def _lightning_name(obj: object) -> str:
+    """A Lightning class's own name; a class of ours with the Lightning class it extends,
+    e.g. "StopFileCallback(Callback)"."""
+    own = type(obj)
+    base = next((c for c in own.__mro__ if c.__module__.startswith("lightning.")), None)
+    if base is None or base is own:
+        return own.__name__
+    return f"{own.__name__}({base.__name__})"
 
 
 def _num_samples(trainer: L.Trainer, name: str, loaders: Any) -> int:
