@@ -13,7 +13,7 @@ from conftest import every_variant, run, variant_id
 
 SRC_MODULES = """
     __init__ babysit checkpoints cli config console data_checks gpu_lock memory metrics_jsonl
-    optim precision project records run run_dir system_metrics trainer wandb_utils
+    optim precision project records run run_dir stopwatch system_metrics trainer wandb_utils
 """
 CALLBACKS = """
     __init__ batch_metrics epoch_summary plateau_resume rng_state run_info stop_file

@@ -40,7 +40,7 @@ def main_with_config(cfg: DigitsConfig, resume_from: Path | None = None) -> dict
             cfg,
             run.dir,
             logger,
-            accumulate_grad_batches=cfg.gradient_accumulation_steps,  # MEM-3
+            accumulate_grad_batches=cfg.gradient_accumulation_steps,
             gradient_clip_val=cfg.gradient_clip_val,  # LIT-4: clipping through the Trainer
             # MEM-1: Lightning's search for the largest batch that fits, never a hand-written one.
             extra_callbacks=[BatchSizeFinder(mode="binsearch")] if cfg.find_batch_size else [],
@@ -50,10 +50,10 @@ def main_with_config(cfg: DigitsConfig, resume_from: Path | None = None) -> dict
         results = {**test_metrics, "best_val_loss": float(trainer.checkpoint_callback.best_model_score)}
         # test() loaded that checkpoint's weights into `model`: they are the ones we keep.
         model_path = save_model(model, run.dir / "model.pt")
-        log_model_artifact(model_path, f"{cfg.name}-model", metadata=test_metrics)  # LOG-6
+        log_model_artifact(model_path, f"{cfg.name}-model", metadata=test_metrics)  # once, at the end (LOG-6)
         finish_run()  # wandb.finish(), except in a sweep agent's run
     del model, trainer
-    cleanup_vram()  # MEM-4
+    cleanup_vram()  # after `del`: the memory is free for the next run (MEM-4)
     return results
 
 

@@ -58,7 +58,7 @@ def main_with_config(cfg: DiabetesConfig, resume_from: Path | None = None) -> di
         test_metrics = evaluate(predicted, split.test_labels)
         model_path = save_model(model, run.dir / "model.ubj")
         trees = model.trees_to_dataframe()
-        summary = {  # OUT-5
+        summary = {  # metrics.json (OUT-5)
             **test_metrics,
             "best_round": model.num_boosted_rounds() - 1,
             f"best_val_{cfg.eval_metric}": float(booster.attr("best_score") or "nan"),
@@ -75,7 +75,7 @@ def main_with_config(cfg: DiabetesConfig, resume_from: Path | None = None) -> di
         tree_plots.shap_summary(model, split.test_features, plots / "shap_summary.png")
         if wandb_run is not None:
             wandb_run.summary.update(summary)
-        log_model_artifact(model_path, f"{cfg.name}-model", metadata=summary)  # LOG-6
+        log_model_artifact(model_path, f"{cfg.name}-model", metadata=summary)  # once, at the end (LOG-6)
         print(" | ".join(f"{key} {value:.4g}" for key, value in summary.items()))
         finish_run()  # wandb.finish(), except in a sweep agent's run
     return summary

@@ -18,9 +18,9 @@ from torchrl.modules import MLP, ProbabilisticActor, ValueOperator
 from torchrl.objectives import ClipPPOLoss
 from torchrl.objectives.value import GAE
 
-from src.callbacks.timing import Stopwatch
 from src.checkpoints import load_module, save_module
 from src.optim import adamw
+from src.stopwatch import Stopwatch
 
 from .config import CartPoleConfig
 
@@ -52,7 +52,7 @@ class PPOModule(L.LightningModule):
         max_grad_norm: float,
     ) -> None:
         super().__init__()
-        self.save_hyperparameters()  # LOG-2
+        self.save_hyperparameters()  # hparams reach W&B's config (LOG-2)
         self.automatic_optimization = False  # several updates per batch, clipped by hand (RL-13)
         self.batch_size = batch_size  # the PPO minibatch (MEM-2)
         layers = {"num_cells": list(hidden_sizes), "activation_class": nn.Tanh}
@@ -130,7 +130,8 @@ class PPOModule(L.LightningModule):
 
     def _log_step(self, batch: TensorDictBase, sums: dict[str, float], updates: int, skipped: int) -> None:
         self.frames += batch.numel()
-        averages = {key: value / max(updates, 1) for key, value in sums.items()}  # RL-11
+        # Over the updates really made: KL early stopping makes them fewer (RL-11).
+        averages = {key: value / max(updates, 1) for key, value in sums.items()}
         metrics = {f"batch/{key}": value for key, value in averages.items() if key != "loss"}
         metrics |= {"batch/actual_updates": float(updates), "batch/skipped_updates": float(skipped)}
         self.log_dict(metrics, on_step=True, on_epoch=False, batch_size=1)
@@ -155,7 +156,7 @@ class PPOModule(L.LightningModule):
         self.log(f"{stage}_episode_length", final["step_count"].float().sum(), batch_size=1)
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
-        return adamw(self, self.hparams.learning_rate, self.hparams.weight_decay)  # LIT-4
+        return adamw(self, self.hparams.learning_rate, self.hparams.weight_decay)
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         checkpoint["frames"] = self.frames

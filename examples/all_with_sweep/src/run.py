@@ -27,10 +27,16 @@ from typing import Any
 import wandb
 from lightning.pytorch.utilities import rank_zero_only
 
-from src.callbacks.stop_file import stop_file_paths, stop_requested
 from src.config import BaseConfig
 from src.console import tee_console
-from src.run_dir import RUN_DIR_ENV, create_run_dir, inherited_run_dir, run_dir_of
+from src.run_dir import (
+    RUN_DIR_ENV,
+    create_run_dir,
+    inherited_run_dir,
+    run_dir_of,
+    stop_file_paths,
+    stop_requested,
+)
 
 
 @dataclass

@@ -23,7 +23,8 @@ from src.metrics_jsonl import append_jsonl
 from src.run import start_run
 
 
-def test_gpu_lock_makes_a_second_job_wait(tmp_path):  # OPS-1
+# OPS-1: concurrent jobs queue on the lock instead of failing.
+def test_gpu_lock_makes_a_second_job_wait(tmp_path):
     lock = tmp_path / "gpu.lock"
     holder = subprocess.Popen(
         [
@@ -92,7 +93,8 @@ def wait_for(path, timeout=10.0):
     return path.read_text() if path.exists() else ""
 
 
-def test_babysitter_reports_a_healthy_run(tmp_path, monkeypatch):  # OPS-3
+# OPS-3: the babysitter writes what it finds to logs/.
+def test_babysitter_reports_a_healthy_run(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     run_dir, _ = make_run(tmp_path)
     findings = babysitter(tmp_path, run_dir).check()
@@ -103,7 +105,8 @@ def test_babysitter_reports_a_healthy_run(tmp_path, monkeypatch):  # OPS-3
     assert not (tmp_path / "issues").exists()
 
 
-def test_babysitter_reads_a_reward_as_higher_is_better(tmp_path):  # OPS-3
+# OPS-3: a metric trend is judged in the metric's own direction.
+def test_babysitter_reads_a_reward_as_higher_is_better(tmp_path):
     path = tmp_path / "metrics.jsonl"
     rewards = [10.0, 50.0, 200.0, 480.0, 100.0, 100.0]
     append_jsonl(
@@ -118,7 +121,8 @@ def test_babysitter_reads_a_reward_as_higher_is_better(tmp_path):  # OPS-3
     assert finding.level == "WARN" and "best 480" in finding.message
 
 
-def test_babysitter_restarts_a_killed_run_once_and_files_an_issue(tmp_path, monkeypatch):  # OPS-3, OPS-4
+# OPS-3 restarts from the checkpoint; OPS-4 records the problem under issues/.
+def test_babysitter_restarts_a_killed_run_once_and_files_an_issue(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     run_dir, marker = make_run(tmp_path, pid=dead_pid(), linger=5)
     sitter = babysitter(tmp_path, run_dir, restart=True)
@@ -153,7 +157,8 @@ def test_babysitter_does_not_restart_a_run_that_ended_on_purpose_or_with_an_erro
         (lambda run_dir: [os.utime(run_dir / f, (0, 0)) for f in ("metrics.jsonl",)], "hung"),
     ],
 )
-def test_babysitter_fails_what_is_broken(tmp_path, monkeypatch, breakage, check):  # OPS-3
+# OPS-3: each check fails on the fault it exists for.
+def test_babysitter_fails_what_is_broken(tmp_path, monkeypatch, breakage, check):
     monkeypatch.chdir(tmp_path)
     run_dir, _ = make_run(tmp_path)
     breakage(run_dir)
@@ -161,7 +166,8 @@ def test_babysitter_fails_what_is_broken(tmp_path, monkeypatch, breakage, check)
     assert findings[check].level == "FAIL", findings[check]
 
 
-def test_records_carry_type_status_and_their_own_fields(tmp_path):  # OPS-4
+# OPS-4: each record type has its own fields.
+def test_records_carry_type_status_and_their_own_fields(tmp_path):
     experiment = records.new_experiment(tmp_path, "Wider MLP", hypothesis="width helps", configs="wide")
     issue = records.new_issue(tmp_path, "NaN loss", "divergence", run="output/x", metric="val_loss")
     assert 'hypothesis: "width helps"' in experiment.read_text()
@@ -172,7 +178,8 @@ def test_records_carry_type_status_and_their_own_fields(tmp_path):  # OPS-4
         records.new_issue(tmp_path, "x", "oops")
 
 
-def test_records_command_line_fills_type_fields(tmp_path, monkeypatch, capsys):  # OPS-4
+# OPS-4: records are written from the command line.
+def test_records_command_line_fills_type_fields(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     records.main(
         ["issue", "NaN loss", "--type", "divergence", "--field", "metric=val_loss", "--field", "epoch=12"]
@@ -184,7 +191,8 @@ def test_records_command_line_fills_type_fields(tmp_path, monkeypatch, capsys): 
     assert "NAME one of: metric, epoch, value" in capsys.readouterr().err
 
 
-def test_a_failed_resume_gives_the_run_its_config_back(tmp_path):  # RES-1
+# RES-1: a resume that fails loses nothing.
+def test_a_failed_resume_gives_the_run_its_config_back(tmp_path):
     output = OutputConfig(base_dir=str(tmp_path))
     first = BaseConfig(name="resumed", seed=1, wandb_mode="disabled", output=output)
     with start_run(first) as run:
@@ -198,7 +206,8 @@ def test_a_failed_resume_gives_the_run_its_config_back(tmp_path):  # RES-1
 
 
 @slow
-def test_sigterm_unwinds_the_run_and_records_it_as_interrupted(tmp_path):  # RES-1, OPS-3
+# RES-1, OPS-3: SIGTERM keeps what was saved and tells the babysitter why the run ended.
+def test_sigterm_unwinds_the_run_and_records_it_as_interrupted(tmp_path):
     script = f"""
 import dataclasses, os, signal, time
 from src.config import BaseConfig
@@ -219,7 +228,8 @@ with start_run(cfg):
     assert "Terminated" in (run_dir / "console.log").read_text()
 
 
-def test_detach_script_starts_an_unbuffered_background_job(tmp_path):  # OPS-2
+# OPS-2: one command starts a run detached, with unbuffered output.
+def test_detach_script_starts_an_unbuffered_background_job(tmp_path):
     result = subprocess.run(
         ["bash", str(ROOT / "scripts" / "detach.sh"), "json.tool", "--help"],
         cwd=tmp_path,

@@ -63,10 +63,10 @@ def main_with_config(cfg: CartPoleConfig, resume_from: Path | None = None) -> di
             datamodule.close()  # RL-3: no worker process outlives the run, however it ends
         # test() loaded that checkpoint's weights into `model`: they are the ones we keep.
         model_path = save_model(model, run.dir / "model.pt")
-        log_model_artifact(model_path, f"{cfg.name}-model", metadata=test_metrics)  # LOG-6
+        log_model_artifact(model_path, f"{cfg.name}-model", metadata=test_metrics)  # once, at the end (LOG-6)
         finish_run()  # wandb.finish(), except in a sweep agent's run
     del model, trainer
-    cleanup_vram()  # MEM-4
+    cleanup_vram()  # after `del`: the memory is free for the next run (MEM-4)
     return {**test_metrics, "best_val_episode_reward": best_val_reward}
 
 

@@ -1,11 +1,12 @@
-"""Run directories: {output.base_dir}/{name}_{YYYYMMDD_HHMMSS}/ (OUT-1, OUT-2), and
-finding the checkpoint a run resumes from (RES-1)."""
+"""Run directories: {output.base_dir}/{name}_{YYYYMMDD_HHMMSS}/ (OUT-1, OUT-2), the
+STOP files that end a run (CB-4), and finding the checkpoint a run resumes from (RES-1)."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -77,3 +78,13 @@ def _finished(run_dir: Path) -> bool:
 def inherited_run_dir() -> Path | None:
     value = os.environ.get(RUN_DIR_ENV)
     return Path(value) if value else None
+
+
+def stop_file_paths(stop_file: str, run_dir: Path) -> list[Path]:
+    """The shared STOP file (stops every run started here) and this run's own."""
+    return [Path(stop_file), run_dir / "STOP"]
+
+
+def stop_requested(paths: Sequence[Path]) -> Path | None:
+    """The first STOP file that exists, if any."""
+    return next((path for path in paths if path.exists()), None)

@@ -54,7 +54,7 @@ class DigitsClassifier(L.LightningModule):
     def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
         features, labels = batch
         loss = F.cross_entropy(self(features), labels)
-        self.log("train_loss", loss, on_step=True, on_epoch=True, prog_bar=True)  # LOG-3
+        self.log("train_loss", loss, on_step=True, on_epoch=True, prog_bar=True)
         return loss
 
     def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
@@ -72,7 +72,7 @@ class DigitsClassifier(L.LightningModule):
         self.log("test_acc", self.test_accuracy, on_epoch=True)
 
     def configure_optimizers(self) -> dict:
-        optimizer = adamw(self, self.hparams.learning_rate, self.hparams.weight_decay)  # LIT-4
+        optimizer = adamw(self, self.hparams.learning_rate, self.hparams.weight_decay)
         scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
             optimizer, mode="min", factor=self.hparams.lr_factor, patience=self.hparams.lr_patience
         )

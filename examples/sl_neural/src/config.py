@@ -133,7 +133,7 @@ class LightningConfig(BaseConfig):
     weight_decay: float = 0.01
     # PRC-1/PRC-3: "auto" is bf16-mixed where the GPU supports it, else 32-true.
     precision: Literal["auto", "bf16-mixed", "32-true"] = "auto"
-    profiler: Literal["simple", "advanced"] = "simple"  # PRF-1
+    profiler: Literal["simple", "advanced"] = "simple"
     # DDP-1: the same code runs on several devices and nodes.
     accelerator: str = "auto"
     devices: str = "auto"
@@ -175,7 +175,7 @@ class SLNeuralConfig(LightningConfig):
             keeps the split.
     """
 
-    gradient_accumulation_steps: int = 1  # MEM-3
+    gradient_accumulation_steps: int = 1
     gradient_clip_val: float = 1.0  # LIT-4: clipping through the Trainer
     # MEM-1: Lightning's BatchSizeFinder (binsearch) replaces batch_size with the
     # largest that fits in memory. Worth it on a GPU; off by default so a run's

@@ -32,10 +32,10 @@ from src.callbacks import (
     TimingCallback,
     TrackingCallback,
 )
-from src.callbacks.stop_file import stop_file_paths
 from src.config import LightningConfig
 from src.metrics_jsonl import JsonlLogger
 from src.precision import choose_precision
+from src.run_dir import stop_file_paths
 
 # Raised inside Lightning 2.6 by newer torch on every run; nothing in this project to act on.
 warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)")
@@ -52,7 +52,7 @@ def build_callbacks(
     fetch_section: str,
 ) -> list[L.Callback]:
     return [
-        EarlyStopping(  # CB-1
+        EarlyStopping(  # CB-1: patience counts validations, not epochs
             monitor=monitor,
             patience=cfg.patience,
             mode=mode,
@@ -71,16 +71,16 @@ def build_callbacks(
             enable_version_counter=False,
         ),
         ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="last", enable_version_counter=False),
-        LearningRateMonitor(logging_interval="epoch"),  # CB-3
-        StopFileCallback(stop_file_paths(cfg.stop_file, run_dir)),  # CB-4
-        Timer(duration=timedelta(hours=cfg.max_wall_clock_hours), interval="step"),  # CFG-4
-        TimingCallback(fetch_section=fetch_section),  # PRF-2, PRF-3, PRF-4
-        TrackingCallback(monitor=monitor, mode=mode),  # LOG-4
-        BatchMetricsCallback(),  # LOG-4
-        SystemMetricsCallback(),  # LOG-4
-        RunInfoCallback(),  # LOG-5
-        RngStateCallback(),  # RES-1
-        PlateauResumeCallback(),  # RES-1
+        LearningRateMonitor(logging_interval="epoch"),
+        StopFileCallback(stop_file_paths(cfg.stop_file, run_dir)),  # `touch STOP` (CB-4)
+        Timer(duration=timedelta(hours=cfg.max_wall_clock_hours), interval="step"),  # CFG-4 budget
+        TimingCallback(fetch_section=fetch_section),  # timing/ (PRF-2..4)
+        TrackingCallback(monitor=monitor, mode=mode),  # tracking/ (LOG-4)
+        BatchMetricsCallback(),  # batch/ (LOG-4)
+        SystemMetricsCallback(),  # system/ (LOG-4)
+        RunInfoCallback(),  # start-of-run facts (LOG-5)
+        RngStateCallback(),  # RES-1: resume draws the same random numbers
+        PlateauResumeCallback(),  # RES-1: resume keeps the plateau scheduler's count
         EpochSummaryCallback(),
     ]
 
@@ -108,17 +108,17 @@ def build_trainer(
     )
     if torch.cuda.is_available():
         torch.set_float32_matmul_precision("high")  # TF32 for what still runs in fp32
-    loggers: list[Logger] = [JsonlLogger(run_dir / "metrics.jsonl")]  # OUT-4
+    loggers: list[Logger] = [JsonlLogger(run_dir / "metrics.jsonl")]  # a copy W&B cannot lose (OUT-4)
     if wandb_logger is not None:
         loggers.insert(0, wandb_logger)
-    profiler_cls = AdvancedProfiler if cfg.profiler == "advanced" else SimpleProfiler  # PRF-1
+    profiler_cls = AdvancedProfiler if cfg.profiler == "advanced" else SimpleProfiler
     callbacks = build_callbacks(cfg, run_dir, monitor, mode, stopping_threshold, fetch_section)
     return L.Trainer(
-        default_root_dir=run_dir,  # OUT-1
+        default_root_dir=run_dir,  # Lightning's own files land in the run too (OUT-1)
         logger=loggers,
         callbacks=[*callbacks, *extra_callbacks],
         max_epochs=cfg.num_epochs,
-        precision=precision,  # PRC-1, PRC-3
+        precision=precision,  # bf16-mixed, or 32-true where bf16 is unsupported (PRC-1, PRC-3)
         accelerator=cfg.accelerator,
         devices=cfg.devices,
         num_nodes=cfg.num_nodes,

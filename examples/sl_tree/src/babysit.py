@@ -31,8 +31,7 @@ from pathlib import Path
 import psutil
 import torch
 
-from src.callbacks.tracking import higher_is_better
-from src.metrics_jsonl import read_jsonl
+from src.metrics_jsonl import higher_is_better, read_jsonl
 from src.records import new_issue
 from src.run_dir import latest_checkpoint
 

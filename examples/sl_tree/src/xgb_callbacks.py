@@ -16,10 +16,9 @@ from typing import Any
 
 import xgboost as xgb
 
-from src.callbacks.stop_file import stop_file_paths, stop_requested
-from src.callbacks.tracking import higher_is_better
 from src.config import SLTreeConfig
-from src.metrics_jsonl import append_jsonl, drop_metrics_from_step
+from src.metrics_jsonl import append_jsonl, drop_metrics_from_step, higher_is_better
+from src.run_dir import stop_file_paths, stop_requested
 from src.system_metrics import collect_system_metrics
 
 TRAIN_SECONDS = "train_seconds"  # booster attribute: training time of every session so far

@@ -8,15 +8,7 @@ from pathlib import Path
 import lightning as L
 from lightning.pytorch.utilities import rank_zero_info
 
-
-def stop_file_paths(stop_file: str, run_dir: Path) -> list[Path]:
-    """The shared STOP file (stops every run started here) and this run's own."""
-    return [Path(stop_file), run_dir / "STOP"]
-
-
-def stop_requested(paths: Sequence[Path]) -> Path | None:
-    """The first STOP file that exists, if any."""
-    return next((path for path in paths if path.exists()), None)
+from src.run_dir import stop_requested
 
 
 class StopFileCallback(L.Callback):

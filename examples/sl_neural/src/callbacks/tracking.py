@@ -7,14 +7,6 @@ from typing import Any
 import lightning as L
 
 
-def higher_is_better(metric: str) -> bool:
-    """Whether a metric grows as a run improves: rewards, accuracies, and the XGBoost
-    metrics its own early stopping maximizes (auc, aucpr, map, ndcg, pre). Takes a
-    logged key such as "val_episode_reward" or a bare XGBoost eval_metric."""
-    name = metric.split("_", 1)[-1]
-    return "reward" in name or name.endswith("acc") or name.startswith(("auc", "map", "ndcg", "pre"))
-
-
 class TrackingCallback(L.Callback):
     """Logs tracking/best_{monitor}, tracking/best_epoch and
     tracking/epochs_since_improvement after every epoch that validated."""
