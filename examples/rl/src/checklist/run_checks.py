@@ -105,7 +105,7 @@ def config_class(part: Part, config: dict[str, Any]) -> type:
 
 @check("OUT-1", "the run directory is named {name}_{YYYYMMDD_HHMMSS}", mode="run")
 def run_dir_name(run: RunDir) -> str:
-    pattern = rf"{re.escape(str(run.config.get('name')))}_\d{{8}}_\d{{6}}(_\d+)?"
+    pattern = re.escape(str(run.config.get("name"))) + r"_\d{8}_\d{6}(_\d+)?"
     require(
         re.fullmatch(pattern, run.path.name),
         f"{run.path.name} is not {run.config.get('name')}_YYYYMMDD_HHMMSS",
