@@ -55,7 +55,8 @@ def call_with(project: Project, part: Part, name: str, /, **tests: Test) -> str:
 
 def passes(project: Project, part: Part | None, name: str, test: Test = given) -> bool:
     """Whether the code passes `name=` to any call with a value that passes `test`."""
-    return any(test(keyword(call, name)) for _, call in project.find(ast.Call, part) if keyword(call, name))
+    values = [keyword(call, name) for _, call in project.find(ast.Call, part)]
+    return any(test(value) for value in values if value is not None)
 
 
 def never_uses(project: Project, paths: list[str], name: str, advice: str) -> None:
@@ -100,9 +101,7 @@ def config_classes(project: Project, part: Part) -> list[ast.ClassDef]:
 
 @check("CFG-1", "each part's config is a dataclass in the one hierarchy in src/")
 def config_hierarchy(project: Project) -> str:
-    shared = {
-        c.name: c for p in project.root.glob("src/**/*.py") for c in classes(project.tree(project.rel(p)))
-    }
+    shared = shared_classes(project)
 
     def reaches_base(name: str) -> bool:
         cls = shared.get(name)

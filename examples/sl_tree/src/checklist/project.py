@@ -31,6 +31,7 @@ class Project:
     parts: list[Part] = field(default_factory=list)
     _trees: dict[str, ast.Module] = field(default_factory=dict, repr=False)
     _code: dict[str, list[str]] = field(default_factory=dict, repr=False)
+    _functions: dict[str, dict[str, list[ast.FunctionDef]]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def load(cls, root: Path) -> Project:
@@ -63,7 +64,7 @@ class Project:
         return None
 
     def code(self, part: Part | str | None = None) -> list[str]:
-        """The files a part's train.py and sweep.py reach through imports (every part's
+        """The files a part's train.py, sweep.py and __init__.py reach through imports (every part's
         when `part` is None): the code its runs execute, wherever it lives."""
         if part is None:
             return sorted({path for p in self.parts for path in self.code(p)})
@@ -148,15 +149,19 @@ class Project:
             wanted |= {cls.name for _, cls in more}
 
     def functions(self, part: Part | None = None) -> dict[str, list[ast.FunctionDef]]:
-        """Functions and methods by name; a class's name gives its methods."""
-        index: dict[str, list[ast.FunctionDef]] = {}
-        for path in self.code(part):
-            for node in nodes(self.tree(path)):
-                if isinstance(node, ast.FunctionDef):
-                    index.setdefault(node.name, []).append(node)
-                elif isinstance(node, ast.ClassDef):
-                    index.setdefault(node.name, []).extend(methods(node).values())
-        return index
+        """Functions and methods by name; a class's name gives its methods. Built once
+        per part: every reaches() question walks it."""
+        key = part.name if part else ""
+        if key not in self._functions:
+            index: dict[str, list[ast.FunctionDef]] = {}
+            for path in self.code(part):
+                for node in nodes(self.tree(path)):
+                    if isinstance(node, ast.FunctionDef):
+                        index.setdefault(node.name, []).append(node)
+                    elif isinstance(node, ast.ClassDef):
+                        index.setdefault(node.name, []).extend(methods(node).values())
+            self._functions[key] = index
+        return self._functions[key]
 
     def reaches(self, node: ast.AST, target: str | set[str], part: Part | None = None) -> bool:
         """Whether `node` calls `target`, directly or through the project's functions."""
