@@ -12,8 +12,10 @@ import yaml
 from conftest import every_variant, run, variant_id
 
 SRC_MODULES = """
-    __init__ babysit checkpoints cli config console data_checks gpu_lock memory metrics_jsonl
-    optim precision project records run run_dir stopwatch system_metrics trainer wandb_utils
+    __init__ cli config data_checks project wandb_utils
+    training/__init__ training/checkpoints training/optim training/precision training/stopwatch
+    training/trainer runs/__init__ runs/console runs/directory runs/lifetime runs/metrics_jsonl
+    ops/__init__ ops/babysit ops/gpu_lock ops/hardware ops/memory ops/records
 """
 CALLBACKS = """
     __init__ batch_metrics epoch_summary plateau_resume rng_state run_info stop_file
@@ -45,7 +47,7 @@ PART_FILES = ("__init__.py", "config.py", "data.py", "model.py", "train.py")
 # Files a part kind adds beyond the four of every part; {part} is its folder.
 KIND_FILES = {
     "sl_neural": [],
-    "sl_tree": ["{part}/benchmark.py", "src/xgb_callbacks.py", "src/tree_plots.py"],
+    "sl_tree": ["{part}/benchmark.py", "src/trees/__init__.py", "src/trees/rounds.py", "src/trees/plots.py"],
     "rl": ["{part}/envs.py", "{part}/benchmark.py"],
 }
 
@@ -98,6 +100,18 @@ def test_readme_names_each_part(copie):
     assert "| `part1/` | supervised neural (Lightning) |" in readme
     assert "| `part2/` | supervised tree (XGBoost) |" in readme
     assert "| `part3/` | reinforcement learning (TorchRL PPO in Lightning) |" in readme
+
+
+@pytest.mark.parametrize("parts", [["sl_neural", "sl_tree", "rl"], ["rl"]], ids="+".join)
+def test_readme_says_where_each_src_module_and_package_lives(copie, parts):
+    project = Path(copie.copy(extra_answers={"parts": parts, "sweep": True}).project_dir)
+    readme = (project / "README.md").read_text()
+    table = readme.split("## Where things live", 1)[1].split("\n## ", 1)[0]
+    homes = {p.name for p in (project / "src").iterdir() if p.is_dir() and p.name != "__pycache__"}
+    homes |= {p.name for p in (project / "src").glob("*.py") if p.name != "__init__.py"}
+    named = {home for home in homes if f"`src/{home}" in table}
+    assert named == homes, f"README's table leaves out {sorted(homes - named)}"
+    assert ("src/trees/" in table) == ("sl_tree" in parts)
 
 
 def test_a_tree_only_project_numbers_its_part_1(copie):

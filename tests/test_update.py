@@ -229,7 +229,7 @@ def test_a_conflicting_edit_is_reported_with_markers_or_a_rej_file(template_repo
     config = (inline / ".pre-commit-config.yaml").read_text()
     assert "<<<<<<< before updating" in config and ">>>>>>> after updating" in config
     assert ours in config and "--assume-in-merge" in config  # both sides kept
-    assert (inline / "src" / "gpu_lock.py").is_file()  # the rest of the update went in
+    assert (inline / "src" / "ops" / "gpu_lock.py").is_file()  # the rest of the update went in
     # The rendered project's pre-commit hook refuses to commit the markers.
     hook = subprocess.run(
         [
@@ -256,7 +256,8 @@ def test_a_conflicting_edit_is_reported_with_markers_or_a_rej_file(template_repo
     assert "+" + ours in (rej / ".pre-commit-config.yaml.rej").read_text()
 
 
-def test_the_v0_2_0_migration_moves_edited_modules_with_their_edits(template_repo, tmp_path):
+def test_the_migrations_move_edited_modules_with_their_edits_from_the_first_release(template_repo, tmp_path):
+    # v0.2.0 moved src/utils/gpu_lock.py to src/, v0.3.0 moved it on to src/ops/.
     project = render(template_repo, tmp_path / "project", FIRST)
     with (project / "src" / "utils" / "gpu_lock.py").open("a") as lock:
         lock.write("\n\nLOCK_NOTE = 'ours'\n")
@@ -269,11 +270,84 @@ def test_the_v0_2_0_migration_moves_edited_modules_with_their_edits(template_rep
     update(project, LATEST)
 
     assert_merged_cleanly(project)
-    assert "LOCK_NOTE = 'ours'" in (project / "src" / "gpu_lock.py").read_text()
+    assert "LOCK_NOTE = 'ours'" in (project / "src" / "ops" / "gpu_lock.py").read_text()
     assert not (project / "src" / "utils" / "gpu_lock.py").exists()
-    assert (project / "part1" / "ours.py").read_text().startswith("from src.memory import cleanup_vram")
+    assert not (project / "src" / "gpu_lock.py").exists()
+    assert (project / "part1" / "ours.py").read_text().startswith("from src.ops.memory import cleanup_vram")
     assert (project / "src" / "utils" / "__init__.py").is_file()  # still a package for paths.py
     assert (project / "src" / "utils" / "paths.py").read_text() == 'DATA = "/data"\n'
+
+
+V0_2_0 = "v0.2.0"  # the last release with a flat src/
+OUR_RUN_DIR_LINE = 'SCRATCH = Path("/scratch")  # where our cluster wants runs\n'
+OUR_MODULE = """from src import babysit, cli
+from src.callbacks.timing import Stopwatch
+from src.run_dir import find_latest_run
+from src import tree_plots
+
+__all__ = ["Stopwatch", "babysit", "cli", "find_latest_run", "tree_plots"]
+"""
+
+
+def test_the_v0_3_0_migration_merges_edits_to_modules_the_release_moved_and_changed(template_repo, tmp_path):
+    project = render(template_repo, tmp_path / "project", V0_2_0, parts=["sl_neural", "sl_tree"])
+    edit(
+        project / "src" / "run_dir.py",
+        'RUN_DIR_ENV = "TRAIN_RUN_DIR"\n',
+        'RUN_DIR_ENV = "TRAIN_RUN_DIR"\n' + OUR_RUN_DIR_LINE,
+    )
+    with (project / "src" / "memory.py").open("a") as memory:
+        memory.write("\n\nFREED_NOTE = 'ours'\n")
+    (project / "src" / "paths.py").write_text(OUR_MODULE)
+    (project / "scripts" / "nightly.sh").write_text("python -m src.babysit output/latest\n")
+    commit(project, "our edits")
+
+    update(project, LATEST)
+
+    assert_merged_cleanly(project)
+    run_dir_module = (project / "src" / "runs" / "directory.py").read_text()
+    assert OUR_RUN_DIR_LINE in run_dir_module  # the user's edit...
+    assert "def stop_requested(" in run_dir_module  # ...and the release's own change to the module
+    fresh = render(template_repo, tmp_path / "fresh", LATEST, parts=["sl_neural", "sl_tree"])
+    assert (
+        run_dir_module.replace(OUR_RUN_DIR_LINE, "") == (fresh / "src" / "runs" / "directory.py").read_text()
+    )
+    assert "FREED_NOTE = 'ours'" in (project / "src" / "ops" / "memory.py").read_text()
+    assert not (project / "src" / "run_dir.py").exists() and not (project / "src" / "memory.py").exists()
+    assert (
+        (project / "src" / "paths.py").read_text()
+        == """from src.ops import babysit
+from src import cli
+from src.training.stopwatch import Stopwatch
+from src.runs.directory import find_latest_run
+from src.trees import plots as tree_plots
+
+__all__ = ["Stopwatch", "babysit", "cli", "find_latest_run", "tree_plots"]
+"""
+    )
+    assert (project / "scripts" / "nightly.sh").read_text() == "python -m src.ops.babysit output/latest\n"
+    kept = {"src/runs/directory.py": OUR_RUN_DIR_LINE, "src/ops/memory.py": "FREED_NOTE"}
+    kept |= {"src/paths.py": "", "scripts/nightly.sh": ""}
+    assert_is_fresh_render_plus_edits(project, template_repo, tmp_path, kept)
+
+
+def test_the_v0_3_0_migration_leaves_markers_where_an_edit_meets_the_releases_change(template_repo, tmp_path):
+    # v0.3.0 took the RL branches out of the shared Trainer: the line the user changed.
+    project = render(template_repo, tmp_path / "project", V0_2_0, parts=["sl_neural"])
+    edit(
+        project / "src" / "trainer.py",
+        "    is_rl = isinstance(cfg, RLConfig)\n",
+        "    is_rl = False  # ours\n",
+    )
+    commit(project, "our edit")
+
+    update(project, LATEST)
+
+    trainer = (project / "src" / "training" / "trainer.py").read_text()
+    assert files_with_markers(project) == ["src/training/trainer.py"]
+    assert "<<<<<<< before updating" in trainer and ">>>>>>> after updating" in trainer
+    assert "is_rl = False  # ours" in trainer and "def build_trainer(" in trainer
+    assert not (project / "src" / "trainer.py").exists()
 
 
 def test_the_migration_needs_trust(template_repo, tmp_path):

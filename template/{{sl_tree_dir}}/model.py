@@ -12,7 +12,7 @@ import torch
 import xgboost as xgb
 
 from src.config import ConfigError
-from src.xgb_callbacks import save_booster
+from src.trees.rounds import save_booster
 
 from .config import DiabetesConfig
 from .data import Split

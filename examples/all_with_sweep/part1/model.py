@@ -10,8 +10,8 @@ import torch.nn.functional as F
 from torch import nn
 from torchmetrics.classification import MulticlassAccuracy
 
-from src.checkpoints import load_module, save_module
-from src.optim import adamw
+from src.training.checkpoints import load_module, save_module
+from src.training.optim import adamw
 
 from .config import DigitsConfig
 

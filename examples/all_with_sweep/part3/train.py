@@ -25,10 +25,10 @@ from part3.config import CONFIGS, CartPoleConfig
 from part3.data import RolloutDataModule
 from part3.model import build_model, save_model
 from src.cli import exit_on_bad_input, parse_cli
-from src.gpu_lock import GpuLock
-from src.memory import cleanup_vram
-from src.run import start_run
-from src.trainer import build_trainer
+from src.ops.gpu_lock import GpuLock
+from src.ops.memory import cleanup_vram
+from src.runs.lifetime import start_run
+from src.training.trainer import build_trainer
 from src.wandb_utils import create_wandb_logger, finish_run, log_model_artifact
 
 

@@ -21,7 +21,7 @@ import tyro
 
 from src.config import BaseConfig, ConfigError
 from src.data_checks import DataValidationError
-from src.run_dir import find_latest_run, resolve_checkpoint, run_dir_of
+from src.runs.directory import find_latest_run, resolve_checkpoint, run_dir_of
 
 
 @dataclasses.dataclass

@@ -32,9 +32,9 @@ import wandb
 
 from src.cli import exit_on_bad_input, parse_command
 from src.config import BaseConfig, ConfigError
-from src.gpu_lock import GpuLock
-from src.memory import cleanup_vram
-from src.run_dir import STAMP_FORMAT
+from src.ops.gpu_lock import GpuLock
+from src.ops.memory import cleanup_vram
+from src.runs.directory import STAMP_FORMAT
 
 
 @dataclass

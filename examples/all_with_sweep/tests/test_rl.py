@@ -18,7 +18,7 @@ from torchrl.envs.utils import check_env_specs
 
 from src.cli import parse_cli
 from src.config import ConfigError
-from src.metrics_jsonl import read_jsonl
+from src.runs.metrics_jsonl import read_jsonl
 
 config = part_module("rl", "config")
 data = part_module("rl", "data")

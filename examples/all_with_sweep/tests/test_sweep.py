@@ -13,7 +13,7 @@ import wandb
 from conftest import PARTS, part_module, slow
 
 from src.config import BaseConfig
-from src.run import start_run
+from src.runs.lifetime import start_run
 from src.sweep import Sweep, SweepSpec, main, run_local
 from src.wandb_utils import finish_run, setup_run
 

@@ -27,8 +27,8 @@ import torch
 from torchrl.collectors import Collector
 from torchrl.envs import EnvBase, ParallelEnv, SerialEnv
 
-from src.optim import adamw
-from src.trainer import build_trainer
+from src.training.optim import adamw
+from src.training.trainer import build_trainer
 
 from .config import CONFIGS, CartPoleConfig
 from .data import RolloutDataModule, make_env, with_episode_stats

@@ -18,9 +18,9 @@ from torchrl.modules import MLP, ProbabilisticActor, ValueOperator
 from torchrl.objectives import ClipPPOLoss
 from torchrl.objectives.value import GAE
 
-from src.checkpoints import load_module, save_module
-from src.optim import adamw
-from src.stopwatch import Stopwatch
+from src.training.checkpoints import load_module, save_module
+from src.training.optim import adamw
+from src.training.stopwatch import Stopwatch
 
 from .config import CartPoleConfig
 

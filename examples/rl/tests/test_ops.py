@@ -16,11 +16,11 @@ import pytest
 import torch
 from conftest import ROOT, slow
 
-from src import babysit, records
 from src.config import BaseConfig, OutputConfig
-from src.gpu_lock import GpuLock
-from src.metrics_jsonl import append_jsonl
-from src.run import start_run
+from src.ops import babysit, records
+from src.ops.gpu_lock import GpuLock
+from src.runs.lifetime import start_run
+from src.runs.metrics_jsonl import append_jsonl
 
 
 # OPS-1: concurrent jobs queue on the lock instead of failing.
@@ -30,7 +30,7 @@ def test_gpu_lock_makes_a_second_job_wait(tmp_path):
         [
             sys.executable,
             "-c",
-            "import sys, time\nfrom src.gpu_lock import GpuLock\n"
+            "import sys, time\nfrom src.ops.gpu_lock import GpuLock\n"
             "with GpuLock(sys.argv[1]):\n    print('locked', flush=True); time.sleep(1.5)",
             str(lock),
         ],
@@ -211,7 +211,7 @@ def test_sigterm_unwinds_the_run_and_records_it_as_interrupted(tmp_path):
     script = f"""
 import dataclasses, os, signal, time
 from src.config import BaseConfig
-from src.run import start_run
+from src.runs.lifetime import start_run
 cfg = BaseConfig(name="terminated", wandb_mode="disabled")
 cfg = dataclasses.replace(cfg, output=dataclasses.replace(cfg.output, base_dir={str(tmp_path)!r}))
 with start_run(cfg):

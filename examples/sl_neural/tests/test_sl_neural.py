@@ -15,7 +15,7 @@ import torch
 from conftest import PARTS, ROOT, gpu, part_module, slow
 
 from src.data_checks import DataValidationError
-from src.metrics_jsonl import read_jsonl
+from src.runs.metrics_jsonl import read_jsonl
 
 config = part_module("sl_neural", "config")
 data = part_module("sl_neural", "data")

@@ -25,7 +25,7 @@ import pandas as pd
 import wandb
 import xgboost as xgb
 
-from src.xgb_callbacks import round_callbacks
+from src.trees.rounds import round_callbacks
 
 from .config import CONFIGS
 from .data import load_split

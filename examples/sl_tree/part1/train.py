@@ -22,13 +22,13 @@ from part1.model import (
     train_booster,
     training_matrices,
 )
-from src import tree_plots
 from src.cli import exit_on_bad_input, parse_cli
-from src.gpu_lock import GpuLock
-from src.run import start_run
-from src.system_metrics import gpu_name
+from src.ops.gpu_lock import GpuLock
+from src.ops.hardware import gpu_name
+from src.runs.lifetime import start_run
+from src.trees.plots import feature_importance, predicted_vs_actual, shap_summary
+from src.trees.rounds import log_start_of_run, round_callbacks, train_seconds_so_far
 from src.wandb_utils import finish_run, log_model_artifact, setup_run
-from src.xgb_callbacks import log_start_of_run, round_callbacks, train_seconds_so_far
 
 
 def main_with_config(cfg: DiabetesConfig, resume_from: Path | None = None) -> dict[str, float]:
@@ -69,10 +69,10 @@ def main_with_config(cfg: DiabetesConfig, resume_from: Path | None = None) -> di
         }
         (run.dir / "metrics.json").write_text(json.dumps(summary, indent=2) + "\n")
         plots = run.dir / "plots"
-        tree_plots.feature_importance(model, plots / "feature_importance.png")
+        feature_importance(model, plots / "feature_importance.png")
         actual = split.test_labels.to_numpy()
-        tree_plots.predicted_vs_actual(predicted, actual, plots / "predicted_vs_actual.png")
-        tree_plots.shap_summary(model, split.test_features, plots / "shap_summary.png")
+        predicted_vs_actual(predicted, actual, plots / "predicted_vs_actual.png")
+        shap_summary(model, split.test_features, plots / "shap_summary.png")
         if wandb_run is not None:
             wandb_run.summary.update(summary)
         log_model_artifact(model_path, f"{cfg.name}-model", metadata=summary)  # once, at the end (LOG-6)

@@ -22,4 +22,4 @@ PYTHONUNBUFFERED=1 nohup "${PYTHON:-python}" -m "$module" "$@" >"$log" 2>&1 &
 echo "started pid $! (log: $log)"
 echo "  follow it:            tail -f $log"
 echo "  stop after the epoch: touch STOP"
-echo "  watch over it:        python -m src.babysit output/<run dir> --every 600 --restart"
+echo "  watch over it:        python -m src.ops.babysit output/<run dir> --every 600 --restart"

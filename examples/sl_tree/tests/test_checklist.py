@@ -468,8 +468,8 @@ def refactor(project: Path, part: str) -> None:
     rename a callback, split model.py, rename the part's classes."""
     (project / "src" / "optimizers").mkdir()
     (project / "src" / "optimizers" / "__init__.py").write_text("")
-    (project / "src" / "optim.py").rename(project / "src" / "optimizers" / "adamw.py")
-    rename(project, "src.optim", "src.optimizers.adamw")
+    (project / "src" / "training" / "optim.py").rename(project / "src" / "optimizers" / "adamw.py")
+    rename(project, "src.training.optim", "src.optimizers.adamw")
     rename(project, "TimingCallback", "StepTimer")
     split_module_class(project / part / "model.py")
     rename(project, class_deriving(project / part / "network.py", "LightningModule").name, "Classifier")
@@ -498,7 +498,9 @@ def test_the_checker_follows_code_a_user_renames_and_moves(tmp_path):
     part = PARTS["sl_neural"]
     project = copy_project(tmp_path / "project")
     refactor(project, part)
-    assert not (project / "src" / "optim.py").exists() and (project / part / "network.py").is_file()
+    assert (
+        not (project / "src" / "training" / "optim.py").exists() and (project / part / "network.py").is_file()
+    )
 
     checked = train_and_check(project, part, tmp_path / "renamed")
     assert checked.returncode == 0 and failed_items(checked) == set(), checked.stdout[-3000:]

@@ -11,9 +11,9 @@ import xgboost as xgb
 from conftest import gpu, part_module, slow
 
 from src.data_checks import DataValidationError
-from src.metrics_jsonl import read_jsonl
-from src.run_dir import latest_checkpoint
-from src.xgb_callbacks import round_callbacks
+from src.runs.directory import latest_checkpoint
+from src.runs.metrics_jsonl import read_jsonl
+from src.trees.rounds import round_callbacks
 
 config = part_module("sl_tree", "config")
 data = part_module("sl_tree", "data")

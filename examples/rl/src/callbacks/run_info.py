@@ -9,7 +9,7 @@ from typing import Any
 import lightning as L
 import torch
 
-from src.system_metrics import gpu_name
+from src.ops.hardware import gpu_name
 
 
 class RunInfoCallback(L.Callback):

@@ -8,7 +8,7 @@ from pathlib import Path
 import lightning as L
 from lightning.pytorch.utilities import rank_zero_info
 
-from src.run_dir import stop_requested
+from src.runs.directory import stop_requested
 
 
 class StopFileCallback(L.Callback):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import lightning as L
 
-from src.system_metrics import collect_system_metrics
+from src.ops.hardware import collect_system_metrics
 
 
 class SystemMetricsCallback(L.Callback):

@@ -1,0 +1,1 @@
+"""The Lightning training core: Trainer, optimizer, precision, checkpoints, step timing."""

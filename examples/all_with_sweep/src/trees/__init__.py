@@ -1,0 +1,1 @@
+"""What only the XGBoost parts need: callbacks between boosting rounds, and plots."""

@@ -1,0 +1,131 @@
+"""The Trainer every Lightning part uses, with the checklist's callbacks."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import torch
+from lightning.pytorch.callbacks import (
+    EarlyStopping,
+    LearningRateMonitor,
+    ModelCheckpoint,
+    Timer,
+)
+from lightning.pytorch.loggers import Logger
+from lightning.pytorch.profilers import AdvancedProfiler, SimpleProfiler
+from lightning.pytorch.utilities import rank_zero_info
+
+from src.callbacks import (
+    BatchMetricsCallback,
+    EpochSummaryCallback,
+    PlateauResumeCallback,
+    RngStateCallback,
+    RunInfoCallback,
+    StopFileCallback,
+    SystemMetricsCallback,
+    TimingCallback,
+    TrackingCallback,
+)
+from src.config import LightningConfig
+from src.runs.directory import stop_file_paths
+from src.runs.metrics_jsonl import JsonlLogger
+from src.training.precision import choose_precision
+
+# Raised inside Lightning 2.6 by newer torch on every run; nothing in this project to act on.
+warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)")
+# By design: the first ModelCheckpoint (best.ckpt) is the one test(ckpt_path="best") uses.
+warnings.filterwarnings("ignore", message=r".*multiple `ModelCheckpoint` callbacks")
+
+
+def build_callbacks(
+    cfg: LightningConfig,
+    run_dir: Path,
+    monitor: str,
+    mode: str,
+    stopping_threshold: float | None,
+    fetch_section: str,
+) -> list[L.Callback]:
+    return [
+        EarlyStopping(  # CB-1: patience counts validations, not epochs
+            monitor=monitor,
+            patience=cfg.patience,
+            mode=mode,
+            min_delta=cfg.min_delta,
+            stopping_threshold=stopping_threshold,
+        ),
+        # CB-2, OUT-3: checkpoints/best.ckpt (the best monitored value) and checkpoints/last.ckpt.
+        # Two callbacks, because Lightning 2.6's save_last=True rewrites last.ckpt only
+        # when the best improves; this second one rewrites it after every validation.
+        ModelCheckpoint(
+            dirpath=run_dir / "checkpoints",
+            filename="best",
+            monitor=monitor,
+            mode=mode,
+            save_top_k=1,
+            enable_version_counter=False,
+        ),
+        ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="last", enable_version_counter=False),
+        LearningRateMonitor(logging_interval="epoch"),
+        StopFileCallback(stop_file_paths(cfg.stop_file, run_dir)),  # `touch STOP` (CB-4)
+        Timer(duration=timedelta(hours=cfg.max_wall_clock_hours), interval="step"),  # CFG-4 budget
+        TimingCallback(fetch_section=fetch_section),  # timing/ (PRF-2..4)
+        TrackingCallback(monitor=monitor, mode=mode),  # tracking/ (LOG-4)
+        BatchMetricsCallback(),  # batch/ (LOG-4)
+        SystemMetricsCallback(),  # system/ (LOG-4)
+        RunInfoCallback(),  # start-of-run facts (LOG-5)
+        RngStateCallback(),  # RES-1: resume draws the same random numbers
+        PlateauResumeCallback(),  # RES-1: resume keeps the plateau scheduler's count
+        EpochSummaryCallback(),
+    ]
+
+
+def build_trainer(
+    cfg: LightningConfig,
+    run_dir: Path,
+    wandb_logger: Logger | None,
+    *,
+    monitor: str = "val_loss",
+    mode: str = "min",
+    stopping_threshold: float | None = None,
+    fetch_section: str = "data",
+    extra_callbacks: Sequence[L.Callback] = (),
+    **trainer_args: Any,
+) -> L.Trainer:
+    """The Trainer with the checklist's callbacks. What is particular to a part comes from
+    it: the metric early stopping and the best checkpoint follow (`monitor`, `mode`, and a
+    `stopping_threshold` that ends training once reached), the name of the timed fetch
+    (`data`, or `env_step` for RL), its own callbacks, and any other Trainer argument."""
+    precision = choose_precision(cfg.precision)
+    rank_zero_info(
+        f"precision: {precision} (requested {cfg.precision}; "
+        f"CUDA {'available' if torch.cuda.is_available() else 'not available'})"
+    )
+    if torch.cuda.is_available():
+        torch.set_float32_matmul_precision("high")  # TF32 for what still runs in fp32
+    loggers: list[Logger] = [JsonlLogger(run_dir / "metrics.jsonl")]  # a copy W&B cannot lose (OUT-4)
+    if wandb_logger is not None:
+        loggers.insert(0, wandb_logger)
+    profiler_cls = AdvancedProfiler if cfg.profiler == "advanced" else SimpleProfiler
+    callbacks = build_callbacks(cfg, run_dir, monitor, mode, stopping_threshold, fetch_section)
+    return L.Trainer(
+        default_root_dir=run_dir,  # Lightning's own files land in the run too (OUT-1)
+        logger=loggers,
+        callbacks=[*callbacks, *extra_callbacks],
+        max_epochs=cfg.num_epochs,
+        precision=precision,  # bf16-mixed, or 32-true where bf16 is unsupported (PRC-1, PRC-3)
+        accelerator=cfg.accelerator,
+        devices=cfg.devices,
+        num_nodes=cfg.num_nodes,
+        strategy=cfg.strategy,
+        profiler=profiler_cls(dirpath=run_dir, filename="profile"),
+        log_every_n_steps=cfg.log_every_n_steps,
+        # A progress bar only on a terminal; detached runs get EpochSummaryCallback's lines.
+        enable_progress_bar=sys.stderr.isatty(),
+        **trainer_args,
+    )

@@ -1,0 +1,256 @@
+"""OPS-3: watch a running job and write what is found, as it is found, to logs/.
+
+    python -m src.ops.babysit output/baseline_20260101_120000             # one check, then exit
+    python -m src.ops.babysit output/baseline_20260101_120000 --every 600 --restart
+
+Checks: process health, hung process (no output for --stall-minutes), metric
+trend (non-finite values, epochs without improvement), GPU and system (memory,
+disk), checkpoint integrity (the latest checkpoint loads). With --restart, a run that was
+killed (its process vanished without recording an end) is started again from its
+last checkpoint; a run that failed with an error or was interrupted on purpose is
+reported, not restarted. Problems are also recorded in issues/ (OPS-4). Exit
+status: 0 when the run finished, 1 when the last check found a failure, 3 while
+the run is still going (one-shot mode).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import psutil
+import torch
+
+from src.ops.records import new_issue
+from src.runs.directory import latest_checkpoint
+from src.runs.metrics_jsonl import higher_is_better, read_jsonl
+
+
+@dataclass
+class Finding:
+    check: str
+    level: str  # OK, WARN or FAIL
+    message: str
+    issue_type: str = ""  # set on failures that deserve an issues/ record
+    details: dict[str, str] = field(default_factory=dict)  # the issue type's fields
+    restartable: bool = False
+
+
+def check_process(run_dir: Path, record: dict, pending_restart: int | None) -> Finding:
+    status, pid, host = record.get("status"), record.get("pid"), record.get("host")
+    last = str(latest_checkpoint(run_dir) or "none")
+    if status == "finished":
+        return Finding("process", "OK", "finished")
+    if host and host != socket.gethostname():
+        return Finding("process", "WARN", f"runs on {host}: only its files are checked from here")
+    if status == "interrupted":
+        return Finding("process", "WARN", "interrupted on purpose (Ctrl-C or SIGTERM): not restarted")
+    if status == "failed":
+        details = {"exit_status": "failed", "last_checkpoint": last, "traceback": record.get("error", "")}
+        message = f"failed: {record.get('error', '')} (fix it, then --resume)"
+        return Finding("process", "FAIL", message, "crash", details)
+    if pid and psutil.pid_exists(pid):
+        return Finding("process", "OK", f"running as pid {pid}")
+    if pending_restart:
+        return Finding("process", "OK", f"restarted as pid {pending_restart}, not yet running (GPU lock?)")
+    details = {"exit_status": "killed (no status recorded)", "last_checkpoint": last}
+    message = f"pid {pid} is gone but the run never finished (killed?)"
+    return Finding("process", "FAIL", message, "crash", details, restartable=True)
+
+
+def check_hung(run_dir: Path, stall_minutes: float) -> Finding:
+    outputs = [run_dir / "metrics.jsonl", run_dir / "console.log"]
+    newest = max((p.stat().st_mtime for p in outputs if p.exists()), default=0.0)
+    idle_minutes = (time.time() - newest) / 60
+    if idle_minutes > stall_minutes:
+        last_output = datetime.fromtimestamp(newest).isoformat(timespec="seconds")
+        details = {"last_output_at": last_output}
+        return Finding("hung", "FAIL", f"no output for {idle_minutes:.0f} min", "hang", details)
+    return Finding("hung", "OK", f"last output {idle_minutes:.1f} min ago")
+
+
+def check_metrics(run_dir: Path, monitor: str, patience: int) -> Finding:
+    path = run_dir / "metrics.jsonl"
+    events = [e for e in read_jsonl(path) if monitor in e] if path.exists() else []
+    if not events:
+        return Finding("metrics", "OK", f"no {monitor} yet")
+    values = [e[monitor] for e in events]
+    if not math.isfinite(values[-1]):
+        details = {"metric": monitor, "epoch": str(events[-1].get("epoch", "")), "value": str(values[-1])}
+        return Finding("metrics", "FAIL", f"{monitor} is not finite: {values[-1]}", "divergence", details)
+    finite = [v for v in values if math.isfinite(v)]
+    best = max(finite) if higher_is_better(monitor) else min(finite)
+    since_best = len(values) - 1 - values.index(best)
+    level = "WARN" if since_best >= max(patience // 2, 1) else "OK"
+    trend = f"{monitor} {values[-1]:.4g} (best {best:.4g}, {since_best} epoch(s) ago, {len(values)} epochs)"
+    return Finding("metrics", level, trend)
+
+
+def check_system(run_dir: Path) -> Finding:
+    memory = psutil.virtual_memory()
+    free_gb = shutil.disk_usage(run_dir).free / 1024**3
+    parts = [f"RAM {memory.percent:.0f}%", f"disk free {free_gb:.1f} GB", *_gpu_readings()]
+    level = "WARN" if memory.percent > 90 or free_gb < 5 else "OK"
+    return Finding("system", level, ", ".join(parts))
+
+
+def check_checkpoint(run_dir: Path) -> Finding:
+    last = latest_checkpoint(run_dir)
+    if last is None:
+        return Finding("checkpoint", "OK", "no checkpoint yet")
+    try:
+        progress = _load_checkpoint(last)
+    except Exception as error:  # noqa: BLE001 - any failure to load means a broken file
+        details = {"exit_status": "", "last_checkpoint": str(last), "traceback": repr(error)}
+        return Finding("checkpoint", "FAIL", f"{last.name} does not load: {error}", "crash", details)
+    age = (time.time() - last.stat().st_mtime) / 60
+    return Finding("checkpoint", "OK", f"{last.name} loads ({progress}, {age:.0f} min old)")
+
+
+def _load_checkpoint(path: Path) -> str:
+    """Load a checkpoint the way a resume would; say how far it got."""
+    if path.suffix == ".ubj":
+        import xgboost as xgb  # only projects with a tree part have it
+
+        return f"{xgb.Booster(model_file=path).num_boosted_rounds()} rounds"
+    return f"epoch {torch.load(path, map_location='cpu', weights_only=True, mmap=True).get('epoch')}"
+
+
+class Babysitter:
+    """Checks one run; remembers its restarts in logs/babysit_<run>.json."""
+
+    def __init__(self, run_dir: Path, args: argparse.Namespace) -> None:
+        self.run_dir = run_dir
+        self.args = args
+        self.log_dir = Path(args.log_dir)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path = self.log_dir / f"babysit_{run_dir.name}.log"
+        self.state_path = self.log_dir / f"babysit_{run_dir.name}.json"
+
+    def check(self) -> list[Finding]:
+        record = json.loads((self.run_dir / "run.json").read_text())
+        config = json.loads((self.run_dir / "config.json").read_text())
+        findings = [check_process(self.run_dir, record, self._pending_restart(record))]
+        if record.get("status") == "running":
+            findings.append(check_hung(self.run_dir, self.args.stall_minutes))
+        findings += [
+            check_metrics(
+                self.run_dir,
+                self._monitor(config),
+                config.get("patience", config.get("early_stopping_rounds", 10)),
+            ),
+            check_system(self.run_dir),
+            check_checkpoint(self.run_dir),
+        ]
+        for finding in findings:
+            self._log(f"{finding.level:<4} {finding.check:<10} {finding.message}")
+            if finding.issue_type:
+                self._record_issue(finding, record.get("pid"))
+        if findings[0].restartable and self.args.restart:
+            self._log(f"ACT  restart    {self._restart(record)}")
+        return findings
+
+    def _monitor(self, config: dict) -> str:
+        """--monitor, or what the run early-stops on: val_<eval_metric> for trees,
+        val_episode_reward for RL, else val_loss."""
+        if self.args.monitor:
+            return self.args.monitor
+        if "eval_metric" in config:
+            return f"val_{config['eval_metric']}"
+        return "val_episode_reward" if "num_envs" in config else "val_loss"
+
+    def _restart(self, record: dict) -> str:
+        """Start the run's own command again, detached, resuming from its last checkpoint."""
+        restarts = self._state().get("restarts", [])
+        if len(restarts) >= self.args.max_restarts:
+            return f"not restarted: {len(restarts)} restarts already (--max-restarts)"
+        if latest_checkpoint(self.run_dir) is None:
+            return "not restarted: no checkpoint to resume from"
+        output = self.log_dir / f"{self.run_dir.name}_restart_{datetime.now():%Y%m%d_%H%M%S}.txt"
+        command = [*record["command"], "--resume", str(self.run_dir.resolve())]
+        with open(output, "w") as log:
+            process = subprocess.Popen(
+                command,
+                cwd=record.get("cwd"),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # outlives the babysitter, like nohup (OPS-2)
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+        restarts.append({"pid": process.pid, "at": datetime.now().isoformat(timespec="seconds")})
+        self.state_path.write_text(json.dumps({"restarts": restarts}, indent=2))
+        return f"restarted from its latest checkpoint as pid {process.pid}; output in {output}"
+
+    def _pending_restart(self, record: dict) -> int | None:
+        """A restart of ours that is alive but has not taken over run.json yet."""
+        restarts = self._state().get("restarts", [])
+        if restarts and restarts[-1]["pid"] != record.get("pid") and psutil.pid_exists(restarts[-1]["pid"]):
+            return restarts[-1]["pid"]
+        return None
+
+    def _state(self) -> dict:
+        return json.loads(self.state_path.read_text()) if self.state_path.exists() else {}
+
+    def _log(self, line: str) -> None:
+        # Appended and flushed per finding: a babysitter killed mid-check loses nothing.
+        with open(self.log_path, "a") as log:
+            log.write(f"{datetime.now():%Y-%m-%d %H:%M:%S} {line}\n")
+        print(line, flush=True)
+
+    def _record_issue(self, finding: Finding, pid: int | None) -> None:
+        marker = self.run_dir / f".issue_{finding.check}_{pid}"  # once per problem and process
+        if marker.exists():
+            return
+        title = f"{self.run_dir.name} {finding.check}: {finding.message[:60]}"
+        path = new_issue(Path.cwd(), title, finding.issue_type, str(self.run_dir), **finding.details)
+        marker.write_text(str(path))
+        self._log(f"ACT  issue      recorded {path}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m src.ops.babysit", description=__doc__.split("\n\n")[0])
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("--every", type=float, default=0, help="seconds between checks; 0: check once")
+    parser.add_argument("--restart", action="store_true", help="restart a killed run from its checkpoint")
+    parser.add_argument("--max-restarts", type=int, default=3)
+    parser.add_argument("--stall-minutes", type=float, default=30.0)
+    parser.add_argument("--monitor", help="the metric to watch (default: what the run early-stops on)")
+    parser.add_argument("--log-dir", default="logs")
+    args = parser.parse_args(argv)
+    if not (args.run_dir / "run.json").is_file():
+        parser.error(f"{args.run_dir} is not a run directory (it has no run.json)")
+    babysitter = Babysitter(args.run_dir, args)
+    while True:
+        findings = babysitter.check()
+        finished = findings[0].message == "finished"
+        if finished or not args.every:
+            return 0 if finished else 1 if any(f.level == "FAIL" for f in findings) else 3
+        time.sleep(args.every)
+
+
+def _gpu_readings() -> list[str]:
+    if not shutil.which("nvidia-smi"):
+        return []
+    query = "--query-gpu=index,utilization.gpu,memory.used,memory.total,temperature.gpu"
+    result = subprocess.run(
+        ["nvidia-smi", query, "--format=csv,noheader,nounits"], capture_output=True, text=True, check=False
+    )
+    readings = []
+    for line in result.stdout.strip().splitlines():
+        index, util, used, total, temperature = (x.strip() for x in line.split(","))
+        readings.append(f"GPU{index} {util}% {used}/{total} MiB {temperature}C")
+    return readings
+
+
+if __name__ == "__main__":
+    sys.exit(main())

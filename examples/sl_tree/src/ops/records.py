@@ -1,0 +1,132 @@
+"""OPS-4: experiments are recorded under experiments/, problems under issues/.
+
+Each record is a Markdown file with YAML front matter: a `type`, a `status` and
+the fields of its type, so `python -m src.ops.records list` can tabulate them.
+
+    python -m src.ops.records experiment "wider MLP" --hypothesis "more width helps"
+    python -m src.ops.records issue "loss went NaN in epoch 12" --type divergence
+    python -m src.ops.records list
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from datetime import date
+from pathlib import Path
+
+EXPERIMENT_STATUSES = ("planned", "running", "done", "abandoned")
+ISSUE_STATUSES = ("open", "investigating", "fixed", "wontfix")
+# The fields each issue type carries beyond the common ones.
+ISSUE_FIELDS = {
+    "crash": ("exit_status", "last_checkpoint", "traceback"),
+    "hang": ("last_output_at", "stack_dump"),
+    "divergence": ("metric", "epoch", "value"),
+    "data": ("source", "column", "check"),
+    "performance": ("metric", "expected", "observed"),
+    "bug": ("component",),
+    "infra": ("host", "resource"),
+}
+
+
+def new_experiment(root: Path, title: str, hypothesis: str = "", configs: str = "") -> Path:
+    fields = {
+        "type": "experiment",
+        "status": "planned",
+        "date": date.today().isoformat(),
+        "hypothesis": hypothesis,
+        "configs": configs,
+        "runs": "",
+        "result": "",
+    }
+    body = "## Plan\n\n## Results\n\n## Conclusion\n"
+    return _write(root / "experiments", title, fields, body)
+
+
+def new_issue(root: Path, title: str, issue_type: str, run: str = "", **details: str) -> Path:
+    if issue_type not in ISSUE_FIELDS:
+        raise ValueError(f"unknown issue type '{issue_type}'; valid types: {', '.join(ISSUE_FIELDS)}")
+    fields = {
+        "type": issue_type,
+        "status": "open",
+        "date": date.today().isoformat(),
+        "run": run,
+        **{name: details.get(name, "") for name in ISSUE_FIELDS[issue_type]},
+    }
+    body = "## Symptom\n\n## Cause\n\n## Fix\n"
+    return _write(root / "issues", title, fields, body)
+
+
+def list_records(root: Path) -> list[dict[str, str]]:
+    records = []
+    for folder in ("experiments", "issues"):
+        for path in sorted((root / folder).glob("*.md")):
+            header = _front_matter(path.read_text())
+            if header:
+                records.append({"file": str(path.relative_to(root)), **header})
+    return records
+
+
+def _write(folder: Path, title: str, fields: dict[str, str], body: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:60] or "untitled"
+    path = folder / f"{fields['date']}-{slug}.md"
+    attempt = 1
+    while path.exists():
+        attempt += 1
+        path = folder / f"{fields['date']}-{slug}-{attempt}.md"
+    header = "\n".join(f"{key}: {_quote(str(value))}" for key, value in {"title": title, **fields}.items())
+    path.write_text(f"---\n{header}\n---\n\n# {title}\n\n{body}")
+    return path
+
+
+def _quote(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def _front_matter(text: str) -> dict[str, str]:
+    match = re.match(r"---\n(.*?)\n---\n", text, re.DOTALL)
+    if not match:
+        return {}
+    pairs = (line.split(":", 1) for line in match[1].splitlines() if ":" in line)
+    return {key.strip(): value.strip().strip('"') for key, value in pairs}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m src.ops.records", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    experiment = commands.add_parser("experiment", help="record a planned experiment")
+    experiment.add_argument("title")
+    experiment.add_argument("--hypothesis", default="")
+    experiment.add_argument("--configs", default="", help="config names, e.g. 'baseline wide'")
+    issue = commands.add_parser("issue", help="record a problem")
+    issue.add_argument("title")
+    issue.add_argument("--type", required=True, choices=list(ISSUE_FIELDS), dest="issue_type")
+    issue.add_argument("--run", default="", help="the run directory it happened in")
+    issue.add_argument(
+        "--field",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a field of the issue's type, e.g. --field metric=val_loss (repeatable)",
+    )
+    commands.add_parser("list", help="every record with its type and status")
+    args = parser.parse_args(argv)
+
+    root = Path.cwd()
+    if args.command == "experiment":
+        print(new_experiment(root, args.title, args.hypothesis, args.configs))
+    elif args.command == "issue":
+        fields = dict(item.split("=", 1) for item in args.field if "=" in item)
+        unknown = sorted(set(fields) - set(ISSUE_FIELDS[args.issue_type]))
+        if unknown or len(fields) != len(args.field):
+            valid = ", ".join(ISSUE_FIELDS[args.issue_type])
+            parser.error(f"--field takes NAME=VALUE with NAME one of: {valid} (got {', '.join(args.field)})")
+        print(new_issue(root, args.title, args.issue_type, args.run, **fields))
+    else:
+        for record in list_records(root):
+            print(f"{record.get('status', '?'):<14} {record.get('type', '?'):<12} {record['file']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""A training run's directory and what it writes: status, console log, metrics."""

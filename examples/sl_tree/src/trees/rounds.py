@@ -1,0 +1,245 @@
+"""What every tree part runs between boosting rounds (a round is a tree's epoch):
+early stopping (CB-1), the STOP file (CB-4), the wall-clock budget (CFG-4), the
+latest model for resuming (RES-1) and per-round logging (LOG-4, OUT-4).
+
+A resumed run goes on where the saved one stopped: the best round, its score and
+the training time so far travel inside the saved model as booster attributes, and
+each callback takes them back in `before_training`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import xgboost as xgb
+
+from src.config import SLTreeConfig
+from src.ops.hardware import collect_system_metrics
+from src.runs.directory import stop_file_paths, stop_requested
+from src.runs.metrics_jsonl import append_jsonl, drop_metrics_from_step, higher_is_better
+
+TRAIN_SECONDS = "train_seconds"  # booster attribute: training time of every session so far
+
+
+def best_round_so_far(model: xgb.Booster) -> tuple[float | None, int]:
+    """The best validation score and its round recorded in a (resumed) model."""
+    score = model.attr("best_score")
+    return (float(score) if score is not None else None), int(model.attr("best_iteration") or -1)
+
+
+def train_seconds_so_far(model: xgb.Booster) -> float:
+    return float(model.attr(TRAIN_SECONDS) or 0.0)
+
+
+def save_booster(model: xgb.Booster, path: Path) -> Path:
+    """Save in XGBoost's own format, atomically: a kill mid-write leaves the previous
+    file, never a broken one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial{path.suffix}")
+    model.save_model(partial)
+    partial.replace(path)
+    return path
+
+
+def _improves(score: float, best: float | None, maximize: bool) -> bool:
+    return best is None or (score > best if maximize else score < best)
+
+
+class EarlyStoppingRounds(xgb.callback.TrainingCallback):
+    """CB-1 for trees: stops after `rounds` rounds without improvement of `metric` on
+    the `data_name` set and records the best round in XGBoost's own `best_iteration`
+    and `best_score` attributes. Unlike xgb.callback.EarlyStopping, which counts afresh
+    when training continues a saved model, it takes the best round back from the
+    model, so a resumed run stops where an uninterrupted one does."""
+
+    def __init__(self, rounds: int, data_name: str, metric: str) -> None:
+        self.rounds, self.data_name, self.metric = rounds, data_name, metric
+        self.maximize = higher_is_better(metric)
+        self.first_round = 0
+        self.best_score, self.best_round = None, -1
+
+    def before_training(self, model: xgb.Booster) -> xgb.Booster:
+        # xgb.train numbers rounds from 0 again when it continues a saved model.
+        self.first_round = model.num_boosted_rounds()
+        self.best_score, self.best_round = best_round_so_far(model)
+        return model
+
+    def after_iteration(self, model: xgb.Booster, epoch: int, evals_log: dict) -> bool:
+        round_number = self.first_round + epoch
+        score = float(evals_log[self.data_name][self.metric][-1])
+        if _improves(score, self.best_score, self.maximize):
+            self.best_score, self.best_round = score, round_number
+            model.set_attr(best_score=str(score), best_iteration=str(round_number))
+        return round_number - self.best_round >= self.rounds
+
+
+class StopFileRounds(xgb.callback.TrainingCallback):
+    """CB-4: `touch STOP` ends training after the current round; the model so far is
+    kept and evaluated, as in the Lightning parts. Rounds can take microseconds, so
+    the files are looked at once a second at most."""
+
+    def __init__(self, paths: Sequence[Path], interval_seconds: float = 1.0) -> None:
+        self.paths = list(paths)
+        self.interval = interval_seconds
+        self._next_check = 0.0
+
+    def after_iteration(self, model: xgb.Booster, epoch: int, evals_log: dict) -> bool:
+        now = time.monotonic()
+        if now < self._next_check:
+            return False
+        self._next_check = now + self.interval
+        stopper = stop_requested(self.paths)
+        if stopper:
+            print(f"STOP file {stopper}: stopping after round {model.num_boosted_rounds() - 1}")
+        return stopper is not None
+
+
+class WallClockRounds(xgb.callback.TrainingCallback):
+    """CFG-4: ends training once the run's wall-clock budget is spent, counting the
+    training time of the sessions a resumed run continues."""
+
+    def __init__(self, hours: float) -> None:
+        self.seconds = hours * 3600
+        self.started = time.monotonic()
+
+    def before_training(self, model: xgb.Booster) -> xgb.Booster:
+        self.started = time.monotonic() - train_seconds_so_far(model)
+        return model
+
+    def after_iteration(self, model: xgb.Booster, epoch: int, evals_log: dict) -> bool:
+        if time.monotonic() - self.started < self.seconds:
+            return False
+        rounds = model.num_boosted_rounds()
+        print(f"wall-clock budget of {self.seconds / 3600:g} h spent: stopping after round {rounds - 1}")
+        return True
+
+
+class LatestModel(xgb.callback.TrainingCallback):
+    """RES-1: checkpoints/last.ubj, every tree with the early-stopping state and the
+    training time so far, rewritten every `every_minutes` and when training ends. A
+    kill loses at most `every_minutes`. `before_save` runs first (the metrics still
+    buffered are written), so a resumed run's metrics.jsonl neither misses a round
+    nor repeats one."""
+
+    def __init__(
+        self, path: Path, every_minutes: float, before_save: Callable[[], None] = lambda: None
+    ) -> None:
+        self.path, self.interval, self.before_save = path, every_minutes * 60, before_save
+        self._started = time.monotonic()
+        self._next_save = self._started + self.interval
+
+    def before_training(self, model: xgb.Booster) -> xgb.Booster:
+        self._started = time.monotonic() - train_seconds_so_far(model)
+        self._next_save = time.monotonic() + self.interval
+        return model
+
+    def after_iteration(self, model: xgb.Booster, epoch: int, evals_log: dict) -> bool:
+        if time.monotonic() >= self._next_save:
+            self.save(model)
+            self._next_save = time.monotonic() + self.interval
+        return False
+
+    def after_training(self, model: xgb.Booster) -> xgb.Booster:
+        self.save(model)
+        return model
+
+    def save(self, model: xgb.Booster) -> None:
+        self.before_save()
+        model.set_attr(**{TRAIN_SECONDS: f"{time.monotonic() - self._started:.3f}"})
+        save_booster(model, self.path)
+
+
+class RoundMetrics(xgb.callback.TrainingCallback):
+    """LOG-4, OUT-4: every round's train/val metrics, with tracking/ and timing/, to
+    metrics.jsonl and W&B; system/ at every flush.
+
+    Rounds can take well under a millisecond, so a round only records its duration;
+    lines are built from XGBoost's own evaluation log and written every
+    `flush_every` rounds, before each checkpoint and at the end, each with its own
+    round as its step. A resumed run first drops the lines of rounds its checkpoint
+    does not hold.
+    """
+
+    def __init__(self, jsonl_path: Path, wandb_run: Any | None, monitor: str, flush_every: int = 100) -> None:
+        self.jsonl_path, self.wandb_run = jsonl_path, wandb_run
+        self.monitor = monitor  # e.g. "val_rmse"
+        self.maximize = higher_is_better(monitor)
+        self.flush_every = flush_every
+        self.best, self.best_round = None, -1
+        self._seconds: list[float] = []  # durations of the rounds not yet written
+        self._written = 0  # rounds of this training call already written
+        self._first_round = 0
+        self._evals_log: dict = {}
+        self._mark = time.perf_counter()
+
+    def before_training(self, model: xgb.Booster) -> xgb.Booster:
+        self._first_round = model.num_boosted_rounds()
+        self.best, self.best_round = best_round_so_far(model)
+        if self._first_round and self.jsonl_path.is_file():
+            drop_metrics_from_step(self.jsonl_path, self._first_round)
+        self._mark = time.perf_counter()
+        return model
+
+    def after_iteration(self, model: xgb.Booster, epoch: int, evals_log: dict) -> bool:
+        now = time.perf_counter()
+        self._seconds.append(now - self._mark)
+        self._mark = now
+        self._evals_log = evals_log  # XGBoost's history of every round, updated in place
+        if len(self._seconds) >= self.flush_every:
+            self.flush()
+        return False
+
+    def after_training(self, model: xgb.Booster) -> xgb.Booster:
+        self.flush()
+        return model
+
+    def flush(self) -> None:
+        events = [self._event(self._written + i, seconds) for i, seconds in enumerate(self._seconds)]
+        if not events:
+            return
+        events[-1] |= collect_system_metrics()
+        append_jsonl(self.jsonl_path, *({"event": "metrics", **event} for event in events))
+        if self.wandb_run is not None:
+            for event in events:
+                self.wandb_run.log({k: v for k, v in event.items() if k != "step"}, step=event["step"])
+        self._written += len(events)
+        self._seconds.clear()
+
+    def _event(self, index: int, seconds: float) -> dict[str, Any]:
+        round_number = self._first_round + index
+        event: dict[str, Any] = {"step": round_number, "round": round_number, "timing/round_seconds": seconds}
+        for data_name, metrics in self._evals_log.items():
+            for metric_name, values in metrics.items():
+                event[f"{data_name}_{metric_name}"] = values[index]
+        value = event.get(self.monitor)
+        if value is not None and _improves(value, self.best, self.maximize):
+            self.best, self.best_round = value, round_number
+        event[f"tracking/best_{self.monitor}"] = self.best
+        event["tracking/best_round"] = self.best_round
+        # A boosting round is a tree model's epoch: the same key as the Lightning parts.
+        event["tracking/epochs_since_improvement"] = round_number - self.best_round
+        return event
+
+
+def round_callbacks(
+    cfg: SLTreeConfig, run_dir: Path, wandb_run: Any | None, eval_metric: str, checkpoint_minutes: float
+) -> list[xgb.callback.TrainingCallback]:
+    """The callbacks of a tree run, in the order they act after each round."""
+    metrics = RoundMetrics(run_dir / "metrics.jsonl", wandb_run, monitor=f"val_{eval_metric}")
+    return [
+        metrics,
+        EarlyStoppingRounds(cfg.early_stopping_rounds, data_name="val", metric=eval_metric),
+        StopFileRounds(stop_file_paths(cfg.stop_file, run_dir)),
+        WallClockRounds(cfg.max_wall_clock_hours),
+        LatestModel(run_dir / "checkpoints" / "last.ubj", checkpoint_minutes, before_save=metrics.flush),
+    ]
+
+
+def log_start_of_run(jsonl_path: Path, wandb_run: Any | None, facts: dict[str, Any]) -> None:
+    """LOG-5 for trees: one metrics.jsonl line and the W&B run's config."""
+    append_jsonl(jsonl_path, {"event": "hyperparams", **facts})
+    if wandb_run is not None:
+        wandb_run.config.update(facts, allow_val_change=True)

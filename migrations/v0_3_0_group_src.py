@@ -1,0 +1,170 @@
+"""Migration to v0.3.0: the flat `src/` became packages (training, runs, ops, trees).
+
+Copier runs this in the project after `copier update` (see `_migrations` in copier.yml),
+with the release the project came from as its argument. The update itself deletes each
+module's old file, edits included, because the new release no longer renders it, and
+writes the new release's version at the new place. Several of these modules also changed
+in v0.3.0, so the user's edits cannot simply be copied over: for each moved module this
+does a three-way merge (`git merge-file`) of the user's last committed version, the
+template's version of the release they came from, and the new release's version. A
+conflict is left in the file with markers, as copier leaves its own. Then it points the
+project's own imports and commands (`python -m src.babysit`) at the new modules.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+TEMPLATE = Path(__file__).resolve().parent.parent
+# New module -> where earlier releases had it (v0.2.0 first, then v0.1.0's src/utils/).
+MOVES = {
+    "src/runs/lifetime.py": ["src/run.py"],
+    "src/runs/directory.py": ["src/run_dir.py"],
+    "src/runs/console.py": ["src/console.py"],
+    "src/runs/metrics_jsonl.py": ["src/metrics_jsonl.py"],
+    "src/ops/hardware.py": ["src/system_metrics.py"],
+    "src/ops/gpu_lock.py": ["src/gpu_lock.py", "src/utils/gpu_lock.py"],
+    "src/ops/memory.py": ["src/memory.py", "src/utils/memory.py"],
+    "src/ops/babysit.py": ["src/babysit.py"],
+    "src/ops/records.py": ["src/records.py"],
+    "src/training/trainer.py": ["src/trainer.py"],
+    "src/training/optim.py": ["src/optim.py"],
+    "src/training/precision.py": ["src/precision.py"],
+    "src/training/checkpoints.py": ["src/checkpoints.py"],
+    "src/trees/plots.py": ["src/tree_plots.py"],
+    "src/trees/rounds.py": ["src/xgb_callbacks.py"],
+}
+MODULE_NAMES = {
+    Path(old).stem: new.removesuffix(".py").replace("/", ".").removeprefix("src.")
+    for new, olds in MOVES.items()
+    for old in olds[:1]
+}
+# Helpers v0.3.0 took out of the callbacks package, by (old module, name).
+MOVED_HELPERS = {
+    ("src.callbacks.timing", "Stopwatch"): "src.training.stopwatch",
+    ("src.callbacks.stop_file", "stop_file_paths"): "src.runs.directory",
+    ("src.callbacks.stop_file", "stop_requested"): "src.runs.directory",
+    ("src.callbacks.tracking", "higher_is_better"): "src.runs.metrics_jsonl",
+}
+# `from src import babysit` and `from src.callbacks.timing import Stopwatch` (one line, or
+# a parenthesized list without comments); then `src.run_dir` and `src.utils.memory`
+# anywhere in code, and `src/run_dir.py` in docs and scripts.
+FROM_IMPORT = re.compile(r"^([ \t]*)from (src[\w.]*) import (?:\(([\w,\s]+)\)|([\w, ]+))$", re.M)
+OLD_MODULE = re.compile(r"\bsrc\.(?:utils\.)?(" + "|".join(MODULE_NAMES) + r")\b")
+OLD_PATH = re.compile(r"\bsrc/(" + "|".join(MODULE_NAMES) + r")\.py\b")
+REWRITTEN = ("*.py", "*.sh", "*.md", "*.ipynb", "*.toml", "*.cfg", "*.yaml", "*.yml", "Makefile")
+JINJA_BLOCK = re.compile(r"\{%.*?%\}")
+
+
+def git(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+
+
+def committed(path: str) -> str | None:
+    """The file as of the project's last commit, or None if it was not there."""
+    shown = git("show", f"HEAD:{path}")
+    return shown.stdout if shown.returncode == 0 else None
+
+
+def released(path: str, release: str) -> str | None:
+    """What `release` of this template rendered at `path` (a module whose content has no
+    Jinja; its file name may be conditional), or None where the history is not at hand."""
+    listed = git("ls-tree", "-r", "--name-only", release, "--", "template/src", cwd=TEMPLATE)
+    for name in listed.stdout.splitlines():
+        if JINJA_BLOCK.sub("", name) == f"template/{path}":
+            shown = git("show", f"{release}:{name}", cwd=TEMPLATE)
+            return shown.stdout if shown.returncode == 0 else None
+    return None
+
+
+def split_from_import(found: re.Match[str]) -> str:
+    """`from src import babysit, cli, run` -> `from src import cli`, `from src.ops import
+    babysit` and `from src.runs import lifetime as run`: the code goes on using its names."""
+    indent, module, by_module = found[1], found[2], {}
+    if module != "src" and not any(old_module == module for old_module, _ in MOVED_HELPERS):
+        return found[0]  # nothing moved out of it: left as written
+    for imported in (found[3] or found[4]).split(","):
+        name, _, alias = (part.strip() for part in imported.partition(" as "))
+        if not name:
+            continue  # the trailing comma of a parenthesized list
+        target = MOVED_HELPERS.get((module, name), module)
+        if module == "src" and name in MODULE_NAMES:
+            target, _, new_name = f"src.{MODULE_NAMES[name]}".rpartition(".")
+            alias = alias or (name if new_name != name else "")
+            name = new_name
+        by_module.setdefault(target, []).append(f"{name} as {alias}" if alias else name)
+    if list(by_module) == [module]:
+        return found[0]
+    lines = (f"{indent}from {target} import {', '.join(names)}" for target, names in by_module.items())
+    return "\n".join(lines)
+
+
+def rewrite_imports(text: str) -> str:
+    text = FROM_IMPORT.sub(split_from_import, text)
+    text = OLD_MODULE.sub(lambda found: "src." + MODULE_NAMES[found[1]], text)
+    return OLD_PATH.sub(lambda found: "src/" + MODULE_NAMES[found[1]].replace(".", "/") + ".py", text)
+
+
+def merge(yours: str, base: str, new_release: str) -> tuple[str, bool]:
+    """`git merge-file`: the new release's changes on top of yours; True if it conflicted."""
+    with tempfile.TemporaryDirectory() as scratch:
+        files = []
+        for name, text in (("yours", yours), ("base", base), ("new", new_release)):
+            files.append(Path(scratch, name))
+            files[-1].write_text(text)
+        labels = ["-L", "before updating", "-L", "last update", "-L", "after updating"]
+        merged = subprocess.run(["git", "merge-file", *labels, *map(str, files)], capture_output=True)
+        if merged.returncode < 0:
+            raise RuntimeError(merged.stderr.decode())
+        return files[0].read_text(), merged.returncode > 0
+
+
+def move_edited_modules(release: str) -> None:
+    for new, olds in MOVES.items():
+        found = [(old, text) for old in olds if (text := committed(old)) is not None]
+        if not found or not Path(new).exists():
+            continue  # removed or moved by the user before this update, or not rendered
+        old, yours = found[0]
+        base = released(old, release)
+        yours, base = rewrite_imports(yours), base and rewrite_imports(base)
+        if yours == base or yours == Path(new).read_text():
+            continue
+        if base is None:
+            Path(f"{new}.yours").write_text(yours)
+            print(f"migration v0.3.0: {old} moved to {new}; merge your version, {new}.yours, by hand")
+            continue
+        merged, conflicted = merge(yours, base, Path(new).read_text())
+        Path(new).write_text(merged)
+        if conflicted:
+            print(f"migration v0.3.0: {old} moved to {new}; your edits conflict there (see the markers)")
+        else:
+            print(f"migration v0.3.0: your edits to {old} are kept, now in {new}")
+
+
+def rewrite_project_imports() -> None:
+    listed = git("ls-files", "--cached", "--others", "--exclude-standard", "--", *REWRITTEN)
+    for path in sorted(set(listed.stdout.splitlines())):
+        source = Path(path)
+        if not source.is_file():
+            continue
+        try:
+            text = source.read_text()
+        except UnicodeDecodeError:
+            continue
+        if (rewritten := rewrite_imports(text)) != text:
+            source.write_text(rewritten)
+            print(f"migration v0.3.0: {path} now names the modules' new homes")
+
+
+def main() -> None:
+    release = sys.argv[1] if len(sys.argv) > 1 else "v0.2.0"
+    move_edited_modules(release)
+    rewrite_project_imports()
+
+
+if __name__ == "__main__":
+    main()
