@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+import yaml
+from conftest import TEMPLATE
 
 
 @pytest.mark.parametrize(
@@ -17,6 +21,10 @@ import pytest
         ({"parts": ["reinforcement"]}, "is not in ['sl_neural', 'sl_tree', 'rl']"),
         ({"wandb_entity": "my team"}, "A W&B entity contains only"),
         ({"copyright_year": "26"}, "The copyright year is four digits"),
+        ({"project_name": "pip"}, "gives the distribution name 'pip', which is a tool or library"),
+        ({"project_name": "Torch"}, "gives the distribution name 'torch'"),
+        ({"project_name": "Scikit Learn"}, "gives the distribution name 'scikit-learn'"),
+        ({"project_name": "setuptools"}, "installing the project would replace it"),
     ],
 )
 def test_bad_answer_is_refused(copie, answers, message):
@@ -39,3 +47,14 @@ def test_the_copyright_year_is_kept_in_the_answers(copie):
     assert result.exit_code == 0, result.exception
     assert "Copyright (c) 2024 " in (result.project_dir / "LICENSE").read_text()
     assert result.answers["copyright_year"] == "2024"
+
+
+def test_every_dependency_is_a_name_the_project_may_not_take():
+    """A project whose distribution name is one of its own dependencies (or the tools that
+    install and test it) would replace that package when installed."""
+    validator = yaml.safe_load((TEMPLATE / "copier.yml").read_text())["project_name"]["validator"]
+    refused = set(re.search(r"in \[([^\]]*)\]", validator)[1].replace("'", "").replace(" ", "").split(","))
+    pyproject = (TEMPLATE / "template" / "pyproject.toml.jinja").read_text()
+    required = set(re.findall(r'"([A-Za-z0-9_.-]+)>=', pyproject))  # build, run and dev
+    assert {"torch", "xgboost", "pytest", "setuptools"} <= required
+    assert required - refused == set()
