@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 from conftest import PARTS, ROOT, part_module, slow
 
 from src.cli import parse_cli
@@ -43,18 +44,59 @@ def test_cli_flags_override_the_config_class(kind):
         (["--learning-rat", "1"], "Perhaps you meant"),
         (["--seed", "not-a-number"], "--seed"),
         (["--resume", "no/such/run"], "does not exist"),
-        (["--max-wall-clock-hours", "0"], "max_wall_clock_hours 0.0: must be positive"),
+        (["--max-wall-clock-hours", "0"], "max_wall_clock_hours 0.0: must be more than 0"),
+        (["--max-wall-clock-hours", "nan"], "max_wall_clock_hours nan: must be a finite number"),
+        (["--max-wall-clock-hours", "1e308"], "at most 8784 (a year)"),
+        (["--seed", "-1"], "seed -1: must be in 0 .. 2**32-1"),
+        (["--seed", str(2**33)], f"seed {2**33}: must be in"),
         (["--name", "a/b"], "name 'a/b'"),
+        (["--name", "x" * 300], "use up to 100 letters"),
+        (["--stop-file", ""], "stop_file '': must name a file, not a folder"),
+        (["--stop-file", "."], "stop_file '.': must name a file"),
+        (["--wandb-project", "a/b"], "wandb_project 'a/b': W&B project names"),
+        (["--output.base-dir", "/dev/null"], "/dev/null is not a folder"),
+        (["--output.base-dir", "/dev/null/runs"], "/dev/null is not a folder"),
     ],
 )
 def test_bad_command_lines_are_refused_with_what_is_valid(kind, args, message, capsys):
+    output = refused(kind, args, capsys)
+    assert message in output
+    if "--config" in args:  # and the valid names
+        assert all(f"'{name}'" in output for name in part_module(kind, "config").CONFIGS)
+
+
+def refused(kind: str, args: list[str], capsys) -> str:
+    """What the part's command line prints when it refuses `args` (exit status 2)."""
     with pytest.raises(SystemExit) as exit_info:
         parse_cli(part_module(kind, "config").CONFIGS, args)
     assert exit_info.value.code == 2
     output = capsys.readouterr()
-    assert message in output.err + output.out
-    if "--config" in args:  # and the valid names
-        assert all(f"'{name}'" in output.err for name in part_module(kind, "config").CONFIGS)
+    return output.err + output.out
+
+
+LIGHTNING_PARTS = sorted(kind for kind in PARTS if kind != "sl_tree")
+
+
+@pytest.mark.parametrize("kind", LIGHTNING_PARTS)
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--learning-rate", "nan"], "learning_rate nan: must be a finite number"),
+        (["--accelerator", "tpu"], "accelerator 'tpu': use one of auto, cpu, gpu, cuda, mps"),
+        (["--devices", "0"], "devices '0': use auto, -1 (all), a count"),
+        (["--devices", "abc"], "devices 'abc'"),
+        (["--strategy", "foo"], "strategy 'foo': use one of Lightning's: auto, ddp"),
+    ],
+)
+def test_hardware_that_lightning_would_refuse_mid_run_is_refused_first(kind, args, message, capsys):
+    assert message in refused(kind, args, capsys)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the machine has a GPU")
+@pytest.mark.parametrize("kind", LIGHTNING_PARTS)
+def test_asking_for_a_gpu_on_a_machine_without_one_is_refused(kind, capsys):
+    output = refused(kind, ["--accelerator", "cuda"], capsys)
+    assert "accelerator 'cuda': none is visible on this machine" in output
 
 
 @pytest.mark.parametrize("kind", sorted(PARTS))

@@ -245,3 +245,11 @@ def test_detach_script_starts_an_unbuffered_background_job(tmp_path):
             break
         time.sleep(0.1)
     assert "usage" in log.read_text()
+
+
+def test_metrics_jsonl_stays_json_when_a_value_is_not_finite(tmp_path):  # OUT-4
+    path = tmp_path / "metrics.jsonl"
+    append_jsonl(path, {"loss": float("nan"), "grad": torch.tensor(float("inf")), "lr": [1.0, float("-inf")]})
+    line = path.read_text().splitlines()[0]
+    event = json.loads(line, parse_constant=lambda name: pytest.fail(f"bare {name}"))
+    assert (event["loss"], event["grad"], event["lr"]) == (None, None, [1.0, None])

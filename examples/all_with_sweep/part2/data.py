@@ -86,4 +86,9 @@ def load_split(cfg: DiabetesConfig) -> Split:
         )
     except ValueError as error:  # too few rows for the fractions asked for
         raise DataValidationError(f"{source}: cannot split {len(table)} rows: {error}") from None
+    if min(len(val_y), len(test_y)) < 2:  # R² and early stopping need two rows or more
+        raise DataValidationError(
+            f"{source}: {len(table)} rows leave {len(val_y)} validation and {len(test_y)} test "
+            "row(s); each needs at least 2: give more rows or larger --val-fraction/--test-fraction"
+        )
     return Split(train_x, train_y, val_x, val_y, test_x, test_y)

@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal, NoReturn
 
 import tyro
 
+from src.callbacks.finite_loss import TrainingDiverged
 from src.config import BaseConfig, ConfigError
 from src.data_checks import DataValidationError
 from src.runs.directory import find_latest_run, resolve_checkpoint, run_dir_of
@@ -111,11 +112,11 @@ def _config_named_in(argv: Sequence[str]) -> str | None:
 
 @contextlib.contextmanager
 def exit_on_bad_input() -> Iterator[None]:
-    """Bad data (DATA-1) or config values end the command with status 2 and the
-    message, not a traceback."""
+    """Bad data (DATA-1), config values, or training that diverged on them end the
+    command with status 2 and the message, not a traceback."""
     try:
         yield
-    except (DataValidationError, ConfigError) as error:
+    except (DataValidationError, ConfigError, TrainingDiverged) as error:
         _fail(str(error))
 
 

@@ -183,6 +183,25 @@ def test_bad_data_on_the_command_line_exits_2_and_is_logged(tmp_path):  # DATA-1
     assert "pixel_0_4" in (run_dir / "console.log").read_text()
 
 
+@slow
+def test_training_that_diverges_fails_saying_where_and_saves_no_nan_model(tmp_path):
+    command = [sys.executable, "-m", f"{PARTS['sl_neural']}.train", "--config", "smoke"]
+    command += ["--learning-rate", "1e6", "--gradient-clip-val", "0", "--wandb-mode", "disabled"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GPU_LOCK_PATH": str(tmp_path / "lock")}
+    result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "training diverged: the " in result.stderr and "(now 1e+06)" in result.stderr
+    assert "Traceback" not in result.stderr
+    (run_dir,) = (tmp_path / "output").glob("smoke_*")
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "failed"
+    assert not (run_dir / "model.pt").exists()
+    for checkpoint in (run_dir / "checkpoints").glob("*.ckpt"):  # only those from before it
+        weights = torch.load(checkpoint, map_location="cpu", weights_only=False)["state_dict"].values()
+        assert all(torch.isfinite(w).all() for w in weights if w.is_floating_point()), checkpoint.name
+    for line in (run_dir / "metrics.jsonl").read_text().splitlines():
+        json.loads(line, parse_constant=lambda name: pytest.fail(f"bare {name} in metrics.jsonl"))
+
+
 @pytest.mark.parametrize(
     ("change", "column"),
     [
@@ -207,7 +226,7 @@ def test_bad_data_is_refused_naming_the_column(tmp_path, change, column):  # DAT
     [
         (None, "no such file"),
         ("", "cannot read it as a table"),
-        ("pixel,target\n1.0,0\n2.0,1\n", "expected 64 feature columns"),
+        ("pixel,target\n1.0,0\n2.0,1\n", "1 feature columns besides 'target', expected 64"),
     ],
 )
 def test_unreadable_or_unusable_files_are_refused(tmp_path, contents, message):  # DATA-1
@@ -224,6 +243,33 @@ def test_too_few_rows_for_a_stratified_split_is_a_clear_error(tmp_path):  # DATA
     datamodule = data.DigitsDataModule(config.DigitsConfig(data_path=str(path)))
     with pytest.raises(DataValidationError, match="cannot split 12 rows"):
         datamodule.setup("fit")
+
+
+def test_a_wide_table_with_the_wrong_feature_count_is_refused_before_column_checks(tmp_path):  # DATA-1
+    path = tmp_path / "wide.csv"
+    pd.DataFrame(0.0, index=range(20), columns=[f"f{i}" for i in range(50_000)]).assign(target=0).to_csv(
+        path, index=False
+    )
+    with pytest.raises(DataValidationError, match="50000 feature columns besides 'target', expected 64"):
+        data.DigitsDataModule(config.DigitsConfig(data_path=str(path))).prepare_data()
+
+
+def test_a_label_with_one_class_is_refused(tmp_path):  # DATA-1
+    path = tmp_path / "one_class.csv"
+    data.load_table(config.DigitsConfig()).assign(target=3).to_csv(path, index=False)
+    datamodule = data.DigitsDataModule(config.DigitsConfig(data_path=str(path)))
+    datamodule.prepare_data()
+    with pytest.raises(DataValidationError, match=r"one class \(3\) in all 1797 rows"):
+        datamodule.setup("fit")
+
+
+def test_no_training_batch_has_a_single_example_for_batchnorm(tmp_path):
+    datamodule = data.DigitsDataModule(config.DigitsConfig(batch_size=8))
+    datamodule.prepare_data()
+    datamodule.setup("fit")
+    assert len(datamodule.train_dataset) % 8 == 1  # the split that used to end on a batch of one
+    assert min(len(labels) for _, labels in datamodule.train_dataloader()) == 8
+    assert sum(len(labels) for _, labels in datamodule.val_dataloader()) == len(datamodule.val_dataset)
 
 
 def test_own_csv_trains_like_the_bundled_data(tmp_path):

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import os
 import re
 import types
 import typing
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal, Self
 
 from src.project import PROJECT_SLUG, WANDB_ENTITY
@@ -72,14 +75,29 @@ class BaseConfig:
     def problems(self) -> list[str]:
         """What is wrong with these values (CFG-3); empty when they can run.
         Each level of the hierarchy adds the checks of its own fields."""
-        found = []
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", self.name):
+        found = [
+            f"{f.name} {value}: must be a finite number"
+            for f in dataclasses.fields(self)
+            if isinstance(value := getattr(self, f.name), float) and not math.isfinite(value)
+        ]
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}", self.name):
             found.append(
-                f"name {self.name!r}: use letters, digits, '_', '.' and '-' (it names the run directory)"
+                f"name {self.name!r}: use up to 100 letters, digits, '_', '.' and '-' "
+                "(it names the run directory)"
             )
-        if self.max_wall_clock_hours <= 0:
-            found.append(f"max_wall_clock_hours {self.max_wall_clock_hours}: must be positive")
-        return found
+        if not 0 <= self.seed < 2**32:
+            found.append(f"seed {self.seed}: must be in 0 .. 2**32-1 (what numpy and torch accept)")
+        if not 0 < self.max_wall_clock_hours <= 24 * 366:
+            hours = self.max_wall_clock_hours
+            found.append(f"max_wall_clock_hours {hours}: must be more than 0 and at most 8784 (a year)")
+        if not self.stop_file.strip() or Path(self.stop_file).is_dir():
+            found.append(f"stop_file {self.stop_file!r}: must name a file, not a folder, e.g. STOP")
+        if not re.fullmatch(r"[^/\\#?%:]{1,128}", self.wandb_project):
+            found.append(
+                f"wandb_project {self.wandb_project!r}: W&B project names are 1 to 128 characters "
+                "without / \\ # ? % :"
+            )
+        return found + _output_problems(Path(self.output.base_dir))
 
     def validate(self) -> None:
         if found := self.problems():
@@ -154,6 +172,7 @@ class LightningConfig(BaseConfig):
                 num_nodes=1,
                 log_every_n_steps=1,
             ),
+            *_hardware_problems(self.accelerator, self.devices, self.strategy),
         ]
 
 
@@ -271,6 +290,41 @@ class RLConfig(LightningConfig):
         if not 0 < self.gamma <= 1:
             found.append(f"gamma {self.gamma}: must be in (0, 1]")
         return found
+
+
+def _hardware_problems(accelerator: str, devices: str, strategy: str) -> list[str]:
+    """Accelerator, devices and strategy that Lightning would refuse only after the run began."""
+    import torch  # here, not at the top: the tree parts' configs need no torch
+    from lightning.pytorch.strategies import StrategyRegistry
+
+    found = []
+    present = {
+        "auto": True,
+        "cpu": True,
+        "gpu": torch.cuda.is_available() or torch.backends.mps.is_available(),
+        "cuda": torch.cuda.is_available(),
+        "mps": torch.backends.mps.is_available(),
+    }
+    if accelerator not in present:
+        found.append(f"accelerator {accelerator!r}: use one of {', '.join(present)}")
+    elif not present[accelerator]:
+        found.append(f"accelerator {accelerator!r}: none is visible on this machine; use auto or cpu")
+    if not re.fullmatch(r"auto|-1|[1-9][0-9]*|[0-9]+,|[0-9]+(,[0-9]+)+,?", devices.replace(" ", "")):
+        found.append(f"devices {devices!r}: use auto, -1 (all), a count such as 2, or a list such as 0,1")
+    strategies = ["auto", *StrategyRegistry.available_strategies()]
+    if strategy not in strategies:
+        found.append(f"strategy {strategy!r}: use one of Lightning's: {', '.join(strategies)}")
+    return found
+
+
+def _output_problems(base_dir: Path) -> list[str]:
+    """Run directories can be made under base_dir: the nearest folder that exists is writable."""
+    existing = next(path for path in (base_dir, *base_dir.absolute().parents) if path.exists())
+    if not existing.is_dir():
+        return [f"output.base_dir {str(base_dir)!r}: {existing} is not a folder"]
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return [f"output.base_dir {str(base_dir)!r}: {existing} is not writable by this user"]
+    return []
 
 
 def _at_least(config: object, **minimums: float) -> list[str]:

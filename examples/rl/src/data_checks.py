@@ -33,9 +33,17 @@ def read_table(path: str | Path) -> pd.DataFrame:
         raise DataValidationError(f"--data-path {path}: cannot read it as a table ({error})") from None
 
 
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
 def finite() -> pa.Check:
-    """A pandera check that rejects inf and -inf (nulls are the `nullable` flag's job)."""
-    return pa.Check(lambda column: ~np.isinf(column), element_wise=False, error="finite")
+    """A pandera check that rejects inf, -inf and values beyond float32 (what torch and
+    XGBoost train in, where they would become inf); nulls are the `nullable` flag's job."""
+    return pa.Check(
+        lambda column: ~np.isinf(column) & (column.abs() <= FLOAT32_MAX),
+        element_wise=False,
+        error="finite (within float32's range, about 3.4e38)",
+    )
 
 
 def validate_table(table: pd.DataFrame, schema: pa.DataFrameSchema, source: str) -> pd.DataFrame:

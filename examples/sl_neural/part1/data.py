@@ -38,10 +38,6 @@ def table_schema(cfg: DigitsConfig, columns: list[str]) -> pa.DataFrameSchema:
             # No coercion: a float label such as 3.5 is an error, not a silent 3.
             cfg.label_column: pa.Column(int, pa.Check.isin(range(cfg.num_classes))),
         },
-        checks=pa.Check(
-            lambda table: table.shape[1] - 1 == cfg.num_features,
-            error=f"expected {cfg.num_features} feature columns (set --num-features)",
-        ),
         strict=True,
     )
 
@@ -86,6 +82,9 @@ class DigitsDataModule(L.LightningDataModule):
             dataset,
             batch_size=self.batch_size,
             shuffle=shuffle,
+            # A last training batch of one example breaks BatchNorm; training reshuffles
+            # every epoch, so dropping the incomplete batch loses no example for good.
+            drop_last=shuffle and len(dataset) > self.batch_size,
             num_workers=self.cfg.num_workers,
             persistent_workers=self.cfg.num_workers > 0,
             pin_memory=torch.cuda.is_available(),
@@ -93,6 +92,11 @@ class DigitsDataModule(L.LightningDataModule):
 
     def _split(self, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Stratified, and seeded apart from training, so every run sees the same split."""
+        if len(classes := np.unique(labels)) < 2:
+            raise DataValidationError(
+                f"label column '{self.cfg.label_column}' has one class ({classes[0]}) in all "
+                f"{len(labels)} rows: a classifier needs examples of at least two"
+            )
         held_out = self.cfg.val_fraction + self.cfg.test_fraction
         try:
             train_idx, rest_idx = train_test_split(
@@ -113,4 +117,9 @@ class DigitsDataModule(L.LightningDataModule):
     def _load_valid_table(self) -> pd.DataFrame:
         table = load_table(self.cfg)
         source = self.cfg.data_path or "scikit-learn digits"
+        if (found := table.shape[1] - 1) != self.cfg.num_features:  # before the per-column checks
+            raise DataValidationError(
+                f"{source}: {found} feature columns besides '{self.cfg.label_column}', expected "
+                f"{self.cfg.num_features} (set --num-features)"
+            )
         return validate_table(table, table_schema(self.cfg, list(table.columns)), source)

@@ -192,12 +192,20 @@ def test_stop_file_ends_training_after_the_round_and_keeps_the_outputs(tmp_path)
         (lambda t: t.assign(s1=np.inf), "s1"),  # a non-finite value
         (lambda t: t.assign(age=t["age"].mask(t.index == 3, 300)), "age"),  # out of range
         (lambda t: t.assign(target=100.0), "target"),  # a label that never varies
+        (lambda t: t.assign(s2=t["s2"].mask(t.index == 4, 1e300)), "s2"),  # beyond float32
     ],
 )
 def test_bad_data_is_refused_naming_the_column(tmp_path, change, column):  # DATA-1
     path = tmp_path / "bad.csv"
     change(data.load_table(config.DiabetesConfig())).to_csv(path, index=False)
     with pytest.raises(DataValidationError, match=column):
+        data.load_split(config.DiabetesConfig(data_path=str(path)))
+
+
+def test_a_table_too_small_to_validate_and_test_on_is_refused(tmp_path):  # DATA-1
+    path = tmp_path / "five_rows.csv"
+    data.load_table(config.DiabetesConfig()).head(5).to_csv(path, index=False)
+    with pytest.raises(DataValidationError, match="5 rows leave 1 validation and 1 test row"):
         data.load_split(config.DiabetesConfig(data_path=str(path)))
 
 

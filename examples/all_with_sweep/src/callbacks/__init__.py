@@ -2,6 +2,7 @@
 
 from src.callbacks.batch_metrics import BatchMetricsCallback
 from src.callbacks.epoch_summary import EpochSummaryCallback
+from src.callbacks.finite_loss import FiniteLossCallback
 from src.callbacks.plateau_resume import PlateauResumeCallback
 from src.callbacks.rng_state import RngStateCallback
 from src.callbacks.run_info import RunInfoCallback
@@ -13,6 +14,7 @@ from src.callbacks.tracking import TrackingCallback
 __all__ = [
     "BatchMetricsCallback",
     "EpochSummaryCallback",
+    "FiniteLossCallback",
     "PlateauResumeCallback",
     "RngStateCallback",
     "RunInfoCallback",

@@ -84,7 +84,8 @@ def check_metrics(run_dir: Path, monitor: str, patience: int) -> Finding:
     events = [e for e in read_jsonl(path) if monitor in e] if path.exists() else []
     if not events:
         return Finding("metrics", "OK", f"no {monitor} yet")
-    values = [e[monitor] for e in events]
+    # metrics.jsonl writes NaN and infinities as null (JSON has no spelling for them).
+    values = [math.nan if e[monitor] is None else e[monitor] for e in events]
     if not math.isfinite(values[-1]):
         details = {"metric": monitor, "epoch": str(events[-1].get("epoch", "")), "value": str(values[-1])}
         return Finding("metrics", "FAIL", f"{monitor} is not finite: {values[-1]}", "divergence", details)

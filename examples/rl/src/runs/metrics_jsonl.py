@@ -8,6 +8,7 @@ included), in the order W&B sees them, on rank zero only (DDP-1).
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,7 +22,10 @@ def append_jsonl(path: Path, *records: Mapping[str, Any]) -> None:
     """Append events, one line each; values JSON cannot hold (tensors, paths) become
     numbers or text."""
     now = round(time.time(), 3)
-    lines = [json.dumps({"time": now, **record}, default=_plain) + "\n" for record in records]
+    lines = [
+        json.dumps(_finite({"time": now, **record}), default=_plain, allow_nan=False) + "\n"
+        for record in records
+    ]
     with open(path, "a", encoding="utf-8") as file:
         file.writelines(lines)
 
@@ -49,9 +53,14 @@ def drop_metrics_from_step(path: Path, step: int) -> None:
 
 
 class JsonlLogger(Logger):
+    """Lightning hands hyperparameters over more than once at the start (the module's,
+    then the run's facts); they are gathered into the one hyperparams line written
+    before the first metrics."""
+
     def __init__(self, path: Path) -> None:
         super().__init__()
         self.path = Path(path)
+        self._hyperparams: dict[str, Any] = {}
 
     @property
     def name(self) -> str:
@@ -63,20 +72,40 @@ class JsonlLogger(Logger):
 
     @rank_zero_only
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
+        self._write_hyperparams()
         append_jsonl(self.path, {"event": "metrics", "step": step, **metrics})
 
     @rank_zero_only
     def log_hyperparams(self, params: Any, *args: Any, **kwargs: Any) -> None:
-        params = params if isinstance(params, Mapping) else vars(params)  # dict or Namespace
-        append_jsonl(self.path, {"event": "hyperparams", **params})
+        self._hyperparams |= params if isinstance(params, Mapping) else vars(params)  # dict or Namespace
+
+    @rank_zero_only
+    def finalize(self, status: str) -> None:
+        self._write_hyperparams()  # a run that ended before its first metrics
+
+    def _write_hyperparams(self) -> None:
+        if self._hyperparams:
+            append_jsonl(self.path, {"event": "hyperparams", **self._hyperparams})
+            self._hyperparams = {}
 
 
 def _plain(value: Any) -> Any:
     if hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
-        return value.item()
+        return _finite(value.item())
     if hasattr(value, "tolist"):
-        return value.tolist()
+        return _finite(value.tolist())
     return str(value)
+
+
+def _finite(value: Any) -> Any:
+    """NaN and infinities become null: JSON has no spelling for them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
 
 
 def higher_is_better(metric: str) -> bool:

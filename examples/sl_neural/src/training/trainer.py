@@ -24,6 +24,7 @@ from lightning.pytorch.utilities import rank_zero_info
 from src.callbacks import (
     BatchMetricsCallback,
     EpochSummaryCallback,
+    FiniteLossCallback,
     PlateauResumeCallback,
     RngStateCallback,
     RunInfoCallback,
@@ -72,6 +73,7 @@ def build_callbacks(
         ),
         ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="last", enable_version_counter=False),
         LearningRateMonitor(logging_interval="epoch"),
+        FiniteLossCallback(monitor=monitor),  # a NaN loss fails the run, never saved as best
         StopFileCallback(stop_file_paths(cfg.stop_file, run_dir)),  # `touch STOP` (CB-4)
         Timer(duration=timedelta(hours=cfg.max_wall_clock_hours), interval="step"),  # CFG-4 budget
         TimingCallback(fetch_section=fetch_section),  # timing/ (PRF-2..4)
