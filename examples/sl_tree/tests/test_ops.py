@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -31,7 +32,7 @@ def test_gpu_lock_makes_a_second_job_wait(tmp_path):
             sys.executable,
             "-c",
             "import sys, time\nfrom src.ops.gpu_lock import GpuLock\n"
-            "with GpuLock(sys.argv[1]):\n    print('locked', flush=True); time.sleep(1.5)",
+            "with GpuLock(sys.argv[1], without_gpu=True):\n    print('locked', flush=True); time.sleep(1.5)",
             str(lock),
         ],
         cwd=ROOT,
@@ -40,11 +41,49 @@ def test_gpu_lock_makes_a_second_job_wait(tmp_path):
     )
     assert holder.stdout.readline().strip() == "locked"
     started = time.monotonic()
-    with GpuLock(lock):
+    with GpuLock(lock, without_gpu=True):
         waited = time.monotonic() - started
     holder.wait()
     assert waited > 0.5
     assert holder.returncode == 0
+    assert lock.stat().st_mode & 0o777 == 0o666  # every user of the machine can queue on it
+
+
+def test_a_machine_without_a_gpu_takes_no_lock(tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("the machine has a GPU")
+    with GpuLock(tmp_path / "gpu.lock") as lock:
+        assert not lock.enabled and not (tmp_path / "gpu.lock").exists()
+
+
+SETPRIV = ["setpriv", "--inh-caps=-dac_override", "--bounding-set=-dac_override"]
+TAKE_LOCK = """import sys
+from src.ops.gpu_lock import GpuLock
+with GpuLock(sys.argv[1], without_gpu=True):
+    print("ok")
+"""
+
+
+def take_lock(path, *prefix: str) -> subprocess.CompletedProcess:
+    command = [*prefix, sys.executable, "-c", TAKE_LOCK, str(path)]
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root's setpriv")
+def test_a_lock_file_another_user_owns_read_only_still_queues(tmp_path):
+    lock = tmp_path / "gpu.lock"
+    lock.write_text("")
+    lock.chmod(0o444)  # as another user's file looks to this one without DAC override
+    result = take_lock(lock, *SETPRIV)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
+
+
+@pytest.mark.parametrize("where", ["missing/gpu.lock", "."])
+def test_a_lock_path_that_cannot_be_a_file_is_one_clear_line(tmp_path, where):
+    path = tmp_path / where
+    result = take_lock(path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.startswith(f"error: cannot use the GPU lock file {path}: ")
 
 
 def make_run(tmp_path, status="running", pid=None, val_losses=(1.0, 0.8, 0.7), linger=0.0):

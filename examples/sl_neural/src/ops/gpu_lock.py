@@ -6,33 +6,42 @@
 
 The lock is flock(2) on /tmp/gpu-task.lock (or $GPU_LOCK_PATH). The kernel
 releases it when the process exits, however it exits, so a crash never leaves a
-stale lock behind.
+stale lock behind. A machine without a CUDA device has nothing to queue for, so
+there the lock is not taken. The file is created writable by every user, and one
+that another user created read-only is still locked (flock needs no write access):
+every user of the machine queues on the same lock.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import sys
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import IO, NoReturn
+
+import torch
 
 DEFAULT_LOCK_PATH = "/tmp/gpu-task.lock"
 
 
 class GpuLock:
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, without_gpu: bool = False) -> None:
+        """`without_gpu=True` takes the lock on a machine without a CUDA device too."""
         self.path = Path(path or os.environ.get("GPU_LOCK_PATH", DEFAULT_LOCK_PATH))
-        self._file = None
+        self._file: IO[str] | None = None
         # DDP ranks that Lightning or torchrun start beside the first process belong
         # to the same job: only local rank 0 queues for the machine.
-        self.enabled = int(os.environ.get("LOCAL_RANK", "0")) == 0
+        is_first_rank = int(os.environ.get("LOCAL_RANK", "0")) == 0
+        self.enabled = is_first_rank and (without_gpu or torch.cuda.is_available())
 
     def __enter__(self) -> GpuLock:
         if not self.enabled:
             return self
-        self._file = open(self.path, "a+")  # held open for the lock's lifetime
+        self._file = self._open()  # held open for the lock's lifetime
         try:
             fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -40,13 +49,40 @@ class GpuLock:
             holder = self._file.read().strip() or "another process"
             print(f"GPU lock {self.path} is held by {holder}; waiting for it...", file=sys.stderr)
             started = time.monotonic()
-            fcntl.flock(self._file, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(self._file, fcntl.LOCK_EX)
+            except KeyboardInterrupt:
+                print("stopped while waiting for the GPU lock; nothing ran", file=sys.stderr)
+                raise SystemExit(130) from None
             print(f"GPU lock acquired after {time.monotonic() - started:.0f} s", file=sys.stderr)
-        self._file.seek(0)
-        self._file.truncate()
-        self._file.write(f"pid {os.getpid()}: {' '.join(sys.argv)}\n")
-        self._file.flush()
+        if self._file.writable():  # who holds it, for the next job's "waiting" line
+            self._file.seek(0)
+            self._file.truncate()
+            self._file.write(f"pid {os.getpid()}: {' '.join(sys.argv)}\n")
+            self._file.flush()
         return self
+
+    def _open(self) -> IO[str]:
+        try:
+            descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        except PermissionError:  # another user's file: locking it needs only read access
+            try:
+                return open(self.path)
+            except OSError as error:
+                self._fail(error)
+        except OSError as error:  # a missing folder, a folder at the path
+            self._fail(error)
+        with contextlib.suppress(PermissionError):
+            os.fchmod(descriptor, 0o666)  # past the umask, so other users can open it too
+        return os.fdopen(descriptor, "r+")
+
+    def _fail(self, error: OSError) -> NoReturn:
+        print(
+            f"error: cannot use the GPU lock file {self.path}: {error.strerror}; "
+            "set GPU_LOCK_PATH to a file path every user of this machine can read",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
 
     def __exit__(
         self,
@@ -55,7 +91,8 @@ class GpuLock:
         traceback: TracebackType | None,
     ) -> None:
         if self._file is not None:
-            self._file.truncate(0)
+            if self._file.writable():
+                self._file.truncate(0)
             fcntl.flock(self._file, fcntl.LOCK_UN)
             self._file.close()
             self._file = None
