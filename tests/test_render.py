@@ -18,8 +18,8 @@ SRC_MODULES = """
     ops/__init__ ops/babysit ops/gpu_lock ops/hardware ops/memory ops/records
 """
 CALLBACKS = """
-    __init__ batch_metrics epoch_summary plateau_resume rng_state run_info stop_file
-    system_metrics timing tracking
+    __init__ batch_metrics epoch_summary finite_loss plateau_resume rng_state run_info
+    stop_file system_metrics timing tracking
 """
 CHECKLIST = "__init__ __main__ code_checks project registry report rl_checks run_checks"
 SHARED_FILES = {

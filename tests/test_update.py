@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+from fnmatch import fnmatch
 from pathlib import Path
 
 import copier
@@ -38,6 +39,8 @@ HYPERPARAMETER_EDITS = {
     "rl": ("entropy_coef: float = 0.0", "entropy_coef: float = 0.01"),
 }
 CONFLICT_MARKERS = ("<<<<<<< ", ">>>>>>> ")
+# The user's files once rendered (data.py, envs.py): an update leaves them as they are.
+SKIP_IF_EXISTS = yaml.safe_load((TEMPLATE / "copier.yml").read_text())["_skip_if_exists"]
 PRE_COMMIT = ".pre-commit-config.yaml"
 
 
@@ -172,7 +175,8 @@ def assert_is_fresh_render_plus_edits(project: Path, template: Path, tmp_path: P
     copier.run_copy(str(template), fresh, data=answers, vcs_ref=LATEST, defaults=True, quiet=True)
     missing = project_files(fresh) - project_files(project)
     assert missing == set(), f"template files missing after the update: {sorted(missing)}"
-    for name in project_files(fresh) - set(kept) - {".copier-answers.yml"}:
+    users = {name for name in project_files(fresh) if any(fnmatch(name, glob) for glob in SKIP_IF_EXISTS)}
+    for name in project_files(fresh) - set(kept) - users - {".copier-answers.yml"}:
         assert (project / name).read_bytes() == (fresh / name).read_bytes(), f"{name} differs from {LATEST}"
     extra = project_files(project) - project_files(fresh)
     assert extra <= set(kept), f"files neither the template's nor the user's: {sorted(extra - set(kept))}"
