@@ -13,6 +13,7 @@ project's own imports and commands (`python -m src.babysit`) at the new modules.
 
 from __future__ import annotations
 
+import functools
 import re
 import subprocess
 import sys
@@ -70,15 +71,21 @@ def committed(path: str) -> str | None:
     return shown.stdout if shown.returncode == 0 else None
 
 
+@functools.cache
+def released_paths(release: str) -> dict[str, str]:
+    """{rendered path: template path} of the modules `release` had under src/ (a file name
+    may be conditional Jinja); empty where the template's history is not at hand."""
+    listed = git("ls-tree", "-r", "--name-only", release, "--", "template/src", cwd=TEMPLATE)
+    return {JINJA_BLOCK.sub("", name).removeprefix("template/"): name for name in listed.stdout.splitlines()}
+
+
 def released(path: str, release: str) -> str | None:
     """What `release` of this template rendered at `path` (a module whose content has no
-    Jinja; its file name may be conditional), or None where the history is not at hand."""
-    listed = git("ls-tree", "-r", "--name-only", release, "--", "template/src", cwd=TEMPLATE)
-    for name in listed.stdout.splitlines():
-        if JINJA_BLOCK.sub("", name) == f"template/{path}":
-            shown = git("show", f"{release}:{name}", cwd=TEMPLATE)
-            return shown.stdout if shown.returncode == 0 else None
-    return None
+    Jinja), or None where the history is not at hand."""
+    if (name := released_paths(release).get(path)) is None:
+        return None
+    shown = git("show", f"{release}:{name}", cwd=TEMPLATE)
+    return shown.stdout if shown.returncode == 0 else None
 
 
 def split_from_import(found: re.Match[str]) -> str:
