@@ -14,12 +14,13 @@ from conftest import every_variant, run, variant_id
 SRC_MODULES = """
     __init__ cli config data_checks project wandb_utils
     training/__init__ training/checkpoints training/optim training/precision training/stopwatch
-    training/trainer runs/__init__ runs/console runs/directory runs/lifetime runs/metrics_jsonl
+    training/trainer runs/__init__ runs/atomic runs/checkpoint_checks runs/console runs/directory
+    runs/lifetime runs/metrics_jsonl
     ops/__init__ ops/babysit ops/gpu_lock ops/hardware ops/memory ops/records
 """
 CALLBACKS = """
-    __init__ batch_metrics epoch_summary finite_loss plateau_resume rng_state run_info
-    stop_file system_metrics timing tracking
+    __init__ batch_metrics epoch_summary finite_loss moved_run plateau_resume resumed_metrics
+    rng_state run_info stop_file system_metrics timing tracking training_end
 """
 CHECKLIST = "__init__ __main__ code_checks project registry report rl_checks run_checks"
 SHARED_FILES = {
@@ -37,6 +38,7 @@ SHARED_FILES = {
     "tests/test_config_cli.py",
     "tests/test_checklist.py",
     "tests/test_ops.py",
+    "tests/test_faults.py",
     *(f"src/{name}.py" for name in SRC_MODULES.split()),
     *(f"src/callbacks/{name}.py" for name in CALLBACKS.split()),
     *(f"src/checklist/{name}.py" for name in CHECKLIST.split()),

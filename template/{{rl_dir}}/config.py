@@ -19,8 +19,8 @@ class CartPoleConfig(RLConfig):
     `--env-name LineWalk` trains on the custom environment in envs.py instead.
 
     Attributes:
-        env_name: Environment: a gymnasium id with discrete actions, or LineWalk, the custom
-            one in envs.py.
+        env_name: Environment: a gymnasium id with discrete actions and a flat vector
+            observation, or LineWalk, the custom one in envs.py.
         hidden_sizes: Widths of the hidden layers of the policy and of the value network.
         ppo_epochs: Passes over each collected batch of frames.
         clip_epsilon: PPO clip range of the probability ratio, in (0, 1).
@@ -66,7 +66,49 @@ class CartPoleConfig(RLConfig):
                 f"target_kl {self.target_kl}, max_grad_norm {self.max_grad_norm}, critic_coef "
                 f"{self.critic_coef}: must be positive"
             )
+        # CFG-3: an env the policy cannot take fails here, before a run directory exists.
+        if problem := env_problem(self.env_name):
+            found.append(problem)
         return found
+
+
+TRAINABLE = (
+    "use a gymnasium id with discrete actions and a flat vector observation (CartPole-v1, "
+    "Acrobot-v1, MountainCar-v0) or LineWalk, the custom env of envs.py"
+)
+
+
+def env_problem(env_name: str) -> str | None:
+    """Why the policy cannot train on `env_name`, in one line; None when it can. The
+    env is made as training makes it (data.make_env: gymnasium ids, LineWalk and what
+    you add there), once, in milliseconds for most, and its specs read as the model
+    reads them: one flat vector of continuous values in, one of n actions out."""
+    # Imported here, not at the top: data.py imports this module, and loading it (torchrl)
+    # takes seconds that --help need not wait.
+    import gymnasium
+
+    from .data import make_env
+
+    try:
+        env = make_env(env_name)
+    except (gymnasium.error.Error, ImportError) as error:  # an unknown id, a missing dependency
+        return f"env_name {env_name!r}: {str(error).strip().splitlines()[0].rstrip('.')}; {TRAINABLE}"
+    try:
+        observation, action = env.observation_spec.get("observation", None), env.action_spec
+        if not hasattr(action.space, "n"):  # continuous, or several choices at once
+            problem = f"its actions are {_describe(action)}, not one choice of n"
+        # A discrete observation (FrozenLake's cell, Blackjack's tuple) or an image is none.
+        elif observation is None or observation.domain != "continuous" or len(observation.shape) != 1:
+            problem = f"its observation is {_describe(observation)}, not one flat vector of continuous values"
+        else:
+            return None
+    finally:
+        env.close()
+    return f"env_name {env_name!r}: {problem}; {TRAINABLE}"
+
+
+def _describe(spec) -> str:
+    return "missing" if spec is None else f"{type(spec).__name__} of shape {tuple(spec.shape)}"
 
 
 @dataclass

@@ -6,16 +6,20 @@ and `--label-column`, or replace `load_table()`.
 
 from __future__ import annotations
 
+import math
+import warnings
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 import pandera.pandas as pa
+import xgboost as xgb
 from sklearn.datasets import load_diabetes
 from sklearn.model_selection import train_test_split
 
 from src.data_checks import DataValidationError, finite, read_table, validate_table
 
-from .config import DiabetesConfig
+from .config import DiabetesConfig, xgboost_says
 
 
 @dataclass
@@ -91,4 +95,38 @@ def load_split(cfg: DiabetesConfig) -> Split:
             f"{source}: {len(table)} rows leave {len(val_y)} validation and {len(test_y)} test "
             "row(s); each needs at least 2: give more rows or larger --val-fraction/--test-fraction"
         )
+    labels_suit_objective(cfg, train_y, val_y, source)
     return Split(train_x, train_y, val_x, val_y, test_x, test_y)
+
+
+def labels_suit_objective(cfg: DiabetesConfig, train: pd.Series, val: pd.Series, source: str) -> None:
+    """DATA-1: the labels are ones cfg.objective trains on and cfg.eval_metric scores
+    (binary:* need [0, 1], count:poisson no negatives, rank:* integers, survival:aft
+    label bounds...). XGBoost says so itself after one round on the labels with a
+    constant feature: milliseconds here, where mid-run it would be a traceback."""
+    labels = pd.concat([train, val])
+    refusal = (
+        f"{source}: labels {labels.min():g} to {labels.max():g} of column {cfg.label_column!r} do not "
+        f"suit --objective {cfg.objective} --eval-metric {cfg.eval_metric}"
+    )
+    # XGBoost checks [0, 1] for its logistic objectives only: binary:hinge trains on any labels.
+    probabilities = cfg.objective.startswith("binary:") or cfg.objective == "reg:logistic"
+    if probabilities and not labels.between(0, 1).all():
+        raise DataValidationError(f"{refusal}: it needs labels in [0, 1]")
+    # One thread: starting XGBoost's pool would take longer than the check itself.
+    train_set, val_set = (xgb.DMatrix(np.zeros((len(y), 1)), label=y, nthread=1) for y in (train, val))
+    params = {"objective": cfg.objective, "eval_metric": cfg.eval_metric, "nthread": 1}
+    try:
+        with warnings.catch_warnings(action="ignore"):  # training repeats them; a refusal says more
+            booster = xgb.Booster(params, [train_set])
+            booster.update(train_set, 0)
+            # "[0]\ttrain-rmse:151.2\tval-rmse:149.8"
+            scores = booster.eval_set([(train_set, "train"), (val_set, "val")]).split("\t")[1:]
+    except xgb.core.XGBoostError as error:
+        raise DataValidationError(f"{refusal}: {xgboost_says(error)}") from None
+    # Early stopping cannot follow a score that is NaN or infinite from the start (auc on
+    # labels other than 0 and 1, mape on labels of 0).
+    if not all(math.isfinite(float(score.rpartition(":")[2])) for score in scores):
+        raise DataValidationError(
+            f"{refusal}: {' '.join(scores)} after one round; early stopping needs finite scores"
+        )

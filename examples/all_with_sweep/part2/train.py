@@ -25,7 +25,8 @@ from part2.model import (
 from src.cli import exit_on_bad_input, parse_cli
 from src.ops.gpu_lock import GpuLock
 from src.ops.hardware import gpu_name
-from src.runs.lifetime import start_run
+from src.runs.atomic import write_text_atomic
+from src.runs.lifetime import mark_training_ended, start_run, training_ended
 from src.trees.plots import feature_importance, predicted_vs_actual, shap_summary
 from src.trees.rounds import log_start_of_run, round_callbacks, train_seconds_so_far
 from src.wandb_utils import finish_run, log_model_artifact, setup_run
@@ -50,8 +51,11 @@ def main_with_config(cfg: DiabetesConfig, resume_from: Path | None = None) -> di
             },
         )
         callbacks = round_callbacks(cfg, run.dir, wandb_run, cfg.eval_metric, cfg.checkpoint_minutes)
-        # Every tree grown; checkpoints/last.ubj keeps them all for --resume.
-        booster = train_booster(cfg, train, val, callbacks, resume_from=run.resume_from)
+        # Every tree grown; checkpoints/last.ubj keeps them all for --resume. A run whose
+        # training ended in an earlier session grows none: test and save remain (RES-1).
+        grow = not training_ended(run.dir)
+        booster = train_booster(cfg, train, val, callbacks, resume_from=run.resume_from, grow=grow)
+        mark_training_ended(run.dir)
         model = best_rounds(booster)  # CB-1: the trees up to the best validation round
 
         predicted = predict(model, split.test_features)
@@ -67,7 +71,7 @@ def main_with_config(cfg: DiabetesConfig, resume_from: Path | None = None) -> di
             "total_params": int((trees["Feature"] == "Leaf").sum()),
             "train_seconds": train_seconds_so_far(booster),  # a resumed run's sessions included
         }
-        (run.dir / "metrics.json").write_text(json.dumps(summary, indent=2) + "\n")
+        write_text_atomic(run.dir / "metrics.json", json.dumps(summary, indent=2) + "\n")
         plots = run.dir / "plots"
         feature_importance(model, plots / "feature_importance.png")
         actual = split.test_labels.to_numpy()

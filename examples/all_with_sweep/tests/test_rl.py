@@ -229,6 +229,18 @@ def test_an_env_the_policy_cannot_train_is_a_config_error(tmp_path, env_name, me
         data.RolloutDataModule(smoke_config(tmp_path, env_name=env_name)).observation_and_action_sizes()
 
 
+@pytest.mark.parametrize(
+    ("env_name", "sizes"),
+    [("CartPole-v1", (4, 2)), ("Acrobot-v1", (6, 3)), ("MountainCar-v0", (2, 3)), ("LineWalk", (2, 3))],
+)
+def test_an_env_the_config_accepts_is_one_the_policy_takes(tmp_path, env_name, sizes):  # CFG-3
+    assert config.env_problem(env_name) is None
+    assert (
+        data.RolloutDataModule(smoke_config(tmp_path, env_name=env_name)).observation_and_action_sizes()
+        == sizes
+    )
+
+
 @gpu
 def test_trains_on_the_gpu_in_bf16(tmp_path):  # PRC-1
     test_metrics = train.main_with_config(smoke_config(tmp_path))

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 import xgboost as xgb
-from conftest import gpu, part_module, slow
+from conftest import PARTS, ROOT, gpu, part_module, slow
 
 from src.data_checks import DataValidationError
 from src.runs.directory import latest_checkpoint
@@ -226,6 +228,67 @@ def test_parquet_without_an_engine_or_a_broken_file_is_a_clear_error(tmp_path): 
 )
 def test_bad_config_values_are_refused_by_name(overrides, message):  # CFG-3
     assert any(message in problem for problem in config.DiabetesConfig(**overrides).problems())
+
+
+@pytest.mark.parametrize(
+    ("objective", "eval_metric", "message"),
+    [
+        ("binary:logistic", "logloss", "binary:logistic --eval-metric logloss: it needs labels in [0, 1]"),
+        ("binary:hinge", "error", "binary:hinge --eval-metric error: it needs labels in [0, 1]"),
+        ("rank:ndcg", "ndcg", "rank:ndcg --eval-metric ndcg: XGBoost:"),  # relevance degrees 0..31
+        ("survival:aft", "aft-nloglik", "survival:aft --eval-metric aft-nloglik: XGBoost:"),  # label bounds
+        ("reg:squarederror", "auc", "auc: train-auc:nan val-auc:nan after one round"),
+    ],
+)
+def test_labels_the_objective_or_metric_cannot_take_are_refused(objective, eval_metric, message):  # DATA-1
+    with pytest.raises(DataValidationError) as error:
+        data.load_split(config.DiabetesConfig(objective=objective, eval_metric=eval_metric))
+    assert str(error.value).startswith(
+        "scikit-learn diabetes: labels 25 to 346 of column 'target' do not suit"
+    )
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_negative_labels_of_a_count_objective_are_refused(tmp_path):  # DATA-1
+    path = tmp_path / "negative.csv"
+    table = data.load_table(config.DiabetesConfig())
+    table.assign(y=table["target"] - 200).drop(columns="target").to_csv(path, index=False)
+    cfg = config.DiabetesConfig(data_path=str(path), label_column="y", objective="count:poisson")
+    with pytest.raises(DataValidationError, match="label must be non-negative for Poisson"):
+        data.load_split(cfg)
+
+
+@pytest.mark.parametrize(
+    ("objective", "eval_metric"),
+    [("reg:absoluteerror", "mae"), ("reg:pseudohubererror", "mphe"), ("count:poisson", "poisson-nloglik")],
+)
+def test_labels_other_regression_objectives_take_pass(objective, eval_metric):  # DATA-1
+    split = data.load_split(config.DiabetesConfig(objective=objective, eval_metric=eval_metric))
+    assert len(split.train_labels) > 0
+
+
+@slow
+def test_labels_that_do_not_suit_the_objective_fail_the_run_with_one_line(tmp_path):  # DATA-1
+    command = [sys.executable, "-m", f"{PARTS['sl_tree']}.train", "--config", "smoke"]
+    command += [
+        "--objective",
+        "binary:logistic",
+        "--wandb-mode",
+        "disabled",
+        "--output.base-dir",
+        str(tmp_path),
+    ]
+    result = subprocess.run(
+        command,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines()[-1].endswith("it needs labels in [0, 1]"), result.stderr
+    assert "Traceback" not in result.stderr
+    (run_dir,) = tmp_path.glob("smoke_*")  # the labels are known once the run has begun
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "failed"
 
 
 def test_split_is_fixed_by_split_seed_not_seed():

@@ -1,18 +1,25 @@
-"""Sweeps (SWP-1..7): every part's local sweep, a failing trial, the sweep's clock, W&B's sweep runs."""
+"""Sweeps (SWP-1..7): every part's local sweep, a failing trial, the sweep's clock, W&B's sweep runs,
+and a sweep that is killed or stopped and resumed (RES-1)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 import weakref
 from pathlib import Path
 
 import pytest
 import torch
 import wandb
-from conftest import PARTS, part_module, slow
+from conftest import PARTS, ROOT, part_module, slow
 
 from src.config import BaseConfig
+from src.runs.directory import latest_checkpoint
 from src.runs.lifetime import start_run
 from src.sweep import Sweep, SweepSpec, main, run_local
 from src.wandb_utils import finish_run, setup_run
@@ -63,9 +70,9 @@ def test_the_sweep_clock_stops_the_running_trial_with_its_checkpoint(tmp_path): 
 LEAKED: list[weakref.ref] = []
 
 
-def toy_train(cfg: BaseConfig) -> dict[str, float]:
+def toy_train(cfg: BaseConfig, resume_from: Path | None = None) -> dict[str, float]:
     """Holds a tensor in its frame; the second trial fails while holding it."""
-    with start_run(cfg):
+    with start_run(cfg, resume_from):
         activations = torch.ones(1_000_000)
         LEAKED.append(weakref.ref(activations))
         if cfg.name.endswith("trial001"):
@@ -114,3 +121,159 @@ def test_setup_run_joins_a_sweep_run_instead_of_starting_one(tmp_path):  # SWP-3
         assert wandb.run is agent_run
     finally:
         wandb.finish()
+
+
+# Flags that make a smoke trial last a few seconds after its first checkpoint, so that the
+# kill below lands inside it; the parts in the order they are quickest to test.
+KILL_FLAGS = {
+    "sl_neural": ["--num-epochs", "6", "--patience", "100"],
+    "sl_tree": [
+        "--num-boost-round",
+        "600",
+        "--early-stopping-rounds",
+        "600",
+        "--checkpoint-minutes",
+        "0.001",
+    ],
+    "rl": ["--target-reward", "None"],  # smoke's two epochs, never ended early by the reward
+}
+
+
+def second_trial_checkpointed(sweeps: Path) -> bool:
+    """Trial 0 recorded, trial 1 under way with a checkpoint."""
+    records = list(sweeps.glob("smoke_*/trials.jsonl"))
+    return bool(records and records[0].read_text().count("\n") == 1) and any(
+        latest_checkpoint(run) for run in sweeps.glob("smoke_*/smoke-trial001_*")
+    )
+
+
+@slow
+def test_a_killed_local_sweep_resumes_without_repeating_a_trial(tmp_path):  # RES-1, SWP-5
+    kind = next(kind for kind in KILL_FLAGS if kind in PARTS)
+    flags = ["--config", "smoke", "--output.base-dir", str(tmp_path), "--wandb-mode", "disabled"]
+    flags += KILL_FLAGS[kind]
+    command = [sys.executable, "-m", f"{PARTS[kind]}.sweep", "--engine", "local", "--trials", "3", *flags]
+    with open(tmp_path / "first.log", "w") as log:
+        process = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    sweeps = tmp_path / "sweeps"
+    deadline = time.monotonic() + 300
+    while process.poll() is None and time.monotonic() < deadline and not second_trial_checkpointed(sweeps):
+        time.sleep(0.05)
+    process.kill()  # kill -9: nothing of the sweep's own runs
+    process.wait()
+    (sweep_dir,) = sweeps.glob("smoke_*")
+    first_record = (sweep_dir / "trials.jsonl").read_text()
+    assert first_record.count("\n") == 1, (tmp_path / "first.log").read_text()[-3000:]
+    killed_summary = (sweep_dir / "summary.md").read_text()  # written after the first trial
+    (first_run,) = sweep_dir.glob("smoke-trial000_*")
+    assert first_run.name in killed_summary and "trial001" not in killed_summary
+
+    sweep = main(part_module(kind, "sweep").SPEC, [*flags, "--resume", "auto"])
+    assert sweep.dir == sweep_dir
+    assert [(t.number, t.status) for t in sweep.trials] == [(0, "finished"), (1, "finished"), (2, "finished")]
+    assert list(sweep_dir.glob("smoke-trial000_*")) == [first_run]  # trial 0 kept, not run again
+    assert (sweep_dir / "trials.jsonl").read_text().startswith(first_record)
+    (killed_run,) = sweep_dir.glob("smoke-trial001_*")  # continued in its own run directory
+    history = json.loads((killed_run / "run.json").read_text())["history"]
+    assert sweep.trials[1].resumed_from and history[-1]["resumed_from"] == sweep.trials[1].resumed_from
+    summary = (sweep_dir / "summary.md").read_text()
+    assert all(Path(t.run_dir).name in summary for t in sweep.trials)
+    assert json.loads((sweep_dir / "sweep.json").read_text())["status"] == "finished"
+
+
+def toy_spec(train) -> SweepSpec:
+    @dataclasses.dataclass
+    class Other(BaseConfig):
+        name: str = "other"
+
+    return SweepSpec(
+        configs={"baseline": BaseConfig, "other": Other},
+        space={"seed": {"values": [1, 2, 3]}},
+        architectures={},
+        train=train,
+        metric="score",
+        goal="maximize",
+    )
+
+
+def toy_sweep(spec: SweepSpec, tmp_path: Path, *args: str) -> Sweep:
+    return main(spec, ["--output.base-dir", str(tmp_path), "--wandb-mode", "disabled", *args])
+
+
+@slow
+@pytest.mark.parametrize(("signal_number", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_or_sigterm_ends_a_sweep_quietly_and_resume_goes_on(tmp_path, capsys, signal_number, status):
+    signalled = []
+
+    def train(cfg: BaseConfig, resume_from: Path | None = None) -> dict[str, float]:
+        with start_run(cfg, resume_from):
+            if cfg.name.endswith("trial001") and not signalled:
+                signalled.append(cfg.name)
+                os.kill(os.getpid(), signal_number)  # as Ctrl-C or `kill PID` would
+                time.sleep(30)
+            return {"score": float(cfg.seed)}
+
+    spec = toy_spec(train)
+    with pytest.raises(SystemExit) as exit_info:
+        toy_sweep(spec, tmp_path, "--trials", "3")
+    assert exit_info.value.code == status and "Traceback" not in capsys.readouterr().err
+    (sweep_dir,) = (tmp_path / "sweeps").glob("baseline_*")
+    assert json.loads((sweep_dir / "sweep.json").read_text())["status"] == "interrupted"
+    (stopped_run,) = sweep_dir.glob("baseline-trial001_*")
+    assert json.loads((stopped_run / "run.json").read_text())["status"] == "interrupted"
+    summary = (sweep_dir / "summary.md").read_text()
+    assert "| 0 | finished |" in summary and "| 1 | interrupted |" in summary
+
+    # The stopped trial had no checkpoint: it runs again with its values, then the sweep goes on.
+    stopped_seed = json.loads((stopped_run / "config.json").read_text())["seed"]
+    sweep = toy_sweep(spec, tmp_path, "--resume", "auto")
+    assert sweep.dir == sweep_dir and [t.number for t in sweep.trials] == [0, 1, 2]
+    assert [t.status for t in sweep.trials] == ["finished"] * 3
+    assert sweep.trials[1].value == stopped_seed and len(list(sweep_dir.glob("baseline-trial000_*"))) == 1
+
+    # --trials is the sweep's total: a finished sweep of 3 grows to 4 by one more trial.
+    sweep = toy_sweep(spec, tmp_path, "--resume", str(sweep_dir), "--trials", "4")
+    assert [t.number for t in sweep.trials] == [0, 1, 2, 3] and sweep.trials[3].status == "finished"
+    assert (sweep_dir / "trials.jsonl").read_text().count("\n") == 4
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--engine", "wandb"], "--resume continues a local sweep"),
+        (["--config", "other"], "that sweep is of config 'baseline'"),
+    ],
+    ids=["engine", "config"],
+)
+def test_resuming_with_another_engine_or_config_exits_2(tmp_path, capsys, flags, message):
+    sweep = toy_sweep(toy_spec(toy_train), tmp_path, "--trials", "1")
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        toy_sweep(toy_spec(toy_train), tmp_path, *flags, "--resume", str(sweep.dir))
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--wandb-mode", "disabled"],
+        ["--wandb-mode", "auto"],
+        ["--wandb-mode", "online"],
+        ["--sweep-id", "a/b/c"],
+    ],
+    ids=["disabled", "auto-with-WANDB_MODE-disabled", "online-without-an-api-key", "join-while-disabled"],
+)
+def test_a_wandb_sweep_without_wandb_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch, flags):
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    if "online" in flags:  # no key anywhere: none in the environment, no ~/.netrc
+        monkeypatch.delenv("WANDB_MODE")
+        monkeypatch.delenv("WANDB_API_KEY", raising=False)
+        monkeypatch.setenv("HOME", str(tmp_path))
+    spec = part_module(sorted(PARTS)[0], "sweep").SPEC
+    with pytest.raises(SystemExit) as exit_info:
+        main(spec, ["--engine", "wandb", "--config", "smoke", "--output.base-dir", str(tmp_path), *flags])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert "wandb login" in err and "--engine local" in err
+    assert not (tmp_path / "sweeps").exists()  # refused before anything was made

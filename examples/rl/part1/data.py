@@ -5,6 +5,8 @@ batches are whole evaluation episodes of the current policy."""
 from __future__ import annotations
 
 import functools
+import multiprocessing
+import signal
 from collections.abc import Iterator
 
 import gymnasium
@@ -28,6 +30,10 @@ EVAL_MAX_STEPS = 10_000
 def make_env(env_name: str) -> EnvBase:
     """RL-2: the env factory is a module-level function, so ParallelEnv can pickle it
     (with functools.partial) into its worker processes."""
+    if multiprocessing.parent_process() is not None:
+        # In a ParallelEnv worker. Ctrl-C reaches every process of the terminal; the main
+        # process shuts the workers down, so a worker has nothing to say about it.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     if env_name == LineWalk.name:
         return LineWalk()
     return GymEnv(env_name, categorical_action_encoding=True)

@@ -28,7 +28,7 @@ def resolve_mode(requested: str) -> str:
     from_env = os.environ.get("WANDB_MODE")
     if from_env:
         return {"dryrun": "offline", "run": "online"}.get(from_env, from_env)
-    return "online" if _api_key_configured() else "offline"
+    return "online" if api_key_configured() else "offline"
 
 
 def setup_run(cfg: BaseConfig, run_dir: Path) -> Any | None:
@@ -87,7 +87,7 @@ def log_model_artifact(path: Path | None, name: str, metadata: dict[str, Any] | 
     return True
 
 
-def _api_key_configured() -> bool:
+def api_key_configured() -> bool:
     if os.environ.get("WANDB_API_KEY"):
         return True
     host = urlparse(os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")).hostname

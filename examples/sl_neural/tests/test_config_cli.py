@@ -74,6 +74,59 @@ def refused(kind: str, args: list[str], capsys) -> str:
     return output.err + output.out
 
 
+@pytest.mark.parametrize(
+    ("kind", "args", "bad", "valid"),
+    [
+        (
+            "sl_tree",
+            ["--objective", "foo"],
+            "objective 'foo': XGBoost: Unknown objective",
+            "reg:squarederror",
+        ),
+        ("sl_tree", ["--objective", "multi:softmax"], "Parameter num_class", "model.booster_params"),
+        ("sl_tree", ["--objective", "reg:quantileerror"], "quantile_alpha", "model.booster_params"),
+        ("sl_tree", ["--eval-metric", "foo"], "eval_metric 'foo': XGBoost: Unknown metric", "rmse, mae"),
+        ("sl_tree", ["--eval-metric", "rmse@3"], "eval_metric 'rmse@3': XGBoost logs it as rmse", "name"),
+        ("rl", ["--env-name", "Foo-v0"], "env_name 'Foo-v0': Environment `Foo` doesn't exist", "CartPole-v1"),
+        (
+            "rl",
+            ["--env-name", "FrozenLake-v1"],
+            "observation is Categorical of shape (), not one flat vector",
+            "LineWalk",
+        ),
+        ("rl", ["--env-name", "Blackjack-v1"], "observation is Stacked of shape (3,)", "Acrobot-v1"),
+        (
+            "rl",
+            ["--env-name", "Pendulum-v1"],
+            "actions are BoundedContinuous of shape (1,), not one choice",
+            "LineWalk",
+        ),
+        ("rl", ["--env-name", "MountainCarContinuous-v0"], "actions are BoundedContinuous", "MountainCar-v0"),
+    ],
+)
+def test_names_xgboost_or_gymnasium_would_refuse_mid_run_are_refused_first(kind, args, bad, valid, capsys):
+    # CFG-3: what the libraries themselves refuse, or the part's model cannot take, one
+    # line each that names the bad value and what works.
+    output = refused(kind, ["--config", "smoke", *args], capsys)
+    (line,) = [line for line in output.splitlines() if bad in line]
+    assert valid in line and "Traceback" not in output
+
+
+@pytest.mark.parametrize(
+    ("kind", "args"),
+    [
+        ("sl_tree", ["--objective", "reg:absoluteerror", "--eval-metric", "mae"]),
+        ("sl_tree", ["--objective", "reg:pseudohubererror", "--eval-metric", "mphe"]),
+        ("sl_tree", ["--objective", "binary:logistic", "--eval-metric", "auc"]),  # labels: data's check
+        ("rl", ["--env-name", "Acrobot-v1"]),
+        ("rl", ["--env-name", "LineWalk"]),
+    ],
+)
+def test_other_objectives_metrics_and_envs_that_work_pass_validation(kind, args):
+    cfg, _ = parse_cli(part_module(kind, "config").CONFIGS, ["--config", "smoke", *args])
+    assert [getattr(cfg, arg[2:].replace("-", "_")) for arg in args[::2]] == args[1::2]
+
+
 LIGHTNING_PARTS = sorted(kind for kind in PARTS if kind != "sl_tree")
 
 
@@ -120,6 +173,27 @@ def test_a_bad_command_line_exits_2_without_traceback_or_run_dir(kind, tmp_path)
     assert result.returncode == 2, result.stderr
     assert "--seed" in result.stderr + result.stdout and "Traceback" not in result.stderr
     assert not (tmp_path / "output").exists()
+
+
+@slow
+@pytest.mark.parametrize(
+    ("kind", "args", "message"),
+    [
+        ("sl_tree", ["--objective", "foo"], "objective 'foo': XGBoost: Unknown objective function"),
+        ("rl", ["--env-name", "FrozenLake-v1"], "env_name 'FrozenLake-v1': its observation is Categorical"),
+    ],
+)
+def test_a_name_the_libraries_refuse_exits_2_with_one_line_before_any_run_dir(kind, args, message, tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", f"{PARTS[kind]}.train", "--config", "smoke", *args],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 2, result.stderr
+    assert [line for line in result.stderr.splitlines() if message in line], result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "output").exists()
 
 
 def help_texts(configs, name, capsys, monkeypatch) -> dict[str, str]:

@@ -7,8 +7,13 @@ early stopping (`early_stopping_rounds` without improvement) ends training.
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass
 from typing import Literal
+
+import numpy as np
+import xgboost as xgb
 
 from src.config import SLTreeConfig
 
@@ -25,8 +30,8 @@ class DiabetesConfig(SLTreeConfig):
             means the bundled diabetes data.
         label_column: Column of data_path that holds the numeric label.
         feature_columns: Columns of data_path the model reads, in order.
-        objective: XGBoost learning objective, e.g. reg:squarederror, binary:logistic,
-            multi:softprob.
+        objective: XGBoost learning objective, e.g. reg:squarederror, reg:absoluteerror,
+            count:poisson, binary:logistic (labels in [0, 1]).
         eval_metric: XGBoost metric that early stopping watches on the validation set, e.g.
             rmse, logloss, auc.
         learning_rate: Shrinkage of each new tree's contribution (XGBoost's eta), in (0, 1].
@@ -85,7 +90,54 @@ class DiabetesConfig(SLTreeConfig):
         found += [f"{name} {value}: must be 0 or more" for name, value in negative.items()]
         if self.checkpoint_minutes <= 0:
             found.append(f"checkpoint_minutes {self.checkpoint_minutes}: must be positive")
-        return found
+        return found + xgboost_name_problems(self.objective, self.eval_metric)
+
+
+XGBOOST_DOCS = "https://xgboost.readthedocs.io/en/stable/parameter.html#learning-task-parameters"
+
+
+def xgboost_name_problems(objective: str, eval_metric: str) -> list[str]:
+    """CFG-3: objective and eval_metric as the installed XGBoost sees them. XGBoost is
+    asked, not a list kept here: it checks both while configuring a booster, which on
+    one empty row takes about a millisecond and trains nothing."""
+    found = []
+    try:
+        _configure({"objective": objective})
+    except xgb.core.XGBoostError as error:
+        # An unknown name: XGBoost's message lists every objective it has.
+        known = sorted(set(re.findall(r"Objective candidate: (\S+)", str(error))))
+        valid = f"it has {', '.join(known)}; " if known else ""
+        found.append(
+            f"objective {objective!r}: {xgboost_says(error)}; {valid}multi:* and reg:quantileerror "
+            f"need num_class or quantile_alpha, which model.booster_params does not pass ({XGBOOST_DOCS})"
+        )
+    try:
+        logged = [metric["name"] for metric in _configure({"eval_metric": eval_metric})["metrics"]]
+    except xgb.core.XGBoostError as error:  # its message lists no metrics: a few common ones
+        found.append(
+            f"eval_metric {eval_metric!r}: {xgboost_says(error)}; common ones: rmse, mae, mape, logloss, "
+            f"error, auc, aucpr, poisson-nloglik, ndcg (all: {XGBOOST_DOCS})"
+        )
+    else:  # early stopping looks the metric up by the name XGBoost logs it under
+        if logged != [eval_metric]:
+            found.append(
+                f"eval_metric {eval_metric!r}: XGBoost logs it as {', '.join(logged) or 'nothing'}, the "
+                "name early stopping looks for; give that name"
+            )
+    return found
+
+
+def _configure(params: dict) -> dict:
+    # One thread: starting XGBoost's pool would take longer than the check. Named: the
+    # booster needs the row alive while it configures.
+    row = xgb.DMatrix(np.zeros((1, 1)), nthread=1)
+    return json.loads(xgb.Booster(params, [row]).save_config())["learner"]
+
+
+def xgboost_says(error: xgb.core.XGBoostError) -> str:
+    """The first line of XGBoost's message, without its time stamp and source file."""
+    first_line = str(error).strip().splitlines()[0]
+    return "XGBoost: " + re.sub(r"^\[[0-9:]+\] \S+:\d+: ", "", first_line).strip(" :")
 
 
 @dataclass

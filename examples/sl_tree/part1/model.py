@@ -55,14 +55,16 @@ def train_booster(
     val: xgb.DMatrix,
     callbacks: Sequence[xgb.callback.TrainingCallback] = (),
     resume_from: Path | None = None,
+    grow: bool = True,
 ) -> xgb.Booster:
-    """Boost up to cfg.num_boost_round trees in all, continuing `resume_from` if given."""
+    """Boost up to cfg.num_boost_round trees in all, continuing `resume_from` if given
+    (with `grow=False`, none: the saved model as it is)."""
     previous = load_model(resume_from) if resume_from else None
     done = previous.num_boosted_rounds() if previous else 0
     return xgb.train(
         booster_params(cfg),
         train,
-        num_boost_round=max(cfg.num_boost_round - done, 0),
+        num_boost_round=max(cfg.num_boost_round - done, 0) if grow else 0,
         evals=[(train, "train"), (val, "val")],
         callbacks=list(callbacks),
         xgb_model=previous,

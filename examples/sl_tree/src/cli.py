@@ -22,7 +22,9 @@ import tyro
 from src.callbacks.finite_loss import TrainingDiverged
 from src.config import BaseConfig, ConfigError
 from src.data_checks import DataValidationError
-from src.runs.directory import find_latest_run, resolve_checkpoint, run_dir_of
+from src.runs.atomic import WriteFailed
+from src.runs.checkpoint_checks import checkpoint_problem
+from src.runs.directory import CHECKPOINT_SUFFIXES, find_latest_run, intact_checkpoint, run_dir_of
 
 
 @dataclasses.dataclass
@@ -53,10 +55,14 @@ def parse_cli(
     if checkpoint is None:
         print(f"--resume auto: no unfinished '{cfg.name}' run in {cfg.output.base_dir}/, starting afresh")
         return cfg, None
+    config_path = run_dir_of(checkpoint) / "config.json"
     try:
-        saved = type(cfg).from_json((run_dir_of(checkpoint) / "config.json").read_text())
+        saved = type(cfg).from_json(config_path.read_text())
     except (OSError, ValueError, TypeError) as error:
-        _fail(f"--resume {options.resume}: its config.json cannot be read: {error}")
+        _fail(
+            f"--resume {options.resume}: {config_path} is not a {type(cfg).__name__} "
+            f"(another part's run, or a damaged file): {error}"
+        )
     cfg, _ = parse_command(configs, TrainOptions, argv, prog, description, start_from=saved)
     return cfg, checkpoint
 
@@ -112,11 +118,12 @@ def _config_named_in(argv: Sequence[str]) -> str | None:
 
 @contextlib.contextmanager
 def exit_on_bad_input() -> Iterator[None]:
-    """Bad data (DATA-1), config values, or training that diverged on them end the
-    command with status 2 and the message, not a traceback."""
+    """Bad data (DATA-1), config values, training that diverged on them, or a file that
+    could not be written (a full disk) end the command with status 2 and the message,
+    not a traceback."""
     try:
         yield
-    except (DataValidationError, ConfigError, TrainingDiverged) as error:
+    except (DataValidationError, ConfigError, TrainingDiverged, WriteFailed) as error:
         _fail(str(error))
 
 
@@ -129,15 +136,35 @@ def _checked(cfg: BaseConfig) -> BaseConfig:
 
 
 def _checkpoint_to_resume(cfg: BaseConfig, resume: str) -> Path | None:
+    """The checkpoint `--resume` names, checked intact (RES-1). A run directory (or
+    auto) continues from its newest intact checkpoint, saying which it skipped."""
+    path = Path(resume)
     if resume == "auto":
         run_dir = find_latest_run(Path(cfg.output.base_dir), cfg.name)
-        return None if run_dir is None else resolve_checkpoint(run_dir)
-    try:
-        checkpoint = resolve_checkpoint(Path(resume))
-    except FileNotFoundError as error:
-        _fail(f"--resume {resume}: {error}")
-    if not (run_dir_of(checkpoint) / "config.json").is_file():
-        _fail(f"--resume {resume}: {run_dir_of(checkpoint)} has no config.json, so it is not a run directory")
+        if run_dir is None:
+            return None
+    elif path.is_file():
+        if path.suffix not in CHECKPOINT_SUFFIXES:
+            _fail(
+                f"--resume {resume}: not a run directory or a checkpoint ({', '.join(CHECKPOINT_SUFFIXES)})"
+            )
+        if problem := checkpoint_problem(path):
+            _fail(f"--resume {resume}: it is {problem}; give the run directory to use its newest intact one")
+        run_dir = run_dir_of(path)
+    elif path.is_dir():
+        run_dir = path
+    else:
+        _fail(f"--resume {resume}: does not exist")
+    if not (run_dir / "config.json").is_file():
+        _fail(f"--resume {resume}: {run_dir} has no config.json, so it is not a run directory")
+    if path.is_file():
+        return path
+    checkpoint, skipped = intact_checkpoint(run_dir)
+    if checkpoint is None:
+        found = "; ".join(skipped) or "none yet"
+        _fail(f"--resume {resume}: no intact checkpoint in {run_dir} ({found}); start afresh without it")
+    for problem in skipped:
+        print(f"warning: {problem}: resuming from {checkpoint.relative_to(run_dir)} instead", file=sys.stderr)
     return checkpoint
 
 

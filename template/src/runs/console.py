@@ -11,7 +11,9 @@ from typing import TextIO
 
 
 class _Tee:
-    """A text stream that writes to the terminal and to the log file."""
+    """A text stream that writes to the terminal and to the log file. The terminal comes
+    first: when the log cannot be written (a full disk), the terminal still gets
+    everything, the error that ends the run included."""
 
     def __init__(self, terminal: TextIO, log_file: TextIO) -> None:
         self.terminal = terminal
@@ -20,16 +22,33 @@ class _Tee:
     def write(self, text: str) -> int:
         self.terminal.write(text)
         # Progress-bar redraws (carriage returns) stay on the terminal only.
-        if "\r" not in text:
-            self.log_file.write(text)
+        if "\r" not in text and (error := write_log(self.log_file, text)):
+            self.terminal.write(
+                f"warning: {self.log_file.name} cannot be written ({error.strerror}); "
+                "output goes to the terminal only\n"
+            )
         return len(text)
 
     def flush(self) -> None:
         self.terminal.flush()
-        self.log_file.flush()
+        with contextlib.suppress(OSError, ValueError):
+            self.log_file.flush()
 
     def __getattr__(self, name: str):  # isatty(), fileno(), encoding ...
         return getattr(self.terminal, name)
+
+
+def write_log(log_file: TextIO, text: str) -> OSError | None:
+    """Write to console.log while it can be written. The first write that fails closes
+    it (later ones are skipped) and returns its error."""
+    if log_file.closed:
+        return None
+    try:
+        log_file.write(text)
+    except OSError as error:
+        _close_quietly(log_file)
+        return error
+    return None
 
 
 @contextlib.contextmanager
@@ -37,7 +56,9 @@ def tee_console(path: Path) -> Iterator[TextIO]:
     """Copy stdout, stderr and logging output into `path` until the block ends;
     yields the log file, for what belongs in the log but not on the terminal."""
     saved = sys.stdout, sys.stderr
-    with open(path, "a", buffering=1, encoding="utf-8") as log_file:
+    log_file = open(path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 (closed below even if a flush fails)
+    with contextlib.ExitStack() as closing:
+        closing.callback(_close_quietly, log_file)
         sys.stdout, sys.stderr = _Tee(saved[0], log_file), _Tee(saved[1], log_file)
         # Handlers made earlier (Lightning's among them) hold the old streams.
         handlers = {handler: handler.stream for handler in _stream_handlers(saved)}
@@ -49,6 +70,11 @@ def tee_console(path: Path) -> Iterator[TextIO]:
             for handler, stream in handlers.items():
                 handler.setStream(stream)
             sys.stdout, sys.stderr = saved
+
+
+def _close_quietly(log_file: TextIO) -> None:
+    with contextlib.suppress(OSError):
+        log_file.close()
 
 
 def _stream_handlers(streams: tuple[TextIO, TextIO]) -> set[logging.StreamHandler]:

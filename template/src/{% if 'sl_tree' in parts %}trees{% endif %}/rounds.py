@@ -18,6 +18,7 @@ import xgboost as xgb
 
 from src.config import SLTreeConfig
 from src.ops.hardware import collect_system_metrics
+from src.runs.atomic import atomic_path
 from src.runs.directory import stop_file_paths, stop_requested
 from src.runs.metrics_jsonl import append_jsonl, drop_metrics_from_step, higher_is_better
 
@@ -37,10 +38,9 @@ def train_seconds_so_far(model: xgb.Booster) -> float:
 def save_booster(model: xgb.Booster, path: Path) -> Path:
     """Save in XGBoost's own format, atomically: a kill mid-write leaves the previous
     file, never a broken one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial{path.suffix}")
-    model.save_model(partial)
-    partial.replace(path)
+    # Bytes written by Python, so a full disk is an OSError and not an XGBoostError.
+    with atomic_path(path) as temporary:
+        temporary.write_bytes(model.save_raw(raw_format="ubj"))
     return path
 
 

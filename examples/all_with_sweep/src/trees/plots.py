@@ -13,6 +13,8 @@ import pandas as pd
 import xgboost as xgb
 from matplotlib.figure import Figure
 
+from src.runs.atomic import atomic_path
+
 
 def feature_importance(booster: xgb.Booster, path: Path, top: int = 20) -> Path:
     """Total gain of each feature's splits, largest on top."""
@@ -59,7 +61,7 @@ def shap_summary(
 
 
 def _save(figure: Figure, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    with atomic_path(path) as temporary:
+        figure.savefig(temporary, dpi=110)
     return path

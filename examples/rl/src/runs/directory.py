@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
+from src.runs.checkpoint_checks import checkpoint_problem
+
 STAMP_FORMAT = "%Y%m%d_%H%M%S"
 # Lightning starts DDP ranks as copies of this command; they inherit the run
 # directory through this variable instead of stamping their own (DDP-1).
@@ -37,25 +39,34 @@ def find_latest_run(base_dir: Path, name: str) -> Path | None:
     runs = []
     for path in base_dir.glob(f"{name}_*"):
         match = pattern.fullmatch(path.name)
-        if match and latest_checkpoint(path) and not _finished(path):
+        if match and resume_candidates(path) and not _finished(path):
             runs.append(((match[1], int(match[2] or 1)), path))
     return max(runs)[1] if runs else None
 
 
-def resolve_checkpoint(path: Path) -> Path:
-    """A checkpoint file as given, or a run directory's latest checkpoint."""
-    if path.is_file():
-        if path.suffix not in CHECKPOINT_SUFFIXES:
-            raise FileNotFoundError(
-                f"{path} is not a checkpoint ({', '.join(CHECKPOINT_SUFFIXES)}) or a run directory"
-            )
-        return path
-    if path.is_dir():
-        last = latest_checkpoint(path)
-        if last is not None:
-            return last
-        raise FileNotFoundError(f"{path} has no checkpoint yet ({', '.join(CHECKPOINTS)})")
-    raise FileNotFoundError(f"{path} does not exist")
+def resume_candidates(run_dir: Path) -> list[Path]:
+    """The checkpoints a run can continue from, most progress first: last, then any
+    periodic ones (newest first), then best."""
+    folder = run_dir / "checkpoints"
+    files = [
+        path
+        for path in (folder.iterdir() if folder.is_dir() else ())
+        if path.suffix in CHECKPOINT_SUFFIXES and not path.name.startswith(".")  # .partial files
+    ]
+    order = {"last": 0, "best": 2}
+    return sorted(files, key=lambda path: (order.get(path.stem, 1), -path.stat().st_mtime))
+
+
+def intact_checkpoint(run_dir: Path) -> tuple[Path | None, list[str]]:
+    """The first of the run's resume candidates that is intact, and what is wrong
+    with each one skipped before it."""
+    skipped = []
+    for path in resume_candidates(run_dir):
+        problem = checkpoint_problem(path)
+        if problem is None:
+            return path, skipped
+        skipped.append(f"{path.relative_to(run_dir)} is {problem}")
+    return None, skipped
 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:

@@ -3,23 +3,29 @@
 from src.callbacks.batch_metrics import BatchMetricsCallback
 from src.callbacks.epoch_summary import EpochSummaryCallback
 from src.callbacks.finite_loss import FiniteLossCallback
+from src.callbacks.moved_run import MovedRunCallback
 from src.callbacks.plateau_resume import PlateauResumeCallback
+from src.callbacks.resumed_metrics import ResumedMetricsCallback
 from src.callbacks.rng_state import RngStateCallback
 from src.callbacks.run_info import RunInfoCallback
 from src.callbacks.stop_file import StopFileCallback
 from src.callbacks.system_metrics import SystemMetricsCallback
 from src.callbacks.timing import TimingCallback
 from src.callbacks.tracking import TrackingCallback
+from src.callbacks.training_end import TrainingEndCallback
 
 __all__ = [
     "BatchMetricsCallback",
     "EpochSummaryCallback",
     "FiniteLossCallback",
+    "MovedRunCallback",
     "PlateauResumeCallback",
+    "ResumedMetricsCallback",
     "RngStateCallback",
     "RunInfoCallback",
     "StopFileCallback",
     "SystemMetricsCallback",
     "TimingCallback",
     "TrackingCallback",
+    "TrainingEndCallback",
 ]

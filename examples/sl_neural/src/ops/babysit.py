@@ -32,6 +32,7 @@ import psutil
 import torch
 
 from src.ops.records import new_issue
+from src.runs.atomic import write_text_atomic
 from src.runs.directory import latest_checkpoint
 from src.runs.metrics_jsonl import higher_is_better, read_jsonl
 
@@ -189,7 +190,7 @@ class Babysitter:
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )
         restarts.append({"pid": process.pid, "at": datetime.now().isoformat(timespec="seconds")})
-        self.state_path.write_text(json.dumps({"restarts": restarts}, indent=2))
+        write_text_atomic(self.state_path, json.dumps({"restarts": restarts}, indent=2))
         return f"restarted from its latest checkpoint as pid {process.pid}; output in {output}"
 
     def _pending_restart(self, record: dict) -> int | None:

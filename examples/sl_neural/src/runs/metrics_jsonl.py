@@ -7,6 +7,7 @@ included), in the order W&B sees them, on rank zero only (DDP-1).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
@@ -17,6 +18,8 @@ from typing import Any
 from lightning.pytorch.loggers import Logger
 from lightning.pytorch.utilities import rank_zero_only
 
+from src.runs.atomic import translate_write_errors, write_text_atomic
+
 
 def append_jsonl(path: Path, *records: Mapping[str, Any]) -> None:
     """Append events, one line each; values JSON cannot hold (tensors, paths) become
@@ -26,13 +29,18 @@ def append_jsonl(path: Path, *records: Mapping[str, Any]) -> None:
         json.dumps(_finite({"time": now, **record}), default=_plain, allow_nan=False) + "\n"
         for record in records
     ]
-    with open(path, "a", encoding="utf-8") as file:
+    with translate_write_errors(path), open(path, "a", encoding="utf-8") as file:
         file.writelines(lines)
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8") as file:
-        return [json.loads(line) for line in file if line.strip()]
+    """The events of a metrics.jsonl; a last line that a kill or a full disk cut short
+    is left out."""
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    records = [json.loads(line) for line in lines[:-1]]
+    with contextlib.suppress(json.JSONDecodeError):
+        records += [json.loads(line) for line in lines[-1:]]
+    return records
 
 
 def drop_metrics_from_step(path: Path, step: int) -> None:
@@ -47,20 +55,21 @@ def drop_metrics_from_step(path: Path, step: int) -> None:
             continue
         if record.get("event") != "metrics" or (record.get("step") or 0) < step:
             kept.append(line + "\n")
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text("".join(kept), encoding="utf-8")
-    partial.replace(path)
+    write_text_atomic(path, "".join(kept))
 
 
 class JsonlLogger(Logger):
-    """Lightning hands hyperparameters over more than once at the start (the module's,
-    then the run's facts); they are gathered into the one hyperparams line written
-    before the first metrics."""
+    """Lightning hands hyperparameters over more than once (the module's, then the run's
+    facts, and again for test()); they are gathered into one hyperparams line, written
+    before the first metrics unless the file's last one already says all of it (test(), a
+    resumed run)."""
 
     def __init__(self, path: Path) -> None:
         super().__init__()
         self.path = Path(path)
         self._hyperparams: dict[str, Any] = {}
+        self._last_hyperparams: dict[str, Any] | None = None  # read from the file once
+        self._drop_from_next_step = False
 
     @property
     def name(self) -> str:
@@ -70,8 +79,17 @@ class JsonlLogger(Logger):
     def version(self) -> str:
         return ""
 
+    def resuming(self) -> None:
+        """The next step logged is the first after the checkpoint resumed from: the lines
+        of that step and later, from the session that was interrupted, go (RES-1). Lightning
+        numbers logged steps with a counter of its own, so the step is taken from it."""
+        self._drop_from_next_step = True
+
     @rank_zero_only
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
+        if self._drop_from_next_step and step is not None and self.path.is_file():
+            drop_metrics_from_step(self.path, step)
+        self._drop_from_next_step = False
         self._write_hyperparams()
         append_jsonl(self.path, {"event": "metrics", "step": step, **metrics})
 
@@ -84,9 +102,21 @@ class JsonlLogger(Logger):
         self._write_hyperparams()  # a run that ended before its first metrics
 
     def _write_hyperparams(self) -> None:
-        if self._hyperparams:
-            append_jsonl(self.path, {"event": "hyperparams", **self._hyperparams})
-            self._hyperparams = {}
+        if not self._hyperparams:
+            return
+        # As it reads back from the file, to compare with the line written before.
+        plain = json.loads(json.dumps(_finite(self._hyperparams), default=_plain))
+        record = {"event": "hyperparams", **plain}
+        if self._last_hyperparams is None:
+            earlier = read_jsonl(self.path) if self.path.is_file() else []
+            self._last_hyperparams = next(
+                (line for line in reversed(earlier) if line.get("event") == "hyperparams"), {}
+            )
+            self._last_hyperparams.pop("time", None)
+        if any(self._last_hyperparams.get(key) != value for key, value in record.items()):
+            append_jsonl(self.path, record)
+            self._last_hyperparams = record
+        self._hyperparams = {}
 
 
 def _plain(value: Any) -> Any:

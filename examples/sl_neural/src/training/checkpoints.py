@@ -3,18 +3,40 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import lightning as L
 import torch
+from lightning.pytorch.plugins import TorchCheckpointIO
 from lightning.pytorch.utilities import rank_zero_only
+
+from src.runs.atomic import atomic_path
 
 
 @rank_zero_only
 def save_module(module: L.LightningModule, path: Path) -> Path:
     """Weights and constructor arguments only: small, and loadable with weights_only=True.
     Written by rank zero only (DDP-1); other ranks get None."""
-    torch.save({"hyper_parameters": dict(module.hparams), "state_dict": module.state_dict()}, path)
+    save_torch({"hyper_parameters": dict(module.hparams), "state_dict": module.state_dict()}, path)
     return path
+
+
+class AtomicCheckpointIO(TorchCheckpointIO):
+    """Lightning's checkpoint writer, written beside the checkpoint and renamed. Lightning's
+    own goes through a file in the system temp folder and copies it over when that is
+    another disk, so a full disk there truncates last.ckpt (RES-1)."""
+
+    def save_checkpoint(self, checkpoint: dict[str, Any], path: Any, storage_options: Any = None) -> None:
+        if storage_options is not None:
+            raise TypeError("AtomicCheckpointIO takes no storage_options")
+        save_torch(checkpoint, Path(path))
+
+
+def save_torch(content: dict[str, Any], path: Path) -> None:
+    """torch.save, atomically. Through a Python file, so that a full disk is an OSError
+    (torch's own writer reports it as an unrelated RuntimeError)."""
+    with atomic_path(path) as temporary, open(temporary, "wb") as file:
+        torch.save(content, file)
 
 
 def load_module(

@@ -25,17 +25,21 @@ from src.callbacks import (
     BatchMetricsCallback,
     EpochSummaryCallback,
     FiniteLossCallback,
+    MovedRunCallback,
     PlateauResumeCallback,
+    ResumedMetricsCallback,
     RngStateCallback,
     RunInfoCallback,
     StopFileCallback,
     SystemMetricsCallback,
     TimingCallback,
     TrackingCallback,
+    TrainingEndCallback,
 )
 from src.config import LightningConfig
 from src.runs.directory import stop_file_paths
 from src.runs.metrics_jsonl import JsonlLogger
+from src.training.checkpoints import AtomicCheckpointIO
 from src.training.precision import choose_precision
 
 # Raised inside Lightning 2.6 by newer torch on every run; nothing in this project to act on.
@@ -83,7 +87,10 @@ def build_callbacks(
         RunInfoCallback(),  # start-of-run facts (LOG-5)
         RngStateCallback(),  # RES-1: resume draws the same random numbers
         PlateauResumeCallback(),  # RES-1: resume keeps the plateau scheduler's count
+        ResumedMetricsCallback(),  # RES-1: a resumed run's metrics.jsonl has each step once
+        MovedRunCallback(),  # RES-1: a run directory moved elsewhere still resumes
         EpochSummaryCallback(),
+        TrainingEndCallback(run_dir),  # a resume after training ended only tests and saves
     ]
 
 
@@ -125,6 +132,7 @@ def build_trainer(
         devices=cfg.devices,
         num_nodes=cfg.num_nodes,
         strategy=cfg.strategy,
+        plugins=[AtomicCheckpointIO()],  # a kill or a full disk never truncates a checkpoint
         profiler=profiler_cls(dirpath=run_dir, filename="profile"),
         log_every_n_steps=cfg.log_every_n_steps,
         # A progress bar only on a terminal; detached runs get EpochSummaryCallback's lines.

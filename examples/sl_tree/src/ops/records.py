@@ -15,6 +15,8 @@ import re
 from datetime import date
 from pathlib import Path
 
+from src.runs.atomic import write_text_atomic
+
 EXPERIMENT_STATUSES = ("planned", "running", "done", "abandoned")
 ISSUE_STATUSES = ("open", "investigating", "fixed", "wontfix")
 # The fields each issue type carries beyond the common ones.
@@ -76,7 +78,7 @@ def _write(folder: Path, title: str, fields: dict[str, str], body: str) -> Path:
         attempt += 1
         path = folder / f"{fields['date']}-{slug}-{attempt}.md"
     header = "\n".join(f"{key}: {_quote(str(value))}" for key, value in {"title": title, **fields}.items())
-    path.write_text(f"---\n{header}\n---\n\n# {title}\n\n{body}")
+    write_text_atomic(path, f"---\n{header}\n---\n\n# {title}\n\n{body}")
     return path
 
 

@@ -28,7 +28,8 @@ import wandb
 from lightning.pytorch.utilities import rank_zero_only
 
 from src.config import BaseConfig
-from src.runs.console import tee_console
+from src.runs.atomic import WriteFailed, translate_write_errors, write_text_atomic
+from src.runs.console import tee_console, write_log
 from src.runs.directory import (
     RUN_DIR_ENV,
     create_run_dir,
@@ -63,7 +64,7 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
     previous_config = config_path.read_text() if resume_from and config_path.is_file() else None
     with console as log_file, _sigterm_unwinds():
         if log_file is not None:
-            config_path.write_text(cfg.to_json() + "\n")
+            write_text_atomic(config_path, cfg.to_json() + "\n")
             _write_status(run_dir, "running", resume_from)
             print(f"run directory: {run_dir}" + (f" (resuming {resume_from.name})" if resume_from else ""))
             if stopper := stop_requested(stop_file_paths(cfg.stop_file, run_dir)):
@@ -75,12 +76,13 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
             status = "interrupted" if isinstance(error, (KeyboardInterrupt, SystemExit)) else "failed"
             if log_file is not None:
                 # The terminal gets the traceback when it propagates; the log gets it now.
-                log_file.write(traceback.format_exc())
-                if previous_config is not None:
-                    config_path.write_text(previous_config)
-                _write_status(run_dir, status, resume_from, error=repr(error))
+                write_log(log_file, traceback.format_exc())
+                _record_end(run_dir, status, resume_from, config_path, previous_config, error)
             if wandb.run is not None:
                 wandb.finish(exit_code=1)
+            if _ctrl_c(error):
+                print(f"interrupted: saved files are kept; continue with --resume {run_dir}", file=sys.stderr)
+                raise SystemExit(130) from None
             raise
         else:
             if log_file is not None:
@@ -90,6 +92,50 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
                 os.environ.pop(RUN_DIR_ENV, None)
             else:
                 os.environ[RUN_DIR_ENV] = previous_env
+
+
+def _ctrl_c(error: BaseException) -> bool:
+    """Ctrl-C, as Python raises it or as Lightning ends a fit after its own cleanup
+    (exit(1) while handling the KeyboardInterrupt)."""
+    return isinstance(error, KeyboardInterrupt) or (
+        isinstance(error, SystemExit) and isinstance(error.__context__, KeyboardInterrupt)
+    )
+
+
+def _record_end(
+    run_dir: Path,
+    status: str,
+    resume_from: Path | None,
+    config_path: Path,
+    previous_config: str | None,
+    error: BaseException,
+) -> None:
+    """run.json's status, and a resumed run's config.json back, after an error. On a full
+    disk this may fail too: the terminal then says so, and the error that ended the run
+    still comes first."""
+    try:
+        if previous_config is not None:
+            write_text_atomic(config_path, previous_config)
+        _write_status(run_dir, status, resume_from, error=repr(error))
+    except WriteFailed as failure:
+        print(f"warning: run.json not updated ({failure})", file=sys.stderr)
+
+
+def training_ended(run_dir: Path) -> bool:
+    """Whether an earlier session of this run finished training (RES-1): resuming it
+    then only tests and saves, as a run killed during its test or final save needs."""
+    path = run_dir / "run.json"
+    try:
+        return bool(json.loads(path.read_text()).get("training_ended"))
+    except (OSError, ValueError):
+        return False
+
+
+@rank_zero_only
+def mark_training_ended(run_dir: Path) -> None:
+    path = run_dir / "run.json"
+    record = json.loads(path.read_text())
+    write_text_atomic(path, json.dumps({**record, "training_ended": True}, indent=2) + "\n")
 
 
 class Terminated(SystemExit):
@@ -131,7 +177,17 @@ def _write_status(run_dir: Path, status: str, resume_from: Path | None, **extra:
         command=_command(),
         **extra,
     )
-    path.write_text(json.dumps(record, indent=2) + "\n")
+    text = json.dumps(record, indent=2) + "\n"
+    try:
+        write_text_atomic(path, text)
+    except WriteFailed:
+        if status == "running":
+            raise
+        # A full disk has no room for a second copy, but rewriting this small file in
+        # place reuses its own blocks: the babysitter must not read a failed run as a
+        # crash to restart (OPS-3).
+        with translate_write_errors(path):
+            path.write_text(text)
 
 
 def _command() -> list[str]:

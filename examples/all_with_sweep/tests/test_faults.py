@@ -1,0 +1,348 @@
+"""Faults a real week of training meets, injected for real: a full disk, damaged
+checkpoints, kill -9 after training or mid-epoch, Ctrl-C. Each test asserts what the
+user sees: exit status, the one line printed, run.json's status and intact files."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from conftest import PARTS, ROOT, slow
+
+from src.runs.checkpoint_checks import checkpoint_problem
+from src.runs.metrics_jsonl import read_jsonl
+
+# Flags that keep each kind of part training until a fault ends it (bounded by a
+# wall-clock budget all the same).
+TRAINS_ON = {
+    "sl_neural": ["--num-epochs", "100000", "--patience", "100000"],
+    "rl": ["--num-epochs", "100000", "--patience", "100000"],
+    "sl_tree": [
+        *("--num-boost-round", "1000000", "--early-stopping-rounds", "1000000"),
+        *("--checkpoint-minutes", "0.0001"),
+    ],
+}
+LIGHTNING_KINDS = sorted(kind for kind in PARTS if kind != "sl_tree")
+
+
+def command(kind: str, base_dir: Path, *args: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        f"{PARTS[kind]}.train",
+        "--config",
+        "smoke",
+        "--wandb-mode",
+        "disabled",
+        "--output.base-dir",
+        str(base_dir),
+        *args,
+    ]
+
+
+def train(kind: str, base_dir: Path, *args: str) -> subprocess.CompletedProcess:
+    finished = subprocess.run(
+        command(kind, base_dir, *args), cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+    return finished
+
+
+def start(kind: str, base_dir: Path, *args: str) -> subprocess.Popen:
+    """A training process in a session of its own, as a terminal job is: Ctrl-C goes
+    to its whole process group, data-loader and environment workers included."""
+    return subprocess.Popen(
+        command(kind, base_dir, *args),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def wait_until(condition, process: subprocess.Popen, timeout: float = 300.0) -> bool:
+    """Poll `condition` until it holds (True) or the process ends first (False)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        if process.poll() is not None:
+            return bool(condition())
+        time.sleep(0.005)
+    raise TimeoutError("the training process neither reached the state nor ended")
+
+
+def run_dir_in(base_dir: Path) -> Path:
+    (run_dir,) = [path for path in base_dir.iterdir() if (path / "config.json").is_file()]
+    return run_dir
+
+
+def status(run_dir: Path) -> dict:
+    return json.loads((run_dir / "run.json").read_text())
+
+
+def last_checkpoint(base_dir: Path) -> Path | None:
+    found = list(base_dir.glob("*/checkpoints/last.*"))
+    return found[0] if found else None
+
+
+def partial_files(base_dir: Path) -> list[Path]:
+    return [path for path in base_dir.rglob("*") if ".partial" in path.name]
+
+
+def error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("error:")]
+
+
+# A full disk (RES-1, OUT-2): the run stops with one line naming the file, run.json says
+# "failed", every checkpoint stays loadable, and once there is room it resumes.
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 16 MB tmpfs: a disk that can really fill up. Needs root (mount)."""
+    mountpoint = tmp_path / "disk"
+    mountpoint.mkdir()
+    mount = ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mountpoint)]
+    mounted = subprocess.run(mount, capture_output=True, check=False)
+    if mounted.returncode != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    yield mountpoint
+    subprocess.run(["umount", "-l", str(mountpoint)], check=False)
+
+
+def fill(disk: Path) -> Path:
+    ballast = disk / "ballast"
+    with open(ballast, "wb") as file, contextlib.suppress(OSError):
+        while True:
+            file.write(b"\0" * 65536)
+            file.flush()
+    return ballast
+
+
+@slow
+@pytest.mark.parametrize("kind", sorted(PARTS))
+def test_a_full_disk_fails_the_run_clearly_and_keeps_its_checkpoints(kind, small_disk):
+    base_dir = small_disk / "out"
+    process = start(kind, base_dir, *TRAINS_ON[kind], "--max-wall-clock-hours", "0.05")
+    assert wait_until(lambda: last_checkpoint(base_dir) is not None, process)
+    ballast = fill(small_disk)
+    _, stderr = process.communicate(timeout=600)
+
+    assert process.returncode == 2, stderr[-2000:]
+    assert "Traceback" not in stderr
+    (line,) = error_lines(stderr)
+    assert "cannot write" in line and "No space left on device" in line and "free there" in line
+    run_dir = run_dir_in(base_dir)
+    assert status(run_dir)["status"] == "failed"
+    for checkpoint in (run_dir / "checkpoints").iterdir():
+        assert checkpoint_problem(checkpoint) is None, checkpoint
+    assert partial_files(base_dir) == []
+
+    ballast.unlink()
+    resumed = train(kind, base_dir, "--resume", "auto", "--max-wall-clock-hours", "0.0003")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert status(run_dir)["status"] == "finished"
+
+
+# Damaged checkpoints and run files (RES-1): reported by name, never loaded into a
+# traceback or a crash; a run directory falls back to its newest intact checkpoint.
+
+
+@pytest.fixture
+def copied_run(smoke_runs, tmp_path):
+    """A copy of the session's smoke run of a kind, as if killed while running."""
+
+    def copy(kind: str) -> Path:
+        run_dir, _ = smoke_runs(kind)
+        copy_dir = tmp_path / "out" / run_dir.name
+        shutil.copytree(run_dir, copy_dir)
+        record = status(copy_dir)
+        record.update(status="running", training_ended=False)
+        (copy_dir / "run.json").write_text(json.dumps(record))
+        return copy_dir
+
+    return copy
+
+
+def damage(path: Path, how: str) -> None:
+    size = path.stat().st_size
+    if how == "truncated":
+        with open(path, "r+b") as file:
+            file.truncate(size // 2)
+    elif how == "zeroed":
+        path.write_bytes(b"\0" * size)
+    else:
+        path.write_bytes(b"")
+
+
+@slow
+@pytest.mark.parametrize("kind", LIGHTNING_KINDS)
+@pytest.mark.parametrize("how", ["truncated", "zeroed", "empty"])
+def test_a_damaged_last_checkpoint_falls_back_to_best(kind, how, copied_run):
+    run_dir = copied_run(kind)
+    damage(run_dir / "checkpoints" / "last.ckpt", how)
+    resumed = train(kind, run_dir.parent, "--resume", "auto")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "Traceback" not in resumed.stderr
+    assert f"warning: checkpoints/last.ckpt is {'empty' if how == 'empty' else 'damaged'}" in resumed.stderr
+    assert "resuming from checkpoints/best.ckpt instead" in resumed.stderr
+    assert status(run_dir)["history"][-1]["resumed_from"].endswith("best.ckpt")
+
+
+@slow
+@pytest.mark.parametrize("kind", sorted(PARTS))
+def test_a_run_with_no_intact_checkpoint_is_one_line(kind, copied_run):
+    run_dir = copied_run(kind)
+    for checkpoint in (run_dir / "checkpoints").iterdir():
+        damage(checkpoint, "truncated")
+    resumed = train(kind, run_dir.parent, "--resume", str(run_dir))
+    assert resumed.returncode == 2 and "Traceback" not in resumed.stderr
+    (line,) = error_lines(resumed.stderr)
+    assert "no intact checkpoint" in line and "last." in line
+    assert status(run_dir)["status"] == "running"  # nothing started, nothing changed
+
+
+@pytest.mark.parametrize("kind", sorted(PARTS))
+def test_a_cut_model_file_is_reported_never_loaded(kind, smoke_runs, tmp_path):
+    """Damage at any length: XGBoost crashes the process (a segfault) on some cut
+    .ubj files, so the check must survive every one of them."""
+    run_dir, _ = smoke_runs(kind)
+    original = next((run_dir / "checkpoints").glob("last.*")).read_bytes()
+    for fraction in (0.1, 0.3, 0.5, 0.7, 0.9, 0.99):
+        cut = tmp_path / f"cut{fraction}{'.ubj' if kind == 'sl_tree' else '.ckpt'}"
+        cut.write_bytes(original[: int(len(original) * fraction)])
+        assert checkpoint_problem(cut) is not None, fraction
+
+
+@slow
+@pytest.mark.parametrize("kind", sorted(PARTS))
+def test_a_damaged_config_or_another_parts_run_is_one_line(kind, copied_run):
+    run_dir = copied_run(kind)
+    others = [other for other in sorted(PARTS) if other != kind]
+    if others:
+        other_run = copied_run(others[0])
+        resumed = train(kind, run_dir.parent, "--resume", str(other_run))
+        assert resumed.returncode == 2 and "Traceback" not in resumed.stderr
+        (line,) = error_lines(resumed.stderr)
+        assert "is not a" in line and "another part's run" in line
+    (run_dir / "config.json").write_text('{"name": ')
+    resumed = train(kind, run_dir.parent, "--resume", str(run_dir))
+    assert resumed.returncode == 2 and "Traceback" not in resumed.stderr
+    (line,) = error_lines(resumed.stderr)
+    assert str(run_dir / "config.json") in line
+
+
+# kill -9 after training ended, during the test or the final save (RES-1): the resumed
+# run tests and saves, and trains no further.
+
+
+@slow
+@pytest.mark.parametrize("kind", sorted(PARTS))
+def test_a_run_killed_after_training_resumes_without_training_more(kind, tmp_path):
+    for attempt in range(3):
+        base_dir = tmp_path / f"attempt{attempt}"
+        process = start(kind, base_dir, "--max-wall-clock-hours", "0.0005")
+
+        reached = wait_until(lambda base_dir=base_dir: training_ended(base_dir), process)
+        if process.poll() is None:
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait()
+            break
+        assert reached, process.stderr.read()[-2000:]  # ended before the kill: try again
+    else:
+        pytest.skip("training ended and the run finished before it could be killed, three times")
+    run_dir = run_dir_in(base_dir)
+    assert status(run_dir)["status"] == "running"
+    trained = trained_so_far(kind, run_dir)
+
+    resumed = train(kind, base_dir, "--resume", "auto")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert status(run_dir)["status"] == "finished"
+    assert trained_so_far(kind, run_dir) == trained
+    model = next(path for path in run_dir.iterdir() if path.stem == "model")
+    assert checkpoint_problem(model) is None
+
+
+def training_ended(base_dir: Path) -> bool:
+    with contextlib.suppress(OSError, ValueError):
+        return bool(status(run_dir_in(base_dir)).get("training_ended"))
+    return False
+
+
+def trained_so_far(kind: str, run_dir: Path) -> int:
+    """Epochs with a validation result (Lightning), or trees in the latest model."""
+    if kind == "sl_tree":
+        rounds = [line.get("round") for line in read_jsonl(run_dir / "metrics.jsonl")]
+        return max(value for value in rounds if value is not None) + 1
+    lines = read_jsonl(run_dir / "metrics.jsonl")
+    return sum("epoch" in line and any(key.startswith("val_") for key in line) for line in lines)
+
+
+# kill -9 mid-epoch (OUT-4, RES-1): after the resume, metrics.jsonl holds every step once.
+
+
+@slow
+@pytest.mark.parametrize("kind", LIGHTNING_KINDS)
+def test_metrics_jsonl_has_each_step_once_after_a_resume(kind, tmp_path):
+    process = start(kind, tmp_path, "--num-epochs", "8", "--patience", "100")
+    written = []
+
+    def second_checkpoint() -> bool:
+        checkpoint = last_checkpoint(tmp_path)
+        if checkpoint is not None:
+            with contextlib.suppress(OSError):
+                mtime = checkpoint.stat().st_mtime_ns
+                if mtime not in written:
+                    written.append(mtime)
+        return len(written) >= 2
+
+    if not wait_until(second_checkpoint, process):
+        pytest.skip("the run finished before its second checkpoint could be seen")
+    time.sleep(0.2)  # into the next epoch: lines the resume will log again
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+
+    resumed = train(kind, tmp_path, "--resume", "auto", "--num-epochs", "8", "--patience", "100")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    lines = read_jsonl(run_dir_in(tmp_path) / "metrics.jsonl")
+    logged = Counter(
+        (line["step"], key)
+        for line in lines
+        if line["event"] == "metrics"
+        for key in line
+        if key not in {"time", "event", "step", "epoch"}  # "epoch" is in every line of a step
+    )
+    assert [entry for entry, count in logged.items() if count > 1] == []
+    assert sum(line["event"] == "hyperparams" for line in lines) == 1
+
+
+# Ctrl-C and SIGTERM: one line, the status they give, no traceback (workers included),
+# no partial file, run.json "interrupted".
+
+
+@slow
+@pytest.mark.parametrize("kind", sorted(PARTS))
+@pytest.mark.parametrize(("signal_number", "exit_status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_and_sigterm_end_a_run_quietly(kind, signal_number, exit_status, tmp_path):
+    process = start(kind, tmp_path, *TRAINS_ON[kind], "--max-wall-clock-hours", "0.05")
+    assert wait_until(lambda: last_checkpoint(tmp_path) is not None, process)
+    time.sleep(0.5)
+    os.killpg(process.pid, signal_number)
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == exit_status, stderr[-2000:]
+    # Lightning's own "Detected KeyboardInterrupt" line is fine; a traceback's last line is not.
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr.splitlines()
+    run_dir = run_dir_in(tmp_path)
+    assert status(run_dir)["status"] == "interrupted"
+    assert partial_files(tmp_path) == []
+    assert checkpoint_problem(last_checkpoint(tmp_path)) is None

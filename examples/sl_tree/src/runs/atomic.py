@@ -1,0 +1,69 @@
+"""Files written whole or not at all: checkpoints, models, configs, reports.
+
+A file is written beside its final name, flushed to disk and renamed over it, so a
+kill or a full disk leaves the previous version, never a truncated one. A write that
+fails is a `WriteFailed` naming the file and the free space left.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+
+class WriteFailed(Exception):
+    """A file of the run could not be written (full disk, quota, file-size limit)."""
+
+
+@contextlib.contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """A temporary path to write `path`'s new content to; renamed over `path` when the
+    block ends, removed if it fails. It keeps the suffix, for writers that pick the
+    format from it (XGBoost, matplotlib)."""
+    path = Path(path)
+    temporary = path.with_name(f".{path.name}.partial{path.suffix}")
+    try:
+        with translate_write_errors(path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            yield temporary
+            with open(temporary, "rb+") as written:
+                os.fsync(written.fileno())
+            os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def write_text_atomic(path: Path, text: str) -> Path:
+    with atomic_path(path) as temporary:
+        temporary.write_text(text, encoding="utf-8")
+    return path
+
+
+@contextlib.contextmanager
+def translate_write_errors(path: Path) -> Iterator[None]:
+    """An OSError while writing `path` becomes a WriteFailed that says where and how
+    much room is left: the first thing to check on a shared machine."""
+    try:
+        yield
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise WriteFailed(f"cannot write {path}: {reason} ({_free_space(path)} free there)") from error
+
+
+def _free_space(path: Path) -> str:
+    """Free space on the disk of `path`'s folder, or of its nearest existing parent."""
+    for folder in Path(path).parents:
+        try:
+            free = shutil.disk_usage(folder).free
+        except FileNotFoundError:
+            continue
+        except OSError:
+            break
+        for unit in ("B", "KB", "MB", "GB"):
+            if free < 1024 or unit == "GB":
+                return f"{free:.0f} {unit}" if unit == "B" else f"{free:.1f} {unit}"
+            free /= 1024
+    return "unknown space"

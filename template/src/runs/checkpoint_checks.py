@@ -1,0 +1,66 @@
+"""Is a checkpoint intact? Asked before a run resumes from it (RES-1), so that a file
+damaged by a full disk, a copy cut short or a bad sector is reported by name and
+skipped, never loaded into a traceback or a crash."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import torch
+
+
+def checkpoint_problem(path: Path) -> str | None:
+    """What is wrong with a checkpoint file, or None if it is intact."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return "empty or missing"
+    if path.suffix == ".ubj":
+        return _booster_problem(path)
+    return _torch_problem(path)
+
+
+def _torch_problem(path: Path) -> str | None:
+    """torch.save writes a zip archive with a checksum per entry: a cut or overwritten
+    file fails testzip(). The weights must then load and be finite."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            if (bad_entry := archive.testzip()) is not None:
+                return f"damaged ({bad_entry} fails its checksum)"
+        # mmap: nothing is copied into memory; weights_only: no code runs from the file.
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    # Whatever the unpickler meets in a damaged file is damage to report, not a crash.
+    except Exception as error:  # noqa: BLE001
+        return f"damaged ({_first_line(error)})"
+    weights = checkpoint.get("state_dict") if isinstance(checkpoint, dict) else None
+    if not isinstance(weights, dict):
+        return "not a checkpoint of this project (no state_dict)"
+    for name, tensor in weights.items():
+        if torch.is_tensor(tensor) and tensor.is_floating_point() and not torch.isfinite(tensor).all():
+            return f"holds non-finite weights ({name})"
+    return None
+
+
+def _booster_problem(path: Path) -> str | None:
+    """XGBoost can crash the whole process (a segfault) on a cut model file, so a
+    separate Python process loads it first."""
+    code = "import sys, xgboost; xgboost.Booster(model_file=sys.argv[1])"
+    try:
+        result = subprocess.run(
+            [sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=600, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return "XGBoost could not load it within 10 minutes"
+    if result.returncode == 0:
+        return None
+    if result.returncode < 0:
+        return f"damaged (XGBoost crashes reading it, signal {-result.returncode})"
+    # The error's own line, not the stack trace XGBoost prints after it.
+    errors = [line.partition("Error: ")[2] for line in result.stderr.splitlines() if "Error: " in line]
+    return f"damaged ({errors[-1].strip()[:200] if errors else f'exit status {result.returncode}'})"
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0][:200] if text else type(error).__name__
