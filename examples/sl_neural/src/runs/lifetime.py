@@ -167,6 +167,10 @@ def _write_status(run_dir: Path, status: str, resume_from: Path | None, **extra:
     now = datetime.now().isoformat(timespec="seconds")
     if status == "running":
         record["history"].append({"started": now, "resumed_from": str(resume_from or "")})
+        if record.get("status") == "finished":
+            # Resuming a run that finished asks for more training (more epochs, a longer
+            # budget); only a run killed after training resumes to test and save alone.
+            record.pop("training_ended", None)
     record.pop("error", None)
     record.update(
         status=status,
