@@ -19,7 +19,6 @@ every trial). From them `--resume` continues a local sweep that was killed (RES-
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import fcntl
 import gc
@@ -27,12 +26,10 @@ import json
 import math
 import os
 import re
-import signal
 import sys
-import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -48,7 +45,7 @@ from src.ops.gpu_lock import GpuLock
 from src.ops.memory import cleanup_vram
 from src.runs.atomic import write_text_atomic
 from src.runs.directory import STAMP_FORMAT, intact_checkpoint
-from src.runs.lifetime import Terminated
+from src.runs.lifetime import sigterm_unwinds
 from src.wandb_utils import api_key_configured
 
 SWEEP_FILE = "sweep.json"
@@ -547,9 +544,8 @@ def main(spec: SweepSpec, argv: Sequence[str] | None = None, prog: str | None = 
 def _run(sweep: Sweep, engine: str, trials: int, seed: int, sweep_id: str | None) -> None:
     """Run the sweep's trials; Ctrl-C and SIGTERM end it quietly, summary.md written,
     with status 130 or 143, and --resume continues it."""
-    received: list[int] = []
     try:
-        with _signals_stop_the_sweep(received), GpuLock(), exit_on_bad_input():
+        with sigterm_unwinds(), GpuLock(), exit_on_bad_input():
             # OPS-1: a sweep queues behind other GPU jobs like a single run
             if engine == "local":
                 if len(sweep.trials) >= trials:
@@ -558,7 +554,7 @@ def _run(sweep: Sweep, engine: str, trials: int, seed: int, sweep_id: str | None
             else:
                 run_wandb(sweep, trials, sweep_id)
     except BaseException as error:
-        code = _stop_status(error, received)
+        code = _stop_status(error)
         if code is None:  # a W&B error (exit 2), say
             sweep.end("failed")
             raise
@@ -568,38 +564,14 @@ def _run(sweep: Sweep, engine: str, trials: int, seed: int, sweep_id: str | None
     print(sweep.end("finished"))
 
 
-def _stop_status(error: BaseException, received: list[int]) -> int | None:
+def _stop_status(error: BaseException) -> int | None:
     """130 for Ctrl-C, 143 for SIGTERM; None for an exit of another cause."""
-    if received:  # Lightning turns Ctrl-C into SystemExit(1): the signal says what it was
-        return 128 + received[0]
     if isinstance(error, KeyboardInterrupt):
         return 130
-    # SIGTERM inside a run (src/runs/lifetime.py), Ctrl-C while queued for the GPU lock
+    # Ctrl-C or SIGTERM inside a run (src/runs/lifetime.py), Ctrl-C while queued for the GPU lock
     if isinstance(error, SystemExit) and error.code in (130, 143):
         return int(error.code)
     return None
-
-
-@contextlib.contextmanager
-def _signals_stop_the_sweep(received: list[int]) -> Iterator[None]:
-    """Ctrl-C and SIGTERM unwind the sweep (and the run in progress, which sets its
-    run.json "interrupted") instead of ending the process where it stands."""
-
-    def stop(signum: int, frame: object) -> None:
-        received.append(signum)
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise Terminated(128 + signum)
-
-    if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
-        yield
-        return
-    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
 
 
 def _check_options(spec: SweepSpec, args: SweepOptions) -> None:

@@ -62,7 +62,7 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
     # config.json back, so the next --resume still works.
     config_path = run_dir / "config.json"
     previous_config = config_path.read_text() if resume_from and config_path.is_file() else None
-    with console as log_file, _sigterm_unwinds():
+    with console as log_file, sigterm_unwinds():
         if log_file is not None:
             write_text_atomic(config_path, cfg.to_json() + "\n")
             _write_status(run_dir, "running", resume_from)
@@ -143,8 +143,8 @@ class Terminated(SystemExit):
 
 
 @contextlib.contextmanager
-def _sigterm_unwinds() -> Iterator[None]:
-    """SIGTERM unwinds the run like Ctrl-C instead of ending the process on the spot:
+def sigterm_unwinds() -> Iterator[None]:
+    """SIGTERM unwinds the run (or sweep) like Ctrl-C instead of ending the process on the spot:
     run.json says "interrupted" (the babysitter leaves it alone, `--resume auto`
     continues it), W&B and console.log are closed, and the exit status is 143."""
 
