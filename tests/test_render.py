@@ -39,6 +39,7 @@ SHARED_FILES = {
     "tests/test_checklist.py",
     "tests/test_ops.py",
     "tests/test_faults.py",
+    "tests/test_fuzz.py",
     *(f"src/{name}.py" for name in SRC_MODULES.split()),
     *(f"src/callbacks/{name}.py" for name in CALLBACKS.split()),
     *(f"src/checklist/{name}.py" for name in CHECKLIST.split()),

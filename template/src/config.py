@@ -20,6 +20,8 @@ from typing import Any, Literal, Self
 from src.project import PROJECT_SLUG, WANDB_ENTITY
 
 WandbMode = Literal["auto", "online", "offline", "disabled"]
+MAX_COUNT = 2**31 - 1  # the largest count torch, XGBoost and the OS take
+MAX_EPISODES = 10_000  # evaluation episodes: Lightning times training, not evaluation
 
 
 class ConfigError(ValueError):
@@ -80,6 +82,11 @@ class BaseConfig:
             for f in dataclasses.fields(self)
             if isinstance(value := getattr(self, f.name), float) and not math.isfinite(value)
         ]
+        found += [
+            f"{f.name} {value}: must be at most {MAX_COUNT} (the largest count the libraries take)"
+            for f in dataclasses.fields(self)
+            if f.name != "seed" and _largest_int(value := getattr(self, f.name)) > MAX_COUNT
+        ]
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}", self.name):
             found.append(
                 f"name {self.name!r}: use up to 100 letters, digits, '_', '.' and '-' "
@@ -90,14 +97,16 @@ class BaseConfig:
         if not 0 < self.max_wall_clock_hours <= 24 * 366:
             hours = self.max_wall_clock_hours
             found.append(f"max_wall_clock_hours {hours}: must be more than 0 and at most 8784 (a year)")
-        if not self.stop_file.strip() or Path(self.stop_file).is_dir():
+        if refused := _refused_path(Path(self.stop_file)):
+            found.append(f"stop_file {self.stop_file!r}: {refused}")
+        elif not self.stop_file.strip() or Path(self.stop_file).is_dir():
             found.append(f"stop_file {self.stop_file!r}: must name a file, not a folder, e.g. STOP")
         if not re.fullmatch(r"[^/\\#?%:]{1,128}", self.wandb_project):
             found.append(
                 f"wandb_project {self.wandb_project!r}: W&B project names are 1 to 128 characters "
                 "without / \\ # ? % :"
             )
-        return found + _output_problems(Path(self.output.base_dir))
+        return found + _wandb_problems(self.wandb_mode) + _output_problems(Path(self.output.base_dir))
 
     def validate(self) -> None:
         if found := self.problems():
@@ -283,7 +292,12 @@ class RLConfig(LightningConfig):
                 self, num_envs=1, frames_per_batch=1, iterations_per_epoch=1, eval_episodes=1, test_episodes=1
             ),
         ]
-        if self.frames_per_batch % self.num_envs:
+        found += [
+            f"{name} {value}: must be at most {MAX_EPISODES} (evaluation ignores the time budget)"
+            for name, value in (("eval_episodes", self.eval_episodes), ("test_episodes", self.test_episodes))
+            if value > MAX_EPISODES
+        ]
+        if self.num_envs >= 1 and self.frames_per_batch % self.num_envs:
             found.append(
                 f"frames_per_batch {self.frames_per_batch}: must be a multiple of num_envs {self.num_envs}"
             )
@@ -309,16 +323,52 @@ def _hardware_problems(accelerator: str, devices: str, strategy: str) -> list[st
         found.append(f"accelerator {accelerator!r}: use one of {', '.join(present)}")
     elif not present[accelerator]:
         found.append(f"accelerator {accelerator!r}: none is visible on this machine; use auto or cpu")
+    on_cpu = accelerator == "cpu" or (accelerator == "auto" and not (present["cuda"] or present["mps"]))
     if not re.fullmatch(r"auto|-1|[1-9][0-9]*|[0-9]+,|[0-9]+(,[0-9]+)+,?", devices.replace(" ", "")):
         found.append(f"devices {devices!r}: use auto, -1 (all), a count such as 2, or a list such as 0,1")
+    elif on_cpu and not re.fullmatch(r"auto|[1-9][0-9]*", devices.strip()):
+        found.append(f"devices {devices!r}: on the CPU, use auto or a count of processes such as 2")
     strategies = ["auto", *StrategyRegistry.available_strategies()]
     if strategy not in strategies:
         found.append(f"strategy {strategy!r}: use one of Lightning's: {', '.join(strategies)}")
+    elif re.search("spawn|fork|notebook", strategy):
+        # Lightning brings back only the weights from processes it starts this way: the
+        # checkpoints' scores, which the test and the sweeps need, stay behind.
+        found.append(f"strategy {strategy!r}: use ddp, which starts a process per device with its own state")
     return found
+
+
+def _refused_path(path: Path) -> str | None:
+    """Why the system refuses the path itself (a name too long, say); None when it takes it."""
+    try:
+        path.exists()
+    except OSError as error:
+        return f"the system refuses it ({error.strerror})"
+    return None
+
+
+def _largest_int(value: Any) -> int:
+    """The largest integer in a field's value (a number or a tuple of them); 0 when none."""
+    values = value if isinstance(value, tuple) else (value,)
+    return max((v for v in values if isinstance(v, int) and not isinstance(v, bool)), default=0)
+
+
+def _wandb_problems(wandb_mode: str) -> list[str]:
+    """Online W&B without an API key would stop at a login prompt, or fail, after the run began."""
+    from src.wandb_utils import api_key_configured, resolve_mode  # here: it imports this module
+
+    if resolve_mode(wandb_mode) != "online" or api_key_configured():
+        return []
+    return [
+        f"wandb_mode {wandb_mode!r}: W&B online needs an API key (`wandb login` or WANDB_API_KEY); "
+        "use offline to sync later, or disabled"
+    ]
 
 
 def _output_problems(base_dir: Path) -> list[str]:
     """Run directories can be made under base_dir: the nearest folder that exists is writable."""
+    if refused := _refused_path(base_dir):
+        return [f"output.base_dir {str(base_dir)!r}: {refused}"]
     existing = next(path for path in (base_dir, *base_dir.absolute().parents) if path.exists())
     if not existing.is_dir():
         return [f"output.base_dir {str(base_dir)!r}: {existing} is not a folder"]

@@ -139,10 +139,47 @@ LIGHTNING_PARTS = sorted(kind for kind in PARTS if kind != "sl_tree")
         (["--devices", "0"], "devices '0': use auto, -1 (all), a count"),
         (["--devices", "abc"], "devices 'abc'"),
         (["--strategy", "foo"], "strategy 'foo': use one of Lightning's: auto, ddp"),
+        # A spawned process's best checkpoint score never comes back to this one.
+        (["--strategy", "ddp_spawn"], "strategy 'ddp_spawn': use ddp"),
     ],
 )
 def test_hardware_that_lightning_would_refuse_mid_run_is_refused_first(kind, args, message, capsys):
     assert message in refused(kind, args, capsys)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the machine has a GPU")
+@pytest.mark.parametrize("kind", LIGHTNING_PARTS)
+@pytest.mark.parametrize("devices", ["-1", "0,", "0,1"])
+def test_gpu_device_lists_on_the_cpu_are_refused(kind, devices, capsys):
+    output = refused(kind, ["--devices", devices], capsys)
+    assert f"devices '{devices}': on the CPU, use auto or a count" in output
+
+
+@pytest.mark.parametrize(
+    ("kind", "args", "message"),
+    [
+        # CFG-3: values the libraries would fail on mid-run, with an error that names no field.
+        ("sl_neural", ["--gradient-accumulation-steps", str(10**30)], "must be at most 2147483647"),
+        ("sl_tree", ["--num-boost-round", str(2**31)], "num_boost_round 2147483648: must be at most"),
+        ("rl", ["--hidden-sizes", "64", str(2**33)], "hidden_sizes (64, 8589934592): must be at most"),
+        ("rl", ["--num-envs", "0"], "num_envs 0: must be at least 1"),
+        ("rl", ["--eval-episodes", "20000"], "eval_episodes 20000: must be at most 10000"),
+        ("sl_tree", ["--reg-lambda", "1e-308"], "reg_lambda 1e-308: XGBoost: Out of range value"),
+        ("sl_tree", ["--min-child-weight", "1e300"], "min_child_weight 1e+300: XGBoost: Out of range"),
+        ("sl_neural", ["--stop-file", "x" * 300], "stop_file 'xxx"),
+        ("sl_tree", ["--output.base-dir", "y" * 300], "the system refuses it (File name too long)"),
+    ],
+)
+def test_values_the_libraries_would_fail_on_are_refused_first(kind, args, message, capsys):
+    assert message in refused(kind, ["--config", "smoke", *args], capsys)
+
+
+@pytest.mark.parametrize("kind", sorted(PARTS))
+def test_online_wandb_without_an_api_key_is_refused_first(kind, capsys, monkeypatch, tmp_path):
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+    output = refused(kind, ["--config", "smoke", "--wandb-mode", "online"], capsys)
+    assert "wandb_mode 'online': W&B online needs an API key" in output
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the machine has a GPU")
@@ -184,8 +221,9 @@ def test_a_bad_command_line_exits_2_without_traceback_or_run_dir(kind, tmp_path)
     ],
 )
 def test_a_name_the_libraries_refuse_exits_2_with_one_line_before_any_run_dir(kind, args, message, tmp_path):
+    train = part_module(kind, "train")
     result = subprocess.run(
-        [sys.executable, "-m", f"{PARTS[kind]}.train", "--config", "smoke", *args],
+        [sys.executable, "-m", train.__name__, "--config", "smoke", *args],
         cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True,

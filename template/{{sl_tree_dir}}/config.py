@@ -90,7 +90,12 @@ class DiabetesConfig(SLTreeConfig):
         found += [f"{name} {value}: must be 0 or more" for name, value in negative.items()]
         if self.checkpoint_minutes <= 0:
             found.append(f"checkpoint_minutes {self.checkpoint_minutes}: must be positive")
-        return found + xgboost_name_problems(self.objective, self.eval_metric)
+        numbers = ("learning_rate", "max_depth", "min_child_weight", "subsample", "colsample_bytree")
+        numbers += ("reg_lambda", "reg_alpha")
+        said = " ".join(found)  # a value refused above is not refused twice
+        values = {name: getattr(self, name) for name in numbers if name not in said}
+        found += xgboost_name_problems(self.objective, self.eval_metric)
+        return found + xgboost_value_problems(values)
 
 
 XGBOOST_DOCS = "https://xgboost.readthedocs.io/en/stable/parameter.html#learning-task-parameters"
@@ -124,6 +129,18 @@ def xgboost_name_problems(objective: str, eval_metric: str) -> list[str]:
                 f"eval_metric {eval_metric!r}: XGBoost logs it as {', '.join(logged) or 'nothing'}, the "
                 "name early stopping looks for; give that name"
             )
+    return found
+
+
+def xgboost_value_problems(values: dict) -> list[str]:
+    """CFG-3: numbers XGBoost refuses, such as 1e-308 or 1e300, which do not fit the
+    32-bit floats it keeps them in."""
+    found = []
+    for name, value in values.items():
+        try:
+            _configure({name: value})
+        except xgb.core.XGBoostError as error:
+            found.append(f"{name} {value}: {xgboost_says(error)} (it keeps numbers as 32-bit floats)")
     return found
 
 

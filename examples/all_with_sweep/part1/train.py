@@ -21,6 +21,7 @@ from src.cli import exit_on_bad_input, parse_cli
 from src.ops.gpu_lock import GpuLock
 from src.ops.memory import cleanup_vram
 from src.runs.lifetime import start_run
+from src.training.checkpoints import best_score
 from src.training.trainer import build_trainer
 from src.wandb_utils import create_wandb_logger, finish_run, log_model_artifact
 
@@ -46,8 +47,9 @@ def main_with_config(cfg: DigitsConfig, resume_from: Path | None = None) -> dict
             extra_callbacks=[BatchSizeFinder(mode="binsearch")] if cfg.find_batch_size else [],
         )
         trainer.fit(model, datamodule=datamodule, ckpt_path=run.resume_from)
+        best_val_loss = best_score(trainer)  # one line, not a traceback, when there is none
         (test_metrics,) = trainer.test(model, datamodule=datamodule, ckpt_path="best")
-        results = {**test_metrics, "best_val_loss": float(trainer.checkpoint_callback.best_model_score)}
+        results = {**test_metrics, "best_val_loss": best_val_loss}
         # test() loaded that checkpoint's weights into `model`: they are the ones we keep.
         model_path = save_model(model, run.dir / "model.pt")
         log_model_artifact(model_path, f"{cfg.name}-model", metadata=test_metrics)  # once, at the end (LOG-6)

@@ -28,6 +28,7 @@ from src.cli import exit_on_bad_input, parse_cli
 from src.ops.gpu_lock import GpuLock
 from src.ops.memory import cleanup_vram
 from src.runs.lifetime import start_run
+from src.training.checkpoints import best_score
 from src.training.trainer import build_trainer
 from src.wandb_utils import create_wandb_logger, finish_run, log_model_artifact
 
@@ -57,8 +58,8 @@ def main_with_config(cfg: CartPoleConfig, resume_from: Path | None = None) -> di
                 num_sanity_val_steps=0,
             )
             trainer.fit(model, datamodule=datamodule, ckpt_path=run.resume_from)
+            best_val_reward = best_score(trainer)  # one line, not a traceback, when there is none
             (test_metrics,) = trainer.test(model, datamodule=datamodule, ckpt_path="best")
-            best_val_reward = float(trainer.checkpoint_callback.best_model_score)
         finally:
             datamodule.close()  # RL-3: no worker process outlives the run, however it ends
         # test() loaded that checkpoint's weights into `model`: they are the ones we keep.

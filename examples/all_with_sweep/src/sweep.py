@@ -39,7 +39,7 @@ import optuna
 import tyro
 import wandb
 
-from src.cli import exit_on_bad_input, parse_command
+from src.cli import bad_input_message, exit_on_bad_input, parse_command
 from src.config import BaseConfig, ConfigError
 from src.ops.gpu_lock import GpuLock
 from src.ops.memory import cleanup_vram
@@ -84,6 +84,7 @@ class Trial:
     seconds: float = 0.0
     run_dir: str = ""
     error: str = ""
+    bad_input: bool = False  # it failed on its values, data or memory, not on a bug
     metrics: dict[str, float] = field(default_factory=dict)
     resumed_from: str = ""  # the checkpoint a trial cut off by a kill went on from (RES-1)
 
@@ -198,8 +199,11 @@ class Sweep:
         # SWP-7: any failure of a trial is caught here, so its stack unwinds now and the
         # sweep goes on; Ctrl-C and SystemExit are not Exceptions and still end the sweep.
         except Exception as error:  # noqa: BLE001
-            trial.status, trial.error = "failed", f"{type(error).__name__}: {error}"
-            traceback.print_exc()
+            message = bad_input_message(error)
+            trial.status, trial.error = "failed", message or f"{type(error).__name__}: {error}"
+            trial.bad_input = message is not None
+            if message is None:  # a bug's traceback is worth reading; bad input's is not
+                traceback.print_exc()
             print(f"sweep trial {trial.number} failed ({trial.error}); the sweep goes on")
         # SWP-7: only now is nothing of the trial referenced: free its memory before the next.
         cleanup_vram()
@@ -562,6 +566,11 @@ def _run(sweep: Sweep, engine: str, trials: int, seed: int, sweep_id: str | None
         print(f"sweep stopped; continue the sweep, trial and all, with --resume {sweep.dir}", file=sys.stderr)
         raise SystemExit(code) from None
     print(sweep.end("finished"))
+    if sweep.trials and all(trial.status == "failed" for trial in sweep.trials):
+        # A script that runs the sweep must not read "every trial failed" as success;
+        # status 2 when the values were to blame, as for a single run.
+        print(f"error: every trial failed; {sweep.dir / SUMMARY_FILE} says why", file=sys.stderr)
+        raise SystemExit(2 if all(trial.bad_input for trial in sweep.trials) else 1)
 
 
 def _stop_status(error: BaseException) -> int | None:

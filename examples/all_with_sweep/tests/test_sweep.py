@@ -18,7 +18,7 @@ import torch
 import wandb
 from conftest import PARTS, ROOT, part_module, slow
 
-from src.config import BaseConfig
+from src.config import BaseConfig, ConfigError
 from src.runs.directory import latest_checkpoint
 from src.runs.lifetime import start_run
 from src.sweep import Sweep, SweepSpec, main, run_local
@@ -80,7 +80,7 @@ def toy_train(cfg: BaseConfig, resume_from: Path | None = None) -> dict[str, flo
         return {"score": float(cfg.seed)}
 
 
-def test_a_failing_trial_is_recorded_and_its_memory_released(tmp_path):  # SWP-7
+def test_a_failing_trial_is_recorded_and_its_memory_released(tmp_path, capsys):  # SWP-7
     spec = SweepSpec(
         configs={"baseline": BaseConfig},
         space={"seed": {"values": [1, 2, 3]}},
@@ -96,7 +96,9 @@ def test_a_failing_trial_is_recorded_and_its_memory_released(tmp_path):  # SWP-7
     sweep = Sweep(spec, base, tmp_path, max_hours=1)
     run_local(sweep, trials=3, seed=0)
     assert [t.status for t in sweep.trials] == ["finished", "failed", "finished"]
-    assert "RuntimeError: out of memory, say" in sweep.trials[1].error
+    # Running out of memory is the config's doing: one line, no traceback.
+    assert sweep.trials[1].error.startswith("out of memory (out of memory, say)")
+    assert "Traceback" not in capsys.readouterr().err
     assert all(ref() is None for ref in LEAKED)  # the failed trial's tensor is gone too
     assert sweep.ranked()[-1].status == "failed" and "failed" in sweep.finish()
 
@@ -200,6 +202,22 @@ def toy_sweep(spec: SweepSpec, tmp_path: Path, *args: str) -> Sweep:
     return main(spec, ["--output.base-dir", str(tmp_path), "--wandb-mode", "disabled", *args])
 
 
+@pytest.mark.parametrize(
+    ("error", "status"), [(ValueError("a bug, say"), 1), (ConfigError("learning_rate 5: too high, say"), 2)]
+)
+def test_a_sweep_whose_every_trial_failed_exits_non_zero(tmp_path, capsys, error, status):
+    # Status 2 when every trial failed on its values (as one run would), 1 on a bug.
+    def train(cfg: BaseConfig, resume_from: Path | None = None) -> dict[str, float]:
+        with start_run(cfg, resume_from):
+            raise error
+
+    with pytest.raises(SystemExit) as exit_info:
+        toy_sweep(toy_spec(train), tmp_path, "--trials", "2")
+    errors = capsys.readouterr().err
+    assert exit_info.value.code == status and "error: every trial failed;" in errors
+    assert errors.count("Traceback") == (2 if status == 1 else 0)  # a bug's is kept, once per trial
+
+
 @slow
 @pytest.mark.parametrize(("signal_number", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_ctrl_c_or_sigterm_ends_a_sweep_quietly_and_resume_goes_on(tmp_path, capsys, signal_number, status):
@@ -274,6 +292,9 @@ def test_a_wandb_sweep_without_wandb_is_one_line_and_exit_2(tmp_path, capsys, mo
     with pytest.raises(SystemExit) as exit_info:
         main(spec, ["--engine", "wandb", "--config", "smoke", "--output.base-dir", str(tmp_path), *flags])
     err = capsys.readouterr().err
-    assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
-    assert "wandb login" in err and "--engine local" in err
+    assert exit_info.value.code == 2 and err.startswith("error:") and "Traceback" not in err
+    if "online" in flags:  # the config's own problem, whatever the engine: found first
+        assert "wandb_mode 'online': W&B online needs an API key (`wandb login`" in err
+    else:
+        assert len(err.strip().splitlines()) == 1 and "wandb login" in err and "--engine local" in err
     assert not (tmp_path / "sweeps").exists()  # refused before anything was made

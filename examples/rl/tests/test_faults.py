@@ -109,10 +109,11 @@ def error_lines(stderr: str) -> list[str]:
 
 @pytest.fixture
 def small_disk(tmp_path):
-    """A 16 MB tmpfs: a disk that can really fill up. Needs root (mount)."""
+    """A 64 MB tmpfs: a disk that can really fill up. Needs root (mount). Room for a
+    minute of the tree part's fastest checkpoints, so that the test, not the run, fills it."""
     mountpoint = tmp_path / "disk"
     mountpoint.mkdir()
-    mount = ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mountpoint)]
+    mount = ["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mountpoint)]
     mounted = subprocess.run(mount, capture_output=True, check=False)
     if mounted.returncode != 0:
         pytest.skip("mounting a tmpfs needs root")
@@ -122,7 +123,7 @@ def small_disk(tmp_path):
 
 def fill(disk: Path) -> Path:
     ballast = disk / "ballast"
-    with open(ballast, "wb") as file, contextlib.suppress(OSError):
+    with contextlib.suppress(OSError), open(ballast, "wb") as file:
         while True:
             file.write(b"\0" * 65536)
             file.flush()
@@ -164,7 +165,7 @@ def copied_run(smoke_runs, tmp_path):
 
     def copy(kind: str) -> Path:
         run_dir, _ = smoke_runs(kind)
-        copy_dir = tmp_path / "out" / run_dir.name
+        copy_dir = tmp_path / kind / run_dir.name
         shutil.copytree(run_dir, copy_dir)
         record = status(copy_dir)
         record.update(status="running", training_ended=False)
@@ -240,6 +241,17 @@ def test_a_damaged_config_or_another_parts_run_is_one_line(kind, copied_run):
     assert resumed.returncode == 2 and "Traceback" not in resumed.stderr
     (line,) = error_lines(resumed.stderr)
     assert str(run_dir / "config.json") in line
+
+
+@slow
+@pytest.mark.parametrize("kind", LIGHTNING_KINDS)
+def test_a_budget_spent_before_the_first_validation_is_one_line(kind, tmp_path):
+    # No validation ran, so no checkpoint was chosen for the test: the budget was too short.
+    result = train(kind, tmp_path, "--max-wall-clock-hours", "1e-12")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    (line,) = error_lines(result.stderr)
+    assert "stopped before its first validation" in line and "max_wall_clock_hours" in line
+    assert status(run_dir_in(tmp_path))["status"] == "failed"
 
 
 # kill -9 after training ended, during the test or the final save (RES-1): the resumed

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -118,13 +119,35 @@ def _config_named_in(argv: Sequence[str]) -> str | None:
 
 @contextlib.contextmanager
 def exit_on_bad_input() -> Iterator[None]:
-    """Bad data (DATA-1), config values, training that diverged on them, or a file that
-    could not be written (a full disk) end the command with status 2 and the message,
-    not a traceback."""
+    """Errors of the input, not of the code, end the command with status 2 and one line
+    (see bad_input_message); any other error keeps its traceback."""
     try:
         yield
-    except (DataValidationError, ConfigError, TrainingDiverged, WriteFailed) as error:
-        _fail(str(error))
+    except Exception as error:
+        if (message := bad_input_message(error)) is None:
+            raise
+        _fail(message)
+
+
+def bad_input_message(error: Exception) -> str | None:
+    """The one-line message of an error the input caused: bad data (DATA-1), config
+    values, training that diverged on them, a file that could not be written (a full
+    disk), or sizes too large for the machine's memory. None for any other error."""
+    if isinstance(error, (DataValidationError, ConfigError, TrainingDiverged, WriteFailed)):
+        return str(error)
+    text = str(error)
+    # torch reports CPU allocations that fail as a plain RuntimeError; CUDA's as its
+    # OutOfMemoryError, a RuntimeError too. Neither is worth a traceback.
+    if isinstance(error, MemoryError) or (
+        isinstance(error, RuntimeError) and ("out of memory" in text or "can't allocate memory" in text)
+    ):
+        size = re.search(r"allocate (\d+) bytes", text)
+        detail = f"{int(size[1]) / 2**30:.1f} GiB more were asked for" if size else text.split("\n")[0][:200]
+        return (
+            f"out of memory ({detail}): the config's sizes need more memory than this machine has; "
+            "lower the batch, model or data sizes"
+        )
+    return None
 
 
 def _checked(cfg: BaseConfig) -> BaseConfig:

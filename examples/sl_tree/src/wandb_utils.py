@@ -18,7 +18,7 @@ import wandb
 from lightning.pytorch.loggers import WandbLogger
 from lightning.pytorch.utilities import rank_zero_only
 
-from src.config import BaseConfig
+from src.config import BaseConfig, ConfigError
 
 
 def resolve_mode(requested: str) -> str:
@@ -43,18 +43,24 @@ def setup_run(cfg: BaseConfig, run_dir: Path) -> Any | None:
     mode = resolve_mode(cfg.wandb_mode)
     if mode == "disabled" or rank_zero_only.rank != 0:
         return None
-    run = wandb.init(
-        project=cfg.wandb_project or None,
-        entity=cfg.wandb_entity or None,
-        name=cfg.name,
-        # The run directory's name doubles as the W&B id, so a resumed run
-        # continues the same W&B run (RES-1).
-        id=re.sub(r"[^A-Za-z0-9_-]", "-", run_dir.name),
-        resume="allow",
-        dir=run_dir,
-        config=cfg.to_dict(),
-        mode=mode,
-    )
+    try:
+        run = wandb.init(
+            project=cfg.wandb_project or None,
+            entity=cfg.wandb_entity or None,
+            name=cfg.name,
+            # The run directory's name doubles as the W&B id, so a resumed run
+            # continues the same W&B run (RES-1).
+            id=re.sub(r"[^A-Za-z0-9_-]", "-", run_dir.name),
+            resume="allow",
+            dir=run_dir,
+            config=cfg.to_dict(),
+            mode=mode,
+        )
+    except wandb.errors.Error as error:  # a key W&B refuses, a server it cannot reach
+        said = str(error).strip().split("\n")[0]
+        raise ConfigError(
+            f"wandb_mode {cfg.wandb_mode}: W&B said: {said}; use --wandb-mode offline to sync later"
+        ) from None
     if mode == "offline":
         print(f"W&B is offline; to upload this run later: wandb sync {run_dir / 'wandb'}/offline-run-*")
     return run

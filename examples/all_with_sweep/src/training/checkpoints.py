@@ -10,6 +10,7 @@ import torch
 from lightning.pytorch.plugins import TorchCheckpointIO
 from lightning.pytorch.utilities import rank_zero_only
 
+from src.config import ConfigError
 from src.runs.atomic import atomic_path
 
 
@@ -37,6 +38,18 @@ def save_torch(content: dict[str, Any], path: Path) -> None:
     (torch's own writer reports it as an unrelated RuntimeError)."""
     with atomic_path(path) as temporary, open(temporary, "wb") as file:
         torch.save(content, file)
+
+
+def best_score(trainer: L.Trainer) -> float:
+    """The validation score of the best checkpoint, the one test(ckpt_path="best") loads.
+    A ConfigError when training stopped before its first validation chose one."""
+    callback = trainer.checkpoint_callback
+    if callback is None or not callback.best_model_path or callback.best_model_score is None:
+        raise ConfigError(
+            "training stopped before its first validation (its time budget ran out, or a stop "
+            "file asked it to), so there is no best checkpoint to test; give it more max_wall_clock_hours"
+        )
+    return float(callback.best_model_score)
 
 
 def load_module(
