@@ -15,7 +15,7 @@ SRC_MODULES = """
     __init__ cli config data_checks project wandb_utils
     training/__init__ training/checkpoints training/optim training/precision training/stopwatch
     training/trainer runs/__init__ runs/atomic runs/checkpoint_checks runs/console runs/directory
-    runs/lifetime runs/metrics_jsonl
+    runs/launch runs/lifetime runs/metrics_jsonl
     ops/__init__ ops/babysit ops/gpu_lock ops/hardware ops/memory ops/records
 """
 CALLBACKS = """
@@ -40,6 +40,9 @@ SHARED_FILES = {
     "tests/test_ops.py",
     "tests/test_faults.py",
     "tests/test_fuzz.py",
+    "tests/test_distributed.py",
+    "scripts/torchrun.sh",
+    "scripts/slurm.sbatch",
     *(f"src/{name}.py" for name in SRC_MODULES.split()),
     *(f"src/callbacks/{name}.py" for name in CALLBACKS.split()),
     *(f"src/checklist/{name}.py" for name in CHECKLIST.split()),

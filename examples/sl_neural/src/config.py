@@ -181,7 +181,7 @@ class LightningConfig(BaseConfig):
                 num_nodes=1,
                 log_every_n_steps=1,
             ),
-            *_hardware_problems(self.accelerator, self.devices, self.strategy),
+            *_hardware_problems(self.accelerator, self.devices, self.num_nodes, self.strategy),
         ]
 
 
@@ -246,7 +246,14 @@ class SLTreeConfig(BaseConfig):
     split_seed: int = 0
 
     def problems(self) -> list[str]:
+        from src.runs.launch import current_launch  # here: it imports Lightning
+
         found = [*super().problems(), *_at_least(self, num_boost_round=1, early_stopping_rounds=1)]
+        if (launch := current_launch()).world_size > 1:  # each would grow the same trees (DDP-1)
+            found.append(
+                f"{launch.launcher} started {launch.world_size} processes, but a tree part trains in one; "
+                "start it with python -m"
+            )
         return found + _split_problems(self.val_fraction, self.test_fraction)
 
 
@@ -306,10 +313,12 @@ class RLConfig(LightningConfig):
         return found
 
 
-def _hardware_problems(accelerator: str, devices: str, strategy: str) -> list[str]:
+def _hardware_problems(accelerator: str, devices: str, num_nodes: int, strategy: str) -> list[str]:
     """Accelerator, devices and strategy that Lightning would refuse only after the run began."""
     import torch  # here, not at the top: the tree parts' configs need no torch
     from lightning.pytorch.strategies import StrategyRegistry
+
+    from src.runs.launch import current_launch, processes_problem
 
     found = []
     present = {
@@ -328,6 +337,8 @@ def _hardware_problems(accelerator: str, devices: str, strategy: str) -> list[st
         found.append(f"devices {devices!r}: use auto, -1 (all), a count such as 2, or a list such as 0,1")
     elif on_cpu and not re.fullmatch(r"auto|[1-9][0-9]*", devices.strip()):
         found.append(f"devices {devices!r}: on the CPU, use auto or a count of processes such as 2")
+    if problem := processes_problem(current_launch(), devices, num_nodes):
+        found.append(problem)
     strategies = ["auto", *StrategyRegistry.available_strategies()]
     if strategy not in strategies:
         found.append(f"strategy {strategy!r}: use one of Lightning's: {', '.join(strategies)}")

@@ -4,20 +4,29 @@ directory shows the checklist's settings took effect, LIT-4, PRC-1, CB-1..3, PRF
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import lightning as L
 import torch
 
 from src.ops.hardware import gpu_name
+from src.runs.lifetime import record_in_run_json
 
 
 class RunInfoCallback(L.Callback):
     """Logs the model's size, the sample counts, the GPU and the training setup to every
-    logger (W&B: the run's config; metrics.jsonl: one line)."""
+    logger (W&B: the run's config; metrics.jsonl: one line); the processes it trains
+    on go to run.json too (DDP-1)."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        processes = {"world_size": trainer.world_size, "num_nodes": trainer.num_nodes}
+        record_in_run_json(self.run_dir, **processes)
         info = {
+            **processes,
             "total_params": sum(p.numel() for p in pl_module.parameters()),
             "trainable_params": sum(p.numel() for p in pl_module.parameters() if p.requires_grad),
             "num_train_samples": _num_samples(trainer, "num_train_samples", trainer.train_dataloader),

@@ -75,7 +75,8 @@ class TimingCallback(L.Callback):
         metrics = {f"timing/{name}_seconds": value for name, value in seconds.items()}
         metrics |= {f"timing/{name}_pct": 100 * value / total for name, value in seconds.items()}
         metrics["timing/epoch_seconds"] = total
-        pl_module.log_dict(metrics, on_step=False, on_epoch=True)
+        # DDP-1: the mean over the processes, one all-reduce an epoch.
+        pl_module.log_dict(metrics, on_step=False, on_epoch=True, sync_dist=True)
 
     def _lap(self, section: str, until: float | None = None) -> None:
         now = until or time.perf_counter()

@@ -24,4 +24,4 @@ class BatchMetricsCallback(L.Callback):
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if trainer.optimizers:
             lr = trainer.optimizers[0].param_groups[0]["lr"]
-            pl_module.log("lr", lr, on_step=False, on_epoch=True)
+            pl_module.log("lr", lr, on_step=False, on_epoch=True, sync_dist=True)

@@ -45,16 +45,23 @@ def find_latest_run(base_dir: Path, name: str) -> Path | None:
 
 
 def resume_candidates(run_dir: Path) -> list[Path]:
-    """The checkpoints a run can continue from, most progress first: last, then any
-    periodic ones (newest first), then best."""
+    """The checkpoints a run can continue from, most progress first: last and the
+    checkpoints Lightning saves when SLURM signals a job before requeueing it
+    (hpc_ckpt_N.ckpt), newest first, then any periodic ones, then best."""
     folder = run_dir / "checkpoints"
     files = [
         path
         for path in (folder.iterdir() if folder.is_dir() else ())
         if path.suffix in CHECKPOINT_SUFFIXES and not path.name.startswith(".")  # .partial files
     ]
-    order = {"last": 0, "best": 2}
-    return sorted(files, key=lambda path: (order.get(path.stem, 1), -path.stat().st_mtime))
+    files += run_dir.glob("hpc_ckpt_*.ckpt")
+
+    def rank(path: Path) -> int:
+        if path.stem == "last" or path.stem.startswith("hpc_ckpt_"):
+            return 0
+        return 2 if path.stem == "best" else 1
+
+    return sorted(files, key=lambda path: (rank(path), -path.stat().st_mtime))
 
 
 def intact_checkpoint(run_dir: Path) -> tuple[Path | None, list[str]]:

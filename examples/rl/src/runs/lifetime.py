@@ -38,6 +38,7 @@ from src.runs.directory import (
     stop_file_paths,
     stop_requested,
 )
+from src.runs.launch import agreed, current_launch
 
 
 @dataclass
@@ -49,11 +50,11 @@ class Run:
 @contextlib.contextmanager
 def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]:
     cfg.validate()  # raises ConfigError before any directory exists
-    run_dir = (
-        inherited_run_dir()
-        or (run_dir_of(resume_from) if resume_from else None)
-        or create_run_dir(Path(cfg.output.base_dir), cfg.name)
-    )
+    launch = current_launch()
+    # Every process of a torchrun or srun launch writes into rank zero's choice (DDP-1).
+    decided = agreed(launch, lambda: _run_dir_and_checkpoint(cfg, resume_from), Path(cfg.output.base_dir))
+    run_dir = Path(decided["run_dir"])
+    resume_from = Path(decided["resume_from"]) if decided["resume_from"] else None
     is_writer = rank_zero_only.rank == 0
     previous_env = os.environ.get(RUN_DIR_ENV)
     os.environ[RUN_DIR_ENV] = str(run_dir)  # for the DDP ranks Lightning starts
@@ -65,7 +66,9 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
     with console as log_file, sigterm_unwinds():
         if log_file is not None:
             write_text_atomic(config_path, cfg.to_json() + "\n")
-            _write_status(run_dir, "running", resume_from)
+            # A Lightning part records the processes its Trainer starts too (RunInfoCallback).
+            processes = {"world_size": launch.world_size, "num_nodes": launch.num_nodes}
+            _write_status(run_dir, "running", resume_from, launcher=launch.launcher, **processes)
             print(f"run directory: {run_dir}" + (f" (resuming {resume_from.name})" if resume_from else ""))
             if stopper := stop_requested(stop_file_paths(cfg.stop_file, run_dir)):
                 print(f"warning: {stopper} exists: this run will stop after its first epoch (delete it?)")
@@ -92,6 +95,19 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
                 os.environ.pop(RUN_DIR_ENV, None)
             else:
                 os.environ[RUN_DIR_ENV] = previous_env
+
+
+def _run_dir_and_checkpoint(cfg: BaseConfig, resume_from: Path | None) -> dict[str, str]:
+    """Where this run writes (the directory handed down by TRAIN_RUN_DIR, the resumed
+    checkpoint's, or a new one) and the checkpoint it resumes from, if any."""
+    run_dir = inherited_run_dir()
+    if run_dir is not None:
+        run_dir.mkdir(parents=True, exist_ok=True)  # one a user names for torchrun, say
+    elif resume_from is not None:
+        run_dir = run_dir_of(resume_from)
+    else:
+        run_dir = create_run_dir(Path(cfg.output.base_dir), cfg.name)
+    return {"run_dir": str(run_dir), "resume_from": str(resume_from or "")}
 
 
 def _ctrl_c(error: BaseException) -> bool:
@@ -131,11 +147,16 @@ def training_ended(run_dir: Path) -> bool:
         return False
 
 
-@rank_zero_only
 def mark_training_ended(run_dir: Path) -> None:
+    record_in_run_json(run_dir, training_ended=True)
+
+
+@rank_zero_only
+def record_in_run_json(run_dir: Path, **facts: Any) -> None:
+    """Add facts to run.json: that training ended, the processes it ran on."""
     path = run_dir / "run.json"
     record = json.loads(path.read_text())
-    write_text_atomic(path, json.dumps({**record, "training_ended": True}, indent=2) + "\n")
+    write_text_atomic(path, json.dumps({**record, **facts}, indent=2) + "\n")
 
 
 class Terminated(SystemExit):

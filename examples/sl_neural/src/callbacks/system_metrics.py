@@ -9,4 +9,5 @@ from src.ops.hardware import collect_system_metrics
 
 class SystemMetricsCallback(L.Callback):
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        pl_module.log_dict(collect_system_metrics(), on_step=False, on_epoch=True)
+        # DDP-1: the mean over the processes, one all-reduce an epoch.
+        pl_module.log_dict(collect_system_metrics(), on_step=False, on_epoch=True, sync_dist=True)

@@ -34,6 +34,7 @@ class TrackingCallback(L.Callback):
             },
             on_step=False,
             on_epoch=True,
+            sync_dist=True,  # the same on every DDP process: the mean changes nothing
         )
 
     def state_dict(self) -> dict[str, Any]:  # restored on resume (RES-1)

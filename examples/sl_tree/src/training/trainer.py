@@ -38,6 +38,7 @@ from src.callbacks import (
 )
 from src.config import LightningConfig
 from src.runs.directory import stop_file_paths
+from src.runs.launch import current_launch, trainer_processes
 from src.runs.metrics_jsonl import JsonlLogger
 from src.training.checkpoints import AtomicCheckpointIO
 from src.training.precision import choose_precision
@@ -84,7 +85,7 @@ def build_callbacks(
         TrackingCallback(monitor=monitor, mode=mode),  # tracking/ (LOG-4)
         BatchMetricsCallback(),  # batch/ (LOG-4)
         SystemMetricsCallback(),  # system/ (LOG-4)
-        RunInfoCallback(),  # start-of-run facts (LOG-5)
+        RunInfoCallback(run_dir),  # start-of-run facts (LOG-5)
         RngStateCallback(),  # RES-1: resume draws the same random numbers
         PlateauResumeCallback(),  # RES-1: resume keeps the plateau scheduler's count
         ResumedMetricsCallback(),  # RES-1: a resumed run's metrics.jsonl has each step once
@@ -122,6 +123,7 @@ def build_trainer(
         loggers.insert(0, wandb_logger)
     profiler_cls = AdvancedProfiler if cfg.profiler == "advanced" else SimpleProfiler
     callbacks = build_callbacks(cfg, run_dir, monitor, mode, stopping_threshold, fetch_section)
+    devices, num_nodes = trainer_processes(current_launch(), cfg.devices, cfg.num_nodes)
     return L.Trainer(
         default_root_dir=run_dir,  # Lightning's own files land in the run too (OUT-1)
         logger=loggers,
@@ -129,8 +131,9 @@ def build_trainer(
         max_epochs=cfg.num_epochs,
         precision=precision,  # bf16-mixed, or 32-true where bf16 is unsupported (PRC-1, PRC-3)
         accelerator=cfg.accelerator,
-        devices=cfg.devices,
-        num_nodes=cfg.num_nodes,
+        # Under torchrun or srun, the processes they started: one DDP job, not several runs.
+        devices=devices,
+        num_nodes=num_nodes,
         strategy=cfg.strategy,
         plugins=[AtomicCheckpointIO()],  # a kill or a full disk never truncates a checkpoint
         profiler=profiler_cls(dirpath=run_dir, filename="profile"),

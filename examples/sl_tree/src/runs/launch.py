@@ -1,0 +1,121 @@
+"""Who started this process, and the one run directory all processes of a launch share (DDP-1).
+
+Lightning's own DDP starts its ranks as copies of this command, and they inherit the
+run directory in TRAIN_RUN_DIR. torchrun and SLURM's srun start every process
+themselves: rank zero picks the run directory (and the checkpoint a resume starts
+from) and tells the others, through torchrun's own store or, under SLURM, a note in
+the output folder, which the nodes of a cluster share.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+from lightning.fabric.plugins.environments import SLURMEnvironment, TorchElasticEnvironment
+
+from src.runs.atomic import write_text_atomic
+
+# Rank zero may queue for the GPU lock first (OPS-1): the other ranks wait as long.
+WAIT = timedelta(days=7)
+
+
+@dataclass(frozen=True)
+class Launch:
+    launcher: str  # python (Lightning starts any further ranks itself), torchrun or slurm
+    world_size: int  # processes of the launch, on all nodes
+    num_nodes: int
+    rank: int
+
+    @property
+    def processes_per_node(self) -> int:
+        return self.world_size // self.num_nodes
+
+
+def current_launch() -> Launch:
+    """How this process was started, as Lightning's own cluster environments detect it."""
+    if TorchElasticEnvironment.detect():
+        torchrun = TorchElasticEnvironment()
+        world_size = torchrun.world_size()
+        per_node = int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
+        return Launch("torchrun", world_size, world_size // per_node, torchrun.global_rank())
+    if SLURMEnvironment.detect():
+        slurm = SLURMEnvironment()
+        nodes = int(os.environ.get("SLURM_NNODES", "1"))
+        return Launch("slurm", slurm.world_size(), nodes, slurm.global_rank())
+    return Launch("python", 1, 1, 0)
+
+
+def processes_problem(launch: Launch, devices: str, num_nodes: int) -> str | None:
+    """Why devices and num_nodes do not fit the processes the launcher started; None
+    when they do, or when `devices` is auto (the launcher's numbers are then taken)."""
+    if launch.world_size == 1 or devices == "auto":
+        return None
+    count = int(devices) if devices.strip().isdigit() else None
+    if (count, num_nodes) == (launch.processes_per_node, launch.num_nodes):
+        return None
+    return (
+        f"devices {devices!r} on num_nodes {num_nodes}: {launch.launcher} started "
+        f"{launch.processes_per_node} process(es) on each of {launch.num_nodes} node(s); "
+        "leave devices at auto to follow it"
+    )
+
+
+def trainer_processes(launch: Launch, devices: str, num_nodes: int) -> tuple[str | int, int]:
+    """The Trainer's devices and num_nodes: the launcher's where it started several
+    processes, so that they form one DDP job instead of training side by side."""
+    if launch.world_size > 1 and devices == "auto":
+        return launch.processes_per_node, launch.num_nodes
+    return devices, num_nodes
+
+
+def agreed(launch: Launch, decide: Callable[[], dict[str, str]], note_dir: Path) -> dict[str, str]:
+    """What rank zero's `decide()` returns, on every rank of the launch."""
+    if launch.world_size == 1:
+        return decide()
+    if launch.launcher == "torchrun" and os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+        return _through_torchrun_store(launch, decide)
+    return _through_note(launch, decide, note_dir)
+
+
+def _through_torchrun_store(launch: Launch, decide: Callable[[], dict[str, str]]) -> dict[str, str]:
+    import torch.distributed as dist
+
+    # torchrun's agent serves this store to its workers (TORCHELASTIC_USE_AGENT_STORE);
+    # a restarted attempt gets keys of its own.
+    agent_store = dist.TCPStore(
+        os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False, timeout=WAIT
+    )
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    store = dist.PrefixStore(f"run_dir/attempt_{attempt}", agent_store)
+    if launch.rank == 0:
+        decided = decide()
+        store.set("decided", json.dumps(decided))
+        return decided
+    return json.loads(store.get("decided"))
+
+
+def _through_note(launch: Launch, decide: Callable[[], dict[str, str]], note_dir: Path) -> dict[str, str]:
+    # These name one launch: a restarted or requeued job, or the next srun step, never
+    # reads the note of an earlier one.
+    names = ("TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT")
+    if launch.launcher == "slurm":
+        names = ("SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_RESTART_COUNT")
+    key = "_".join(os.environ.get(name, "0") for name in names)
+    note = note_dir / f".launch_{key}.json"
+    if launch.rank == 0:
+        decided = decide()
+        note_dir.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(note, json.dumps(decided))
+        return decided
+    deadline = time.monotonic() + WAIT.total_seconds()
+    while not note.is_file():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"rank {launch.rank}: rank 0 wrote no {note}; do all nodes share {note_dir}?")
+        time.sleep(1)
+    return json.loads(note.read_text())
