@@ -31,9 +31,11 @@ def make_env(env_name: str) -> EnvBase:
     """RL-2: the env factory is a module-level function, so ParallelEnv can pickle it
     (with functools.partial) into its worker processes."""
     if multiprocessing.parent_process() is not None:
-        # In a ParallelEnv worker. Ctrl-C reaches every process of the terminal; the main
-        # process shuts the workers down, so a worker has nothing to say about it.
+        # In a ParallelEnv worker. Ctrl-C, or a `kill` of the process group (a scheduler's
+        # SIGTERM), reaches every process; the main process stops at the end of its step
+        # and shuts the workers down (RL-3), so a worker ignores both.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if env_name == LineWalk.name:
         return LineWalk()
     return GymEnv(env_name, categorical_action_encoding=True)

@@ -26,6 +26,7 @@ from typing import Any
 
 import wandb
 from lightning.pytorch.utilities import rank_zero_only
+from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from src.config import BaseConfig
 from src.runs.atomic import WriteFailed, translate_write_errors, write_text_atomic
@@ -86,6 +87,8 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
             if _ctrl_c(error):
                 print(f"interrupted: saved files are kept; continue with --resume {run_dir}", file=sys.stderr)
                 raise SystemExit(130) from None
+            if isinstance(error, SIGTERMException):  # Lightning's way of ending at SIGTERM
+                raise Terminated(128 + signal.SIGTERM) from None
             raise
         else:
             if log_file is not None:
@@ -170,7 +173,11 @@ def sigterm_unwinds() -> Iterator[None]:
     continues it), W&B and console.log are closed, and the exit status is 143."""
 
     def terminate(signum: int, frame: object) -> None:
-        raise Terminated(128 + signum)
+        # Inside fit and test, Lightning calls this from a handler of its own and stops at
+        # the end of the batch (SIGTERMException, made status 143 by start_run): raised
+        # here, mid-step, it could leave Lightning's profiler or loops half-updated.
+        if signal.getsignal(signal.SIGTERM) is terminate:
+            raise Terminated(128 + signum)
 
     if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
         yield
