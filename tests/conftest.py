@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import itertools
 import os
+import signal
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import pytest
 import yaml
@@ -71,10 +74,14 @@ def variant_id(answers: dict) -> str:
     )
 
 
+def environment_for(cwd: Path, **env: str) -> dict[str, str]:
+    """W&B off, and a GPU lock of the project's own so parallel jobs don't queue."""
+    return {**os.environ, "GPU_LOCK_PATH": str(cwd / ".gpu.lock"), "WANDB_MODE": "disabled", **env}
+
+
 def run(command: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess:
-    """Run a command to completion, with a GPU lock of its own so parallel jobs don't queue."""
-    environment = {**os.environ, "GPU_LOCK_PATH": str(cwd / ".gpu.lock"), "WANDB_MODE": "disabled", **env}
-    return subprocess.run(command, cwd=cwd, env=environment, capture_output=True, text=True)
+    """Run a command to completion."""
+    return subprocess.run(command, cwd=cwd, env=environment_for(cwd, **env), capture_output=True, text=True)
 
 
 @dataclass
@@ -82,20 +89,61 @@ class Project:
     dir: Path
     python: str  # the interpreter of the venv the project is installed in
     parts: list[str]  # part kinds, in folder order: parts[0] is part1
+    own_suite: subprocess.Popen  # the project's own test suite, started when it was installed
+    own_suite_log: Path  # where that suite's output goes
 
 
-@pytest.fixture(
-    scope="session",
-    params=[{}, {"parts": AVAILABLE_PARTS, "sweep": True}],
-    ids=["defaults", "all-parts-with-sweep"],
-)
-def project(request, copie_session, tmp_path_factory) -> Project:
-    """A rendered project (the default answers, and every part kind with sweeps), installed as its
-    README says: editable, into a virtual environment of its own."""
-    result = copie_session.copy(extra_answers=request.param)
-    assert result.exit_code == 0, result.exception
-    python = install_into_venv(result.project_dir, tmp_path_factory.mktemp("venv"))
-    return Project(result.project_dir, python, request.param.get("parts", ["sl_neural"]))
+# The projects the slow tests install and train: the default answers, and every part kind with sweeps.
+INSTALLED = {"defaults": {}, "all-parts-with-sweep": {"parts": AVAILABLE_PARTS, "sweep": True}}
+
+
+@pytest.fixture(scope="session")
+def installed_projects(copie_session, tmp_path_factory) -> Iterator[dict[str, Project]]:
+    """Both projects, rendered and installed as their README says (editable, into a
+    virtual environment of its own). Each starts its own test suite in the background
+    at once: the two suites and the template's other tests then share the cores instead
+    of waiting for one another, which is most of CI's time."""
+    projects = {}
+    for name, answers in INSTALLED.items():
+        result = copie_session.copy(extra_answers=answers)
+        assert result.exit_code == 0, result.exception
+        python = install_into_venv(result.project_dir, tmp_path_factory.mktemp("venv"))
+        log = tmp_path_factory.mktemp("own-suite") / "pytest.log"
+        with log.open("w") as output:
+            suite = start(
+                [python, "-m", "pytest", "-q", "-p", "no:cacheprovider"], result.project_dir, output
+            )
+        projects[name] = Project(result.project_dir, python, answers.get("parts", ["sl_neural"]), suite, log)
+    yield projects
+    for project in projects.values():  # a test that failed before it waited for the suite
+        if project.own_suite.poll() is None:
+            os.killpg(project.own_suite.pid, signal.SIGKILL)
+            project.own_suite.wait()
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own grouping of tests by fixture
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests of an installed project first, so that its suite starts early; the tests that
+    wait for those suites last, so that nothing waits behind them."""
+    items.sort(key=lambda item: 2 if "own_suite" in item.name else 0 if "project" in item.fixturenames else 1)
+
+
+@pytest.fixture(scope="session", params=list(INSTALLED))
+def project(request, installed_projects) -> Project:
+    return installed_projects[request.param]
+
+
+def start(command: list[str], cwd: Path, output: IO[str]) -> subprocess.Popen:
+    """Start a command in a process group of its own (so that only what we started is
+    ever signalled), with the same environment as run()."""
+    return subprocess.Popen(
+        command,
+        cwd=cwd,
+        env=environment_for(cwd),
+        stdout=output,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
 
 
 def install_into_venv(project_dir: Path, venv: Path) -> str:

@@ -77,7 +77,7 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
             yield Run(run_dir, resume_from)
         except BaseException as error:
             # Lightning turns Ctrl-C into SystemExit after saving what it can.
-            status = "interrupted" if isinstance(error, (KeyboardInterrupt, SystemExit)) else "failed"
+            status = "interrupted" if isinstance(error, SystemExit) or _ctrl_c(error) else "failed"
             if log_file is not None:
                 # The terminal gets the traceback when it propagates; the log gets it now.
                 write_log(log_file, traceback.format_exc())
@@ -113,12 +113,15 @@ def _run_dir_and_checkpoint(cfg: BaseConfig, resume_from: Path | None) -> dict[s
     return {"run_dir": str(run_dir), "resume_from": str(resume_from or "")}
 
 
-def _ctrl_c(error: BaseException) -> bool:
-    """Ctrl-C, as Python raises it or as Lightning ends a fit after its own cleanup
-    (exit(1) while handling the KeyboardInterrupt)."""
-    return isinstance(error, KeyboardInterrupt) or (
-        isinstance(error, SystemExit) and isinstance(error.__context__, KeyboardInterrupt)
-    )
+def _ctrl_c(error: BaseException | None) -> bool:
+    """Ctrl-C, as Python raises it, as Lightning ends a fit after its own cleanup
+    (exit(1) while handling the KeyboardInterrupt), or as a library garbles it while
+    unwinding (a context manager whose exit fails, such as a TensorDict's to_module)."""
+    while error is not None:
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        error = error.__context__
+    return False
 
 
 def _record_end(
