@@ -13,8 +13,9 @@ from conftest import every_variant, run, variant_id
 
 SRC_MODULES = """
     __init__ cli config data_checks project wandb_utils
-    training/__init__ training/checkpoints training/optim training/precision training/stopwatch
-    training/trainer runs/__init__ runs/atomic runs/checkpoint_checks runs/console runs/directory
+    training/__init__ training/checkpoints training/evaluation training/optim training/precision
+    training/seeding training/stopwatch training/trainer
+    runs/__init__ runs/atomic runs/checkpoint_checks runs/console runs/directory
     runs/launch runs/lifetime runs/metrics_jsonl
     ops/__init__ ops/babysit ops/gpu_lock ops/hardware ops/memory ops/records
 """

@@ -19,6 +19,7 @@ from torchrl.envs import EnvBase, ExplorationType, GymEnv, ParallelEnv, RewardSu
 from torchrl.envs.utils import set_exploration_type
 
 from src.config import ConfigError
+from src.training.seeding import derived_seed, rank_seed
 
 from .config import CartPoleConfig
 from .envs import LineWalk
@@ -48,26 +49,36 @@ def with_episode_stats(env: EnvBase) -> TransformedEnv:
     return env
 
 
-def make_training_env(cfg: CartPoleConfig) -> TransformedEnv:
+def make_training_env(cfg: CartPoleConfig, seed: int) -> TransformedEnv:
     # RL-1: ParallelEnv, not SerialEnv: the envs step in num_envs processes at once.
     env = ParallelEnv(cfg.num_envs, functools.partial(make_env, cfg.env_name), device="cpu")
     env = with_episode_stats(env)
-    env.set_seed(cfg.seed)
+    env.set_seed(seed)
     return env
 
 
 class EvaluationEpisodes:
-    """`episodes` whole episodes of the policy taking its most likely action, one
-    rollout per item."""
+    """This process's share of `episodes` whole episodes of the policy taking its most
+    likely action, one rollout per item. Each episode starts from a seed of its own, so
+    the episodes, and their mean, are the same however many DDP ranks share them."""
 
-    def __init__(self, env: EnvBase, policy: TensorDictModuleBase, episodes: int) -> None:
-        self.env, self.policy, self.episodes = env, policy, episodes
+    def __init__(
+        self, env: EnvBase, policy: TensorDictModuleBase, seed: int, episodes: int, trainer: L.Trainer
+    ):
+        if episodes < trainer.world_size:
+            raise ConfigError(
+                f"{episodes} evaluation episode(s) for {trainer.world_size} processes: give each "
+                "process one at least (eval_episodes, test_episodes)"
+            )
+        self.env, self.policy, self.seed = env, policy, seed
+        self.indices = range(trainer.global_rank, episodes, trainer.world_size)
 
     def __len__(self) -> int:
-        return self.episodes
+        return len(self.indices)
 
     def __iter__(self) -> Iterator[TensorDictBase]:
-        for _ in range(self.episodes):
+        for index in self.indices:
+            self.env.set_seed(derived_seed(self.seed, index))
             with set_exploration_type(ExplorationType.DETERMINISTIC), torch.no_grad():
                 episode = self.env.rollout(
                     EVAL_MAX_STEPS, self.policy, auto_cast_to_device=True, break_when_any_done=True
@@ -115,7 +126,8 @@ class RolloutDataModule(L.LightningDataModule):
         # so the collector acts with the very module being trained.
         policy = self.trainer.lightning_module.policy
         device = next(policy.parameters()).device
-        self.env = make_training_env(self.cfg)
+        # Each DDP rank collects experience of its own (seed 002).
+        self.env = make_training_env(self.cfg, rank_seed(self.cfg.seed, self.trainer.global_rank))
         self.collector = Collector(
             self.env,
             policy,
@@ -130,19 +142,17 @@ class RolloutDataModule(L.LightningDataModule):
 
     def val_dataloader(self) -> EvaluationEpisodes:
         if self.val_env is None:
-            self.val_env = self._evaluation_env(seed=self.cfg.seed + 1)
-        return EvaluationEpisodes(self.val_env, self.trainer.lightning_module.policy, self.cfg.eval_episodes)
+            self.val_env = with_episode_stats(make_env(self.cfg.env_name))
+        return self._episodes(self.val_env, seed=self.cfg.seed + 1, episodes=self.cfg.eval_episodes)
 
     def test_dataloader(self) -> EvaluationEpisodes:
         # Its own seed: the test episodes are not the validation episodes played again.
         if self.test_env is None:
-            self.test_env = self._evaluation_env(seed=self.cfg.seed + 2)
-        return EvaluationEpisodes(self.test_env, self.trainer.lightning_module.policy, self.cfg.test_episodes)
+            self.test_env = with_episode_stats(make_env(self.cfg.env_name))
+        return self._episodes(self.test_env, seed=self.cfg.seed + 2, episodes=self.cfg.test_episodes)
 
-    def _evaluation_env(self, seed: int) -> EnvBase:
-        env = with_episode_stats(make_env(self.cfg.env_name))
-        env.set_seed(seed)
-        return env
+    def _episodes(self, env: EnvBase, seed: int, episodes: int) -> EvaluationEpisodes:
+        return EvaluationEpisodes(env, self.trainer.lightning_module.policy, seed, episodes, self.trainer)
 
     def teardown(self, stage: str) -> None:
         self.close()

@@ -91,9 +91,15 @@ class PPOModule(L.LightningModule):
             with self.stopwatch("inference"):
                 terms = self.loss_module(frames[indices])
                 loss = terms["loss_objective"] + terms["loss_critic"] + terms["loss_entropy"]
-            if updates and terms["kl_approx"].item() > self.hparams.target_kl:
+            # Under DDP each backward is a collective, so the ranks make the same updates:
+            # they decide on their mean KL, and skip a minibatch if any rank's loss is not finite.
+            kl, finite = self.trainer.strategy.reduce(
+                torch.stack([terms["kl_approx"].detach().float(), torch.isfinite(loss).float()]),
+                reduce_op="mean",
+            )
+            if updates and kl.item() > self.hparams.target_kl:
                 break  # RL-12: the policy has moved far enough from the collecting one
-            grad_norms = self._update(loss)
+            grad_norms = self._update(loss) if finite.item() == 1.0 else None
             if grad_norms is None:  # RL-12: a non-finite loss or gradient is skipped, not applied
                 skipped += 1
                 continue
@@ -111,10 +117,8 @@ class PPOModule(L.LightningModule):
             yield from torch.randperm(size, device=device).split(self.batch_size)
 
     def _update(self, loss: torch.Tensor) -> tuple[float, float] | None:
-        """Backward, clip actor and critic, step; None (nothing applied) if the loss or
-        a gradient norm is not finite."""
-        if not torch.isfinite(loss):
-            return None
+        """Backward, clip actor and critic, step; None (nothing applied) if a gradient
+        norm is not finite (the same on every rank: DDP has averaged the gradients)."""
         optimizer = self.optimizers()
         with self.stopwatch("backward"):
             optimizer.zero_grad()
@@ -129,19 +133,27 @@ class PPOModule(L.LightningModule):
         return float(actor_norm), float(critic_norm)
 
     def _log_step(self, batch: TensorDictBase, sums: dict[str, float], updates: int, skipped: int) -> None:
-        self.frames += batch.numel()
+        self.frames += batch.numel() * self.trainer.world_size  # every DDP rank collects a batch
         # Over the updates really made: KL early stopping makes them fewer (RL-11).
         averages = {key: value / max(updates, 1) for key, value in sums.items()}
         metrics = {f"batch/{key}": value for key, value in averages.items() if key != "loss"}
         metrics |= {"batch/actual_updates": float(updates), "batch/skipped_updates": float(skipped)}
         self.log_dict(metrics, on_step=True, on_epoch=False, batch_size=1)
-        self.log("train_loss", averages.get("loss", float("nan")), on_step=True, on_epoch=True, prog_bar=True)
+        loss = averages.get("loss", float("nan"))
+        self.log("train_loss", loss, on_step=True, on_epoch=True, prog_bar=True, sync_dist=True)
         self.log("frames", float(self.frames), on_step=True, on_epoch=False)
         # RL-9: rewards and done flags are read from batch["next"], where the step put them.
-        finished = batch["next", "done"]
-        if finished.any():
-            episode_rewards = batch["next", "episode_reward"][finished]
-            self.log("episode_reward", episode_rewards.float().mean(), on_step=True, on_epoch=True)
+        rewards = batch["next", "episode_reward"][batch["next", "done"]].float()
+        # The mean over every rank's finished episodes; each rank takes part, finished or not.
+        total, count = self.trainer.strategy.reduce(
+            torch.stack([rewards.sum(), torch.tensor(float(rewards.numel()), device=rewards.device)]),
+            reduce_op="sum",
+        )
+        if count > 0:
+            mean = total / count
+            self.log(
+                "episode_reward", mean, on_step=True, on_epoch=True, batch_size=int(count), sync_dist=True
+            )
 
     def validation_step(self, episode: TensorDictBase, batch_idx: int) -> None:
         self._log_episode("val", episode)
@@ -151,9 +163,12 @@ class PPOModule(L.LightningModule):
 
     def _log_episode(self, stage: str, episode: TensorDictBase) -> None:
         # One batch is one whole episode; the epoch's value is the mean over episodes.
+        # DDP ranks play different episodes: the epoch's mean is over all of them.
         final = episode["next"][-1]
-        self.log(f"{stage}_episode_reward", final["episode_reward"].float().sum(), batch_size=1)
-        self.log(f"{stage}_episode_length", final["step_count"].float().sum(), batch_size=1)
+        self.log(
+            f"{stage}_episode_reward", final["episode_reward"].float().sum(), batch_size=1, sync_dist=True
+        )
+        self.log(f"{stage}_episode_length", final["step_count"].float().sum(), batch_size=1, sync_dist=True)
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return adamw(self, self.hparams.learning_rate, self.hparams.weight_decay)

@@ -132,7 +132,7 @@ STATIC_BREAKS = [
     ("RL-9", "rl", "{part}", replace('batch["next", "done"]', 'batch["done"]')),
     ("RL-10", "rl", "{part}", replace("Bounded(low", "BoundedTensorSpec(low")),
     ("RL-11", "rl", "{part}", replace("value / max(updates, 1)", "value")),
-    ("RL-12", "rl", "{part}", replace("if not torch.isfinite(loss):", "if False:")),
+    ("RL-12", "rl", "{part}", replace("torch.isfinite(loss).float()", "torch.ones_like(loss)")),
     (
         "RL-13",
         "rl",
@@ -362,6 +362,17 @@ def without_callback(name: str) -> Callable[[Path], None]:
     return start_fact("callbacks", lambda names: [n for n in names if n != name])
 
 
+def written_twice(run_dir: Path) -> None:
+    """As if a second DDP rank had written metrics.jsonl too."""
+    path = run_dir / "metrics.jsonl"
+    path.write_text(path.read_text() * 2)
+
+
+def forget_launch(run_dir: Path) -> None:
+    path = run_dir / "run.json"
+    path.write_text(json.dumps({k: v for k, v in json.loads(path.read_text()).items() if k != "world_size"}))
+
+
 def rename_run(run_dir: Path) -> None:
     run_dir.rename(run_dir.with_name("run_" + run_dir.name))
 
@@ -379,6 +390,8 @@ RUN_BREAKS = [  # (item, part kind, edit of a copy of the run directory)
     ("OUT-2", "any", unlink("console.log")),
     ("OUT-3", "nn", unlink("checkpoints/last.ckpt")),
     ("OUT-4", "any", unlink("metrics.jsonl")),
+    ("DDP-1", "nn", written_twice),
+    ("DDP-1", "nn", forget_launch),
     ("LOG-4", "any", without("system/")),
     ("LOG-5", "any", without("gpu_name")),
     ("LOG-6", "any", grow_model),

@@ -185,7 +185,8 @@ def test_custom_env_passes_torchrl_spec_checks():  # RL-5, RL-7, RL-10
 
 @slow
 def test_diagnostic_field_survives_the_parallel_collector(tmp_path):  # RL-1, RL-2, RL-5
-    env = data.make_training_env(smoke_config(tmp_path, env_name="LineWalk"))
+    cfg = smoke_config(tmp_path, env_name="LineWalk")
+    env = data.make_training_env(cfg, cfg.seed)
     collector = Collector(env, None, frames_per_batch=32)
     try:
         batch = next(iter(collector))

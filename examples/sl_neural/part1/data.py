@@ -13,9 +13,10 @@ import pandera.pandas as pa
 import torch
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import DataLoader, Sampler, TensorDataset
 
 from src.data_checks import DataValidationError, finite, read_table, validate_table
+from src.training.evaluation import evaluation_sampler
 
 from .config import DigitsConfig
 
@@ -72,16 +73,19 @@ class DigitsDataModule(L.LightningDataModule):
         return self._loader(self.train_dataset, shuffle=True)
 
     def val_dataloader(self) -> DataLoader:
-        return self._loader(self.val_dataset)
+        return self._loader(self.val_dataset, sampler=evaluation_sampler(self.val_dataset, "validation"))
 
     def test_dataloader(self) -> DataLoader:
-        return self._loader(self.test_dataset)
+        return self._loader(self.test_dataset, sampler=evaluation_sampler(self.test_dataset, "test"))
 
-    def _loader(self, dataset: TensorDataset, shuffle: bool = False) -> DataLoader:
+    def _loader(
+        self, dataset: TensorDataset, shuffle: bool = False, sampler: Sampler | None = None
+    ) -> DataLoader:
         return DataLoader(
             dataset,
             batch_size=self.batch_size,
             shuffle=shuffle,
+            sampler=sampler,  # None: Lightning shards the training set across DDP ranks itself
             # A last training batch of one example breaks BatchNorm; training reshuffles
             # every epoch, so dropping the incomplete batch loses no example for good.
             drop_last=shuffle and len(dataset) > self.batch_size,

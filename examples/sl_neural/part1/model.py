@@ -8,6 +8,7 @@ import lightning as L
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torchmetrics import MeanMetric
 from torchmetrics.classification import MulticlassAccuracy
 
 from src.training.checkpoints import load_module, save_module
@@ -43,9 +44,13 @@ class DigitsClassifier(L.LightningModule):
             width = hidden
         layers.append(nn.Linear(width, num_classes))
         self.net = nn.Sequential(*layers)
-        # torchmetrics accumulate across batches and DDP ranks (DDP-1).
+        # torchmetrics accumulate across batches and DDP ranks, so evaluation over several
+        # processes gives the single-process numbers (DDP-1). A NaN loss stays NaN, for
+        # FiniteLossCallback to see, instead of being left out of the mean.
         self.val_accuracy = MulticlassAccuracy(num_classes)
+        self.val_loss = MeanMetric(nan_strategy="disable")
         self.test_accuracy = MulticlassAccuracy(num_classes)
+        self.test_loss = MeanMetric(nan_strategy="disable")
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         """Class logits."""
@@ -61,14 +66,18 @@ class DigitsClassifier(L.LightningModule):
         features, labels = batch
         logits = self(features)
         self.val_accuracy(logits, labels)
-        self.log("val_loss", F.cross_entropy(logits, labels), on_epoch=True, prog_bar=True, sync_dist=True)
+        # Per-example losses: the epoch's value is the mean over examples, on every rank. (Not
+        # the batch mean with weight=: torchmetrics 1.9 ignores it with nan_strategy="disable".)
+        self.val_loss(F.cross_entropy(logits, labels, reduction="none"))
+        self.log("val_loss", self.val_loss, on_epoch=True, prog_bar=True)
         self.log("val_acc", self.val_accuracy, on_epoch=True, prog_bar=True)
 
     def test_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
         features, labels = batch
         logits = self(features)
         self.test_accuracy(logits, labels)
-        self.log("test_loss", F.cross_entropy(logits, labels), on_epoch=True, sync_dist=True)
+        self.test_loss(F.cross_entropy(logits, labels, reduction="none"))
+        self.log("test_loss", self.test_loss, on_epoch=True)
         self.log("test_acc", self.test_accuracy, on_epoch=True)
 
     def configure_optimizers(self) -> dict:

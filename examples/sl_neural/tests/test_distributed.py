@@ -1,7 +1,9 @@
 """Several processes, one run (DDP-1): Lightning's own DDP, torchrun and SLURM's srun
 (simulated on CPU with the environment srun gives each task) each make one run
-directory that records the launch; a SLURM job signalled before its time limit
-saves, requeues and resumes in that directory (RES-1)."""
+directory that records the launch; the numbers are those of one process (test
+metrics of the same checkpoint, frames counted over the ranks), while each RL rank
+collects experience of its own; a SLURM job signalled before its time limit saves,
+requeues and resumes in that directory (RES-1)."""
 
 from __future__ import annotations
 
@@ -13,12 +15,16 @@ import stat
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
+import lightning as L
+import psutil
 import pytest
-from conftest import PARTS, ROOT, slow
+from conftest import PARTS, ROOT, part_module, slow
 
 from src.runs.directory import resume_candidates
+from src.runs.metrics_jsonl import read_jsonl
 
 LIGHTNING_KINDS = [kind for kind in ("sl_neural", "rl") if kind in PARTS]
 pytestmark = pytest.mark.skipif(not LIGHTNING_KINDS, reason="this project has no Lightning part")
@@ -59,20 +65,29 @@ def slurm_env(tmp_path: Path, rank: int, tasks: int, port: int, **extra: str) ->
     }
 
 
-def launch(launcher: str, base_dir: Path, tmp_path: Path, *args: str) -> list[subprocess.Popen]:
-    """The processes of a two-process launch of the smoke config."""
-    command = train_args(KIND, base_dir, *args)
+# Set in every process a test launches (children inherit it): finds any left behind.
+MARKER = "TEST_LAUNCH_MARKER"
+
+
+def launch(kind: str, launcher: str, base_dir: Path, tmp_path: Path, *args: str) -> list[subprocess.Popen]:
+    """The processes of a two-process launch of a part's smoke config."""
+    command = train_args(kind, base_dir, *args)
     output = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT, "text": True, "cwd": ROOT}
+    marked = {**os.environ, MARKER: str(tmp_path)}
     if launcher == "lightning":
-        env = {**os.environ, "MASTER_PORT": str(free_port())}
+        env = {**marked, "MASTER_PORT": str(free_port())}
         ddp = [sys.executable, *command, "--accelerator", "cpu", "--devices", "2", "--strategy", "ddp"]
         return [subprocess.Popen(ddp, env=env, **output)]
     if launcher == "torchrun":
         torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
-        return [subprocess.Popen([*torchrun, *command], **output)]
+        return [subprocess.Popen([*torchrun, *command], env=marked, **output)]
     port = free_port()
     return [
-        subprocess.Popen([sys.executable, *command], env=slurm_env(tmp_path, rank, 2, port), **output)
+        subprocess.Popen(
+            [sys.executable, *command],
+            env=slurm_env(tmp_path, rank, 2, port, **{MARKER: str(tmp_path)}),
+            **output,
+        )
         for rank in (0, 1)
     ]
 
@@ -81,23 +96,165 @@ def run_dirs(base_dir: Path) -> list[Path]:
     return [path for path in base_dir.iterdir() if path.is_dir()]
 
 
+def processes_left(marker: str) -> list[psutil.Process]:
+    left = []
+    for process in psutil.process_iter():
+        try:
+            if process.environ().get(MARKER) == marker and process.status() != psutil.STATUS_ZOMBIE:
+                left.append(process)
+        except (psutil.AccessDenied, psutil.NoSuchProcess):  # another user's, or gone
+            continue
+    return left
+
+
+LAUNCHERS = ["lightning", "torchrun", "srun"]
+
+
+@dataclass
+class Launched:
+    run_dir: Path
+    returncodes: list[int]
+    output: str  # every process's, one after another
+    left_behind: list[psutil.Process]  # processes of the launch still alive after it ended
+
+
+@pytest.fixture(scope="module")
+def two_processes(tmp_path_factory):
+    """two_processes(kind, launcher) -> Launched: a part's smoke config trained by two
+    processes, launched once per module on first use."""
+    done = {}
+
+    def launched(kind: str, launcher: str) -> Launched:
+        if (kind, launcher) not in done:
+            tmp_path = tmp_path_factory.mktemp(f"{kind}-{launcher}")
+            processes = launch(kind, launcher, tmp_path / "out", tmp_path)
+            outputs = [process.communicate(timeout=600)[0] for process in processes]
+            (run_dir,) = run_dirs(tmp_path / "out")
+            _, alive = psutil.wait_procs(processes_left(str(tmp_path)), timeout=5)
+            returncodes = [process.returncode for process in processes]
+            done[kind, launcher] = Launched(run_dir, returncodes, "".join(outputs), alive)
+        return done[kind, launcher]
+
+    return launched
+
+
 @slow
-@pytest.mark.parametrize("launcher", ["lightning", "torchrun", "srun"])
-def test_each_launcher_makes_one_run_directory_that_records_it(launcher, tmp_path):
-    processes = launch(launcher, tmp_path / "out", tmp_path)
-    outputs = [process.communicate(timeout=600)[0] for process in processes]
-    assert [process.returncode for process in processes] == [0] * len(processes), outputs[0][-3000:]
-    (run_dir,) = run_dirs(tmp_path / "out")
-    record = json.loads((run_dir / "run.json").read_text())
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_each_launcher_makes_one_run_directory_that_records_it(launcher, two_processes):
+    run = two_processes(KIND, launcher)
+    assert run.returncodes == [0] * len(run.returncodes), run.output[-3000:]
+    record = json.loads((run.run_dir / "run.json").read_text())
     expected = {"lightning": "python", "torchrun": "torchrun", "srun": "slurm"}[launcher]
     assert (record["launcher"], record["world_size"], record["num_nodes"]) == (expected, 2, 1)
-    assert record["status"] == "finished" and (run_dir / "config.json").is_file()
-    assert all("Traceback" not in output for output in outputs)
+    assert record["status"] == "finished" and (run.run_dir / "config.json").is_file()
+    assert "Traceback" not in run.output
+    assert run.left_behind == []
+
+
+def lightning_runs() -> list[tuple[str, str]]:
+    """Each Lightning part under Lightning's own DDP, and the first also under torchrun."""
+    return [(KIND, "torchrun"), *((kind, "lightning") for kind in LIGHTNING_KINDS)]
+
+
+@slow
+@pytest.mark.parametrize(("kind", "launcher"), lightning_runs())
+def test_metrics_are_reduced_across_ranks_without_lightning_warnings(kind, launcher, two_processes):
+    # Epoch metrics not reduced across ranks, or evaluation through a padding sampler,
+    # make Lightning warn; the warnings name what is wrong.
+    run = two_processes(kind, launcher)
+    assert run.returncodes == [0] * len(run.returncodes), run.output[-3000:]
+    text = run.output + (run.run_dir / "console.log").read_text()
+    assert "sync_dist" not in text and "DistributedSampler" not in text
+
+
+@slow
+@pytest.mark.parametrize(("kind", "launcher"), lightning_runs())
+def test_two_process_test_metrics_equal_one_process_testing_the_same_checkpoint(
+    kind, launcher, two_processes
+):
+    # Every test example, or test episode, counted once however the ranks share them (DDP-1).
+    run_dir = two_processes(kind, launcher).run_dir
+    events = read_jsonl(run_dir / "metrics.jsonl")
+    two = next(event for event in reversed(events) if any(key.startswith("test_") for key in event))
+    one = one_process_test_metrics(kind, run_dir)
+    assert {name: two[name] for name in one} == pytest.approx(one, rel=1e-5, abs=1e-7)
+
+
+def one_process_test_metrics(kind: str, run_dir: Path) -> dict[str, float]:
+    """The test metrics of a run's best.ckpt, tested by this process alone."""
+    config, data, model = (part_module(kind, name) for name in ("config", "data", "model"))
+    cfg = next(iter(config.CONFIGS.values())).from_json((run_dir / "config.json").read_text())
+    (datamodule_cls,) = {
+        value
+        for value in vars(data).values()
+        if isinstance(value, type)
+        and issubclass(value, L.LightningDataModule)
+        and value.__module__ == data.__name__
+    }
+    module = model.load_model_from_checkpoint(run_dir / "checkpoints" / "best.ckpt")
+    trainer = L.Trainer(
+        accelerator="cpu", devices=1, logger=False, enable_progress_bar=False, enable_model_summary=False
+    )
+    (metrics,) = trainer.test(module, datamodule=datamodule_cls(cfg), verbose=False)
+    return metrics
+
+
+@slow
+@pytest.mark.skipif("rl" not in PARTS, reason="this project has no RL part")
+def test_rl_frames_are_counted_over_both_ranks(two_processes, smoke_runs):
+    # Each rank collects frames_per_batch frames a step: two ranks, twice one process's count.
+    def frames_by_step(run_dir: Path) -> dict[int, float]:
+        events = read_jsonl(run_dir / "metrics.jsonl")
+        return {event["step"]: event["frames"] for event in events if "frames" in event}
+
+    two = frames_by_step(two_processes("rl", "lightning").run_dir)
+    one = frames_by_step(smoke_runs("rl")[0])
+    assert two and {step: 2 * frames for step, frames in one.items() if step in two} == {
+        step: frames for step, frames in two.items() if step in one
+    }
+
+
+FIRST_ROLLOUTS = """
+import json, sys
+import lightning as L
+from {part}.config import CONFIGS
+from {part}.data import RolloutDataModule
+from {part}.model import build_model
+
+class FirstRollouts(L.Callback):
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        sums = trainer.strategy.all_gather(batch["observation"].sum()).tolist()
+        if trainer.global_rank == 0:
+            open(sys.argv[1], "w").write(json.dumps(sums))
+
+if __name__ == "__main__":  # the environments' worker processes import this file again
+    cfg = CONFIGS["smoke"]()
+    datamodule = RolloutDataModule(cfg)
+    model = build_model(cfg, *datamodule.observation_and_action_sizes())
+    trainer = L.Trainer(accelerator="cpu", devices=2, strategy="ddp", max_steps=1, limit_val_batches=0,
+        logger=False, enable_checkpointing=False, enable_progress_bar=False, callbacks=[FirstRollouts()])
+    trainer.fit(model, datamodule=datamodule)
+    datamodule.close()
+"""
+
+
+@slow
+@pytest.mark.skipif("rl" not in PARTS, reason="this project has no RL part")
+def test_rl_ranks_collect_experience_of_their_own(tmp_path):
+    script = tmp_path / "first_rollouts.py"
+    script.write_text(FIRST_ROLLOUTS.format(part=PARTS["rl"]))
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    command = [*torchrun, str(script), str(tmp_path / "sums.json")]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    rank_zero, rank_one = json.loads((tmp_path / "sums.json").read_text())
+    assert rank_zero != rank_one
 
 
 @slow
 def test_devices_that_disagree_with_torchrun_are_refused(tmp_path):
-    (process,) = launch("torchrun", tmp_path / "out", tmp_path, "--devices", "1")
+    (process,) = launch(KIND, "torchrun", tmp_path / "out", tmp_path, "--devices", "1")
     output = process.communicate(timeout=600)[0]
     assert process.returncode != 0
     assert "devices '1' on num_nodes 1: torchrun started 2 process(es) on each of 1 node(s)" in output

@@ -9,13 +9,26 @@ import lightning as L
 import numpy as np
 import torch
 
+from src.training.seeding import rank_seed, seed_generators
+
 
 class RngStateCallback(L.Callback):
     """Saves Python, NumPy, torch (and CUDA) RNG states in every checkpoint and puts
     them back on resume, so shuffling and dropout continue exactly as in an
     uninterrupted run. Lightning runs its sanity check inside `isolate_rng()`, so
     nothing draws from these generators between loading and the first batch.
-    Stored as lists and tensors: the checkpoint still loads with weights_only=True."""
+    Stored as lists and tensors: the checkpoint still loads with weights_only=True.
+
+    Under DDP the checkpoint holds rank zero's states; every other rank then seeds its
+    generators apart (seed 002), from the run's seed, its rank and the step."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        # After the model's shared initialisation and any resume, before the first batch.
+        if trainer.global_rank > 0:
+            seed_generators(rank_seed(self.seed, trainer.global_rank, trainer.global_step))
 
     def state_dict(self) -> dict[str, Any]:
         kind, keys, *rest = np.random.get_state()

@@ -86,7 +86,7 @@ def build_callbacks(
         BatchMetricsCallback(),  # batch/ (LOG-4)
         SystemMetricsCallback(),  # system/ (LOG-4)
         RunInfoCallback(run_dir),  # start-of-run facts (LOG-5)
-        RngStateCallback(),  # RES-1: resume draws the same random numbers
+        RngStateCallback(cfg.seed),  # RES-1: resume draws the same random numbers
         PlateauResumeCallback(),  # RES-1: resume keeps the plateau scheduler's count
         ResumedMetricsCallback(),  # RES-1: a resumed run's metrics.jsonl has each step once
         MovedRunCallback(),  # RES-1: a run directory moved elsewhere still resumes

@@ -12,6 +12,7 @@ import inspect
 import json
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -34,7 +35,12 @@ class RunDir:
     path: Path
     part: Part
     config: dict[str, Any]
-    status: str  # run.json's: finished, running, failed, interrupted, or unknown
+    record: dict[str, Any]  # run.json: status, launcher, world_size, history ...; {} without one
+
+    @property
+    def status(self) -> str:
+        """finished, running, failed, interrupted, or unknown."""
+        return self.record.get("status", "unknown")
 
     @property
     def kind(self) -> str:
@@ -72,14 +78,17 @@ def open_run_dir(path: Path, project: Project) -> RunDir:
         raise BadRunDir(f"{path} has no config.json; {VALID}") from None
     except json.JSONDecodeError as error:
         raise BadRunDir(f"{path}/config.json is not JSON ({error}); {VALID}") from None
-    run = json.loads((path / "run.json").read_text()) if (path / "run.json").is_file() else {}
+    try:
+        run = json.loads((path / "run.json").read_text()) if (path / "run.json").is_file() else {}
+    except json.JSONDecodeError as error:
+        raise BadRunDir(f"{path}/run.json is not JSON ({error}); {VALID}") from None
     # run.json's command names the part's module (`-m part1.train`); else the config's keys tell.
     named = {word.split(".")[0] for word in run.get("command", [])}
     part = next((p for p in project.parts if p.name in named), None) or _best_fit(config, project)
     if part is None:
         kinds = ", ".join(f"{p.name} ({p.kind})" for p in project.parts)
         raise BadRunDir(f"{path}: its config.json fits none of this project's parts: {kinds}")
-    return RunDir(path, part, config, run.get("status", "unknown"))
+    return RunDir(path, part, config, run)
 
 
 def _best_fit(config: dict[str, Any], project: Project) -> Part | None:
@@ -165,6 +174,29 @@ def metric_lines(run: RunDir) -> str:
     metrics = [e for e in run.events if e.get("event") == "metrics"]
     require(metrics, "metrics.jsonl has no metrics events")
     return f"{len(run.events)} lines, {len(metrics)} metrics events"
+
+
+@check("DDP-1", "run.json records the launch; rank zero alone writes metrics.jsonl", "nn", mode="run")
+def one_writer(run: RunDir) -> str:
+    launch = {key: run.record.get(key) for key in ("launcher", "world_size", "num_nodes")}
+    missing = [key for key, value in launch.items() if value is None]
+    require(not missing, f"run.json lacks {', '.join(missing)}")
+    # Several processes writing would log each metric of a step once per process.
+    logged = Counter(
+        (event.get("step"), key)
+        for event in run.events
+        if event.get("event") == "metrics"
+        for key in event
+        if key not in {"time", "event", "step", "epoch"}
+    )
+    repeated = [(key, step, count) for (step, key), count in logged.items() if count > 1]
+    if repeated:
+        key, step, count = repeated[0]
+        raise Failed(f"metrics.jsonl logs {key} at step {step} {count} times: more than one process wrote it")
+    return (
+        f"{launch['world_size']} process(es) on {launch['num_nodes']} node(s), started by "
+        f"{launch['launcher']}; each metric once per step"
+    )
 
 
 @check("LOG-4", "metrics in every namespace: top level, batch/, timing/, tracking/, system/", mode="run")

@@ -120,12 +120,11 @@ MANUAL = [  # (ID, applies to, why no program checks it here)
         "or file: review schedule code when you change it",
     ),
     (
-        "DDP-1",
-        "nn",
-        "needs several devices or nodes to observe per-rank seeding, rank-zero writing and "
-        "synchronized metrics",
+        "DDP-2",
+        "all",
+        "which process prepared the data, and that the others waited, leaves no trace in a run "
+        "directory; Lightning calls prepare_data once per node and holds the other ranks at a barrier",
     ),
-    ("DDP-2", "all", "needs a multi-rank launch to see which rank prepares and that the others wait"),
     (
         "OPS-3",
         "all",
