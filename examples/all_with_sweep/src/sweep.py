@@ -40,7 +40,7 @@ import tyro
 import wandb
 
 from src.cli import bad_input_message, exit_on_bad_input, parse_command
-from src.config import BaseConfig, ConfigError
+from src.config import BaseConfig, ConfigError, first_line
 from src.ops.gpu_lock import GpuLock
 from src.ops.memory import cleanup_vram
 from src.runs.atomic import write_text_atomic
@@ -374,7 +374,7 @@ def run_wandb(sweep: Sweep, trials: int, sweep_id: str | None) -> None:
     try:
         wandb.agent(sweep_id, function=agent_trial, count=trials)
     except wandb.errors.Error as error:  # CommError, UsageError, AuthenticationError
-        raise ConfigError(_wandb_needed(f"W&B said: {_first_line(error)}")) from None
+        raise ConfigError(_wandb_needed(f"W&B said: {first_line(error)}")) from None
 
 
 def create_wandb_sweep(spec: SweepSpec, base: BaseConfig) -> str:
@@ -391,7 +391,7 @@ def create_wandb_sweep(spec: SweepSpec, base: BaseConfig) -> str:
             entity=base.wandb_entity or None,
         )
     except wandb.errors.Error as error:  # CommError, UsageError, AuthenticationError
-        raise ConfigError(_wandb_needed(f"W&B said: {_first_line(error)}")) from None
+        raise ConfigError(_wandb_needed(f"W&B said: {first_line(error)}")) from None
     print(f"W&B sweep {sweep_id}: start more agents with --engine wandb --sweep-id {sweep_id}")
     return sweep_id
 
@@ -416,10 +416,6 @@ def _wandb_needed(found: str) -> str:
         f"--engine wandb: {found}; a W&B sweep needs a W&B server and login (`wandb login` or "
         "WANDB_API_KEY). --engine local runs the same sweep without one"
     )
-
-
-def _first_line(error: BaseException) -> str:
-    return (str(error).strip().splitlines() or [type(error).__name__])[0].rstrip(".")
 
 
 def optuna_distributions(

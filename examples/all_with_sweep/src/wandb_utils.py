@@ -18,7 +18,7 @@ import wandb
 from lightning.pytorch.loggers import WandbLogger
 from lightning.pytorch.utilities import rank_zero_only
 
-from src.config import BaseConfig, ConfigError
+from src.config import BaseConfig, ConfigError, first_line
 
 
 def resolve_mode(requested: str) -> str:
@@ -57,7 +57,7 @@ def setup_run(cfg: BaseConfig, run_dir: Path) -> Any | None:
             mode=mode,
         )
     except wandb.errors.Error as error:  # a key W&B refuses, a server it cannot reach
-        said = str(error).strip().split("\n")[0]
+        said = first_line(error)
         raise ConfigError(
             f"wandb_mode {cfg.wandb_mode}: W&B said: {said}; use --wandb-mode offline to sync later"
         ) from None

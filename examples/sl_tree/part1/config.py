@@ -92,8 +92,9 @@ class DiabetesConfig(SLTreeConfig):
             found.append(f"checkpoint_minutes {self.checkpoint_minutes}: must be positive")
         numbers = ("learning_rate", "max_depth", "min_child_weight", "subsample", "colsample_bytree")
         numbers += ("reg_lambda", "reg_alpha")
-        said = " ".join(found)  # a value refused above is not refused twice
-        values = {name: getattr(self, name) for name in numbers if name not in said}
+        # A value refused above is not refused twice: the words of those messages name them.
+        refused = {word.rstrip(",:") for message in found for word in message.split()}
+        values = {name: getattr(self, name) for name in numbers if name not in refused}
         found += xgboost_name_problems(self.objective, self.eval_metric)
         return found + xgboost_value_problems(values)
 

@@ -28,6 +28,13 @@ class ConfigError(ValueError):
     """A config value is out of its valid range; the message lists every such field."""
 
 
+def first_line(error: BaseException) -> str:
+    """What another library's error says, fit for a one-line message of ours: its first
+    line, without a closing period; its type where it says nothing."""
+    text = str(error).strip()
+    return text.splitlines()[0][:200].rstrip(".") if text else type(error).__name__
+
+
 # Each field's --help line is in its class docstring's Attributes section (tyro reads
 # it there), so that editing a default never touches a line next to its help text.
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import torch
 
+from src.config import first_line
+
 
 def checkpoint_problem(path: Path) -> str | None:
     """What is wrong with a checkpoint file, or None if it is intact."""
@@ -32,7 +34,7 @@ def _torch_problem(path: Path) -> str | None:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     # Whatever the unpickler meets in a damaged file is damage to report, not a crash.
     except Exception as error:  # noqa: BLE001
-        return f"damaged ({_first_line(error)})"
+        return f"damaged ({first_line(error)})"
     weights = checkpoint.get("state_dict") if isinstance(checkpoint, dict) else None
     if not isinstance(weights, dict):
         return "not a checkpoint of this project (no state_dict)"
@@ -59,8 +61,3 @@ def _booster_problem(path: Path) -> str | None:
     # The error's own line, not the stack trace XGBoost prints after it.
     errors = [line.partition("Error: ")[2] for line in result.stderr.splitlines() if "Error: " in line]
     return f"damaged ({errors[-1].strip()[:200] if errors else f'exit status {result.returncode}'})"
-
-
-def _first_line(error: Exception) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0][:200] if text else type(error).__name__
