@@ -7,8 +7,10 @@ writes the new release's version at the new place. Several of these modules also
 in v0.3.0, so the user's edits cannot simply be copied over: for each moved module this
 does a three-way merge (`git merge-file`) of the user's last committed version, the
 template's version of the release they came from, and the new release's version. A
-conflict is left in the file with markers, as copier leaves its own. Then it points the
-project's own imports and commands (`python -m src.babysit`) at the new modules.
+conflict is left in the file with markers, as copier leaves its own. An edited module
+that became a package of several (`src/sweep.py`) is kept beside it as `.yours`. Then
+it points the project's own imports and commands (`python -m src.babysit`) at the new
+modules.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ MOVES = {
     "src/trees/plots.py": ["src/tree_plots.py"],
     "src/trees/rounds.py": ["src/xgb_callbacks.py"],
 }
+# Modules v0.3.0 split into a package, one module per concern: edits to the old file
+# cannot be merged line by line into several new ones.
+SPLIT = {"src/sweep.py": "src/sweep"}
 MODULE_NAMES = {
     Path(old).stem: new.removesuffix(".py").replace("/", ".").removeprefix("src.")
     for new, olds in MOVES.items()
@@ -152,6 +157,20 @@ def move_edited_modules(release: str) -> None:
             print(f"migration v0.3.0: your edits to {old} are kept, now in {new}")
 
 
+def keep_edited_split_modules(release: str) -> None:
+    """The user's edited version of a module the release split up, beside the new package
+    (not importable: .yours), for carrying the edits over by hand."""
+    for old, package in SPLIT.items():
+        yours = committed(old)
+        if yours is None or not Path(package).is_dir() or yours == released(old, release):
+            continue
+        Path(f"{old}.yours").write_text(yours)
+        print(
+            f"migration v0.3.0: {old} is now the package {package}/, a module per concern; your "
+            f"edited version is {old}.yours: carry your edits over by hand"
+        )
+
+
 def rewrite_project_imports() -> None:
     listed = git("ls-files", "--cached", "--others", "--exclude-standard", "--", *REWRITTEN)
     for path in sorted(set(listed.stdout.splitlines())):
@@ -170,6 +189,7 @@ def rewrite_project_imports() -> None:
 def main() -> None:
     release = sys.argv[1] if len(sys.argv) > 1 else "v0.2.0"
     move_edited_modules(release)
+    keep_edited_split_modules(release)
     rewrite_project_imports()
 
 

@@ -49,6 +49,7 @@ SHARED_FILES = {
     *(f"src/checklist/{name}.py" for name in CHECKLIST.split()),
 }
 PART_FILES = ("__init__.py", "config.py", "data.py", "model.py", "train.py")
+SWEEP_MODULES = "__init__ command local records resume runner spec wandb_sweep"
 
 
 # Files a part kind adds beyond the four of every part; {part} is its folder.
@@ -68,7 +69,7 @@ def expected_files(answers: dict) -> set[str]:
         if answers["sweep"]:
             files.add(f"part{number}/sweep.py")  # SWP-1
     if answers["sweep"]:
-        files |= {"src/sweep.py", "tests/test_sweep.py"}
+        files |= {f"src/sweep/{name}.py" for name in SWEEP_MODULES.split()} | {"tests/test_sweep.py"}
     if answers["license"] != "Proprietary":
         files.add("LICENSE")
     return files

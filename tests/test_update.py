@@ -335,6 +335,23 @@ __all__ = ["Stopwatch", "babysit", "cli", "find_latest_run", "tree_plots"]
     assert_is_fresh_render_plus_edits(project, template_repo, tmp_path, kept)
 
 
+def test_the_v0_3_0_migration_keeps_an_edited_module_the_release_split_beside_its_package(
+    template_repo, tmp_path
+):
+    project = render(template_repo, tmp_path / "project", V0_2_0, parts=["sl_neural"], sweep=True)
+    with (project / "src" / "sweep.py").open("a") as sweep:
+        sweep.write("\n\nOUR_DEFAULT_TRIALS = 50\n")
+    commit(project, "our edits")
+
+    update(project, LATEST)
+
+    assert_merged_cleanly(project)
+    assert not (project / "src" / "sweep.py").exists()  # it would not be imported beside the package
+    assert (project / "src" / "sweep" / "__init__.py").is_file()
+    assert "OUR_DEFAULT_TRIALS = 50" in (project / "src" / "sweep.py.yours").read_text()
+    assert_is_fresh_render_plus_edits(project, template_repo, tmp_path, {"src/sweep.py.yours": ""})
+
+
 def test_the_v0_3_0_migration_leaves_markers_where_an_edit_meets_the_releases_change(template_repo, tmp_path):
     # v0.3.0 took the RL branches out of the shared Trainer: the line the user changed.
     project = render(template_repo, tmp_path / "project", V0_2_0, parts=["sl_neural"])

@@ -21,7 +21,9 @@ from conftest import PARTS, ROOT, part_module, slow
 from src.config import BaseConfig, ConfigError
 from src.runs.directory import latest_checkpoint
 from src.runs.lifetime import start_run
-from src.sweep import Sweep, SweepSpec, main, run_local
+from src.sweep import SweepSpec, main
+from src.sweep.local import run_local
+from src.sweep.runner import Sweep
 from src.wandb_utils import finish_run, setup_run
 
 

@@ -1,0 +1,201 @@
+"""A sweep under way: runs its trials in this process until the trial count or the
+wall clock (SWP-5) is spent, and keeps its record after each."""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import json
+import math
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from src.cli import bad_input_message
+from src.config import BaseConfig
+from src.ops.memory import cleanup_vram
+from src.runs.atomic import write_text_atomic
+from src.runs.directory import intact_checkpoint
+from src.sweep.records import SUMMARY_FILE, TRIALS_FILE, SweepState, Trial, jsonl_line
+from src.sweep.spec import SweepSpec
+
+
+class Sweep:
+    """Runs trials until the count or the wall clock (SWP-5) is spent, and keeps the
+    record: {sweep_dir}/trials.jsonl as they end, sweep.json and summary.md after each."""
+
+    def __init__(
+        self,
+        spec: SweepSpec,
+        base: BaseConfig,
+        sweep_dir: Path,
+        max_hours: float,
+        state: SweepState | None = None,
+    ) -> None:
+        self.spec, self.base, self.dir, self.state = spec, base, sweep_dir, state
+        self.deadline = time.monotonic() + max_hours * 3600
+        self.trials: list[Trial] = []
+
+    def hours_left(self) -> float:
+        return max(self.deadline - time.monotonic(), 0.0) / 3600
+
+    def load_trials(self) -> None:
+        """Read back the trials of earlier attempts: kept, not repeated (RES-1), and their
+        time counts against --max-hours, which bounds the whole sweep (SWP-5)."""
+        path = self.dir / TRIALS_FILE
+        names = {f.name for f in dataclasses.fields(Trial)}
+        for line in path.read_text(encoding="utf-8").splitlines() if path.is_file() else []:
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # cut short by the kill: that trial is still sweep.json's running_trial
+            self.trials.append(Trial(**{key: value for key, value in record.items() if key in names}))
+        # Rewritten without a cut line, so the next trial's line starts on a line of its own.
+        write_text_atomic(path, "".join(jsonl_line(trial) for trial in self.trials))
+        self.deadline -= sum(trial.seconds for trial in self.trials)
+
+    def unfinished_trial(self) -> tuple[int, dict[str, Any]] | None:
+        """The number and values of the trial an earlier attempt was running when it was
+        killed or stopped, if it has no record yet."""
+        running = self.state.running_trial if self.state else None
+        if running is None or running["number"] in {trial.number for trial in self.trials}:
+            return None
+        return running["number"], running["params"]
+
+    def trial_config(self, number: int, params: dict[str, Any]) -> BaseConfig:
+        """The base config with the sampled values, its own name and run folder, and a
+        wall-clock budget that ends with the sweep's: at the deadline the running
+        trial stops as a STOP file would stop it, checkpoints kept (SWP-5)."""
+        output = dataclasses.replace(self.base.output, base_dir=str(self.dir))
+        return dataclasses.replace(
+            self.base,
+            **self.spec.decode(params),
+            name=f"{self.base.name}-trial{number:03d}",
+            output=output,
+            # At least a moment, so a trial started just before the deadline still ends
+            # with a checkpoint of its first epoch or round.
+            max_wall_clock_hours=max(min(self.base.max_wall_clock_hours, self.hours_left()), 1e-6),
+        )
+
+    def run_trial(self, params: dict[str, Any], number: int | None = None) -> Trial:
+        """A new trial; or, given its number, the trial an earlier attempt left unfinished,
+        continued from its run's last checkpoint or, without one, run again (RES-1)."""
+        trial = Trial(self.next_number() if number is None else number, params)
+        self.trials.append(trial)
+        # Saved before the trial starts: a kill from here on leaves what --resume needs.
+        self.save(running_trial={"number": trial.number, "params": params})
+        started = time.monotonic()
+        try:
+            cfg = self.trial_config(trial.number, params)
+            checkpoint = self.last_checkpoint(trial.number) if number is not None else None
+            if checkpoint is None:
+                print(f"sweep trial {trial.number}: {params}")
+                trial.metrics = self.spec.train(cfg)
+            else:
+                trial.resumed_from = str(checkpoint)
+                print(f"sweep trial {trial.number}: {params}, resuming {checkpoint}")
+                trial.metrics = self.spec.train(cfg, checkpoint)
+            trial.value = float(trial.metrics[self.spec.metric])
+            trial.status = "finished"
+        # SWP-7: any failure of a trial is caught here, so its stack unwinds now and the
+        # sweep goes on; Ctrl-C and SystemExit are not Exceptions and still end the sweep.
+        except Exception as error:  # noqa: BLE001
+            message = bad_input_message(error)
+            trial.status, trial.error = "failed", message or f"{type(error).__name__}: {error}"
+            trial.bad_input = message is not None
+            if message is None:  # a bug's traceback is worth reading; bad input's is not
+                traceback.print_exc()
+            print(f"sweep trial {trial.number} failed ({trial.error}); the sweep goes on")
+        # SWP-7: only now is nothing of the trial referenced: free its memory before the next.
+        cleanup_vram()
+        gc.collect()
+        gc.collect()
+        trial.seconds = time.monotonic() - started
+        runs = self.run_dirs(trial.number)
+        trial.run_dir = str(runs[-1]) if runs else ""
+        self.record(trial)
+        return trial
+
+    def next_number(self) -> int:
+        return max((trial.number for trial in self.trials), default=-1) + 1
+
+    def run_dirs(self, number: int) -> list[Path]:
+        return sorted(self.dir.glob(f"{self.base.name}-trial{number:03d}_*"))
+
+    def last_checkpoint(self, number: int) -> Path | None:
+        runs = self.run_dirs(number)
+        return intact_checkpoint(runs[-1])[0] if runs else None  # a damaged one is skipped (RES-1)
+
+    def record(self, trial: Trial) -> None:
+        """trials.jsonl first, then sweep.json: a kill between the two leaves a trial that
+        --resume finds recorded, so it is not run twice."""
+        with open(self.dir / TRIALS_FILE, "a", encoding="utf-8") as file:
+            file.write(jsonl_line(trial))
+        self.save(running_trial=None)
+        self.finish()  # after every trial, so a sweep killed later still has its summary
+
+    def save(self, **changes: Any) -> None:
+        if self.state is not None:
+            self.state = dataclasses.replace(self.state, **changes)
+            self.state.write(self.dir)
+
+    def end(self, status: str) -> str:
+        """The sweep's status in sweep.json and its final summary. A stopped sweep keeps
+        its running_trial, which --resume continues."""
+        for trial in self.trials:
+            if trial.status == "running":
+                runs = self.run_dirs(trial.number)
+                trial.status, trial.run_dir = "interrupted", str(runs[-1]) if runs else ""
+        self.save(status=status)
+        return self.finish()
+
+    def ranked(self) -> list[Trial]:
+        """Finished trials best first, then the failed ones."""
+        sign = -1 if self.spec.goal == "maximize" else 1
+
+        def key(trial: Trial) -> tuple[bool, float]:
+            value = trial.value if trial.value is not None and math.isfinite(trial.value) else None
+            return value is None, sign * value if value is not None else 0.0
+
+        return sorted(self.trials, key=key)
+
+    def summary(self) -> str:
+        names = list(self.spec.space)
+        header = ["rank", "trial", "status", self.spec.metric, *names, "seconds", "run directory"]
+        rows = [
+            [
+                str(rank),
+                str(trial.number),
+                trial.status,
+                "" if trial.value is None else f"{trial.value:.4g}",
+                *(_cell(trial.params.get(name, "")) for name in names),
+                f"{trial.seconds:.0f}",
+                _where(trial),
+            ]
+            for rank, trial in enumerate(self.ranked(), start=1)
+        ]
+        lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+        lines += ["| " + " | ".join(row) + " |" for row in rows]
+        return "\n".join(lines) + "\n"
+
+    def finish(self) -> str:
+        """Write summary.md (atomically: a kill mid-write keeps the previous one)."""
+        table = self.summary()
+        progress = ""
+        if self.state is not None:
+            progress = f"{self.state.status}, {len(self.trials)} of {self.state.trials} trials\n\n"
+        write_text_atomic(
+            self.dir / SUMMARY_FILE,
+            f"# Sweep {self.dir.name}: {self.spec.metric}, {self.spec.goal}\n\n{progress}{table}",
+        )
+        return table
+
+
+def _where(trial: Trial) -> str:
+    resumed = "(resumed)" if trial.resumed_from else ""
+    return " ".join(filter(None, (Path(trial.run_dir).name, resumed, trial.error)))
+
+
+def _cell(value: Any) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)

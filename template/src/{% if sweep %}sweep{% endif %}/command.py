@@ -1,0 +1,180 @@
+"""`python -m partN.sweep`: its options, a new or resumed sweep's folder, and how the
+sweep ends (the exit status a script reads)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Annotated, Any, Literal
+
+import tyro
+
+from src.cli import exit_on_bad_input, parse_command
+from src.config import ConfigError
+from src.ops.gpu_lock import GpuLock
+from src.runs.atomic import write_text_atomic
+from src.runs.directory import STAMP_FORMAT
+from src.runs.lifetime import sigterm_unwinds
+from src.sweep.local import run_local
+from src.sweep.records import CONFIG_FILE, SUMMARY_FILE, SweepState
+from src.sweep.resume import find_sweep, saved_config, try_lock
+from src.sweep.runner import Sweep
+from src.sweep.spec import SweepSpec, optuna_distributions
+from src.sweep.wandb_sweep import create_wandb_sweep, require_wandb_login, run_wandb
+
+DEFAULT_TRIALS, DEFAULT_MAX_HOURS, DEFAULT_SEED = 20, 24.0, 0
+
+
+def _default_hint(metavar: str, default: object) -> Any:
+    return tyro.conf.arg(metavar=metavar, help_behavior_hint=f"(default: {default}, or the resumed sweep's)")
+
+
+SWEEP_DESCRIPTION = """Sweep this part's hyperparameters: trials sampled from the search space in its
+sweep.py, each a normal training run in the sweep's folder under OUTPUT.BASE_DIR/sweeps/.
+The config flags set what every trial starts from."""
+
+
+@dataclass
+class SweepOptions:
+    """What `partN.sweep` takes beside the config's fields.
+
+    Attributes:
+        engine: local samples trials with Optuna in this process, with no W&B server; wandb
+            runs a W&B sweep, which agents on other machines can join.
+        trials: Trials in the whole local sweep, at least 1, a resumed sweep's earlier ones
+            included. With --engine wandb: the trials this agent runs.
+        max_hours: Wall-clock budget of the whole sweep in hours, a resumed sweep's earlier
+            trials included; the trial still running then stops as a STOP file would stop
+            it, its checkpoints kept.
+        sweep_id: Join this W&B sweep (ENTITY/PROJECT/ID) instead of creating one; with
+            --engine wandb.
+        sweep_seed: Seed of the local engine's sampler: the same seed samples the same trials.
+        resume: Continue a local sweep: its directory, or auto for this config's newest
+            unfinished sweep under OUTPUT.BASE_DIR/sweeps/. Its ended trials are kept; the
+            one a kill cut off goes on from its last checkpoint.
+    """
+
+    engine: Literal["local", "wandb"] = "local"
+    # None stands for the resumed sweep's value, or the default a new sweep gets.
+    trials: Annotated[int | None, _default_hint("INT", DEFAULT_TRIALS)] = None
+    max_hours: Annotated[float | None, _default_hint("HOURS", DEFAULT_MAX_HOURS)] = None
+    sweep_id: str | None = None
+    sweep_seed: Annotated[int | None, _default_hint("INT", DEFAULT_SEED)] = None
+    # The wording of the training command's --resume (RES-1).
+    resume: Annotated[str | None, tyro.conf.arg(metavar="PATH|auto")] = None
+
+
+def main(spec: SweepSpec, argv: Sequence[str] | None = None, prog: str | None = None) -> Sweep:
+    base, args = parse_command(spec.configs, SweepOptions, argv, prog, description=SWEEP_DESCRIPTION)
+    lock: IO[str] | None = None
+    try:
+        with exit_on_bad_input():
+            _check_options(spec, args)
+            found = None if args.resume is None else find_sweep(base, args.resume)
+            sweep_id = args.sweep_id
+            if args.engine == "wandb" and sweep_id is None:
+                sweep_id = create_wandb_sweep(spec, base)
+            elif args.engine == "wandb":
+                require_wandb_login(base)
+        if found is not None:
+            sweep_dir, state, lock = found
+            # As `train --resume`: the sweep's saved base config, and the flags given now over it.
+            saved = saved_config(base, sweep_dir, args.resume)
+            base, args = parse_command(
+                spec.configs, SweepOptions, argv, prog, description=SWEEP_DESCRIPTION, start_from=saved
+            )
+            state = dataclasses.replace(
+                state,
+                status="running",
+                trials=_given(args.trials, state.trials),
+                max_hours=_given(args.max_hours, state.max_hours),
+                seed=_given(args.sweep_seed, state.seed),
+            )
+            print(f"sweep directory: {sweep_dir} (resumed)")
+        else:
+            stamp = datetime.now().strftime(STAMP_FORMAT)
+            sweep_dir = Path(base.output.base_dir) / "sweeps" / f"{base.name}_{stamp}_{os.getpid()}"
+            sweep_dir.mkdir(parents=True)
+            lock = try_lock(sweep_dir)
+            state = SweepState(
+                engine=args.engine,
+                name=base.name,
+                config_class=type(base).__name__,
+                seed=_given(args.sweep_seed, DEFAULT_SEED),
+                trials=_given(args.trials, DEFAULT_TRIALS),
+                max_hours=_given(args.max_hours, DEFAULT_MAX_HOURS),
+                wandb_sweep_id=sweep_id or "",
+            )
+            print(f"sweep directory: {sweep_dir}")
+        write_text_atomic(sweep_dir / CONFIG_FILE, base.to_json() + "\n")
+        state.write(sweep_dir)
+        sweep = Sweep(spec, base, sweep_dir, state.max_hours, state)
+        if found is not None:
+            sweep.load_trials()
+        _run(sweep, args.engine, state.trials, state.seed, sweep_id)
+        return sweep
+    finally:
+        if lock is not None:
+            lock.close()
+
+
+def _run(sweep: Sweep, engine: str, trials: int, seed: int, sweep_id: str | None) -> None:
+    """Run the sweep's trials; Ctrl-C and SIGTERM end it quietly, summary.md written,
+    with status 130 or 143, and --resume continues it."""
+    try:
+        with sigterm_unwinds(), GpuLock(), exit_on_bad_input():
+            # OPS-1: a sweep queues behind other GPU jobs like a single run
+            if engine == "local":
+                if len(sweep.trials) >= trials:
+                    print(f"sweep: it has {len(sweep.trials)} trials already; --trials is the total")
+                run_local(sweep, trials, seed)
+            else:
+                run_wandb(sweep, trials, sweep_id)
+    except BaseException as error:
+        code = _stop_status(error)
+        if code is None:  # a W&B error (exit 2), say
+            sweep.end("failed")
+            raise
+        print(sweep.end("interrupted"))
+        print(f"sweep stopped; continue the sweep, trial and all, with --resume {sweep.dir}", file=sys.stderr)
+        raise SystemExit(code) from None
+    print(sweep.end("finished"))
+    if sweep.trials and all(trial.status == "failed" for trial in sweep.trials):
+        # A script that runs the sweep must not read "every trial failed" as success;
+        # status 2 when the values were to blame, as for a single run.
+        print(f"error: every trial failed; {sweep.dir / SUMMARY_FILE} says why", file=sys.stderr)
+        raise SystemExit(2 if all(trial.bad_input for trial in sweep.trials) else 1)
+
+
+def _stop_status(error: BaseException) -> int | None:
+    """130 for Ctrl-C, 143 for SIGTERM; None for an exit of another cause."""
+    if isinstance(error, KeyboardInterrupt):
+        return 130
+    # Ctrl-C or SIGTERM inside a run (src/runs/lifetime.py), Ctrl-C while queued for the GPU lock
+    if isinstance(error, SystemExit) and error.code in (130, 143):
+        return int(error.code)
+    return None
+
+
+def _check_options(spec: SweepSpec, args: SweepOptions) -> None:
+    if (args.trials is not None and args.trials < 1) or (
+        args.max_hours is not None and not 0 < args.max_hours < math.inf
+    ):
+        raise ConfigError(
+            f"--trials {args.trials}, --max-hours {args.max_hours}: need at least 1 and a positive number"
+        )
+    if args.resume is not None and args.engine != "local":
+        raise ConfigError(
+            f"--resume continues a local sweep; a W&B sweep goes on with --engine {args.engine} --sweep-id ID"
+        )
+    optuna_distributions(spec.space)  # a bad search space fails before any trial
+
+
+def _given(value: Any, default: Any) -> Any:
+    return default if value is None else value
