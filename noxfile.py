@@ -59,6 +59,18 @@ def tests(session: nox.Session) -> None:
 
 
 @nox.session
+def min_copier(session: nox.Session) -> None:
+    """The render tests on the oldest copier that copier.yml allows (_min_copier_version),
+    every other tool at its tested version."""
+    oldest = re.search(r'^_min_copier_version: "(.+)"$', (ROOT / "copier.yml").read_text(), re.M)[1]
+    pins = [line for line in CONSTRAINTS.read_text().splitlines() if not line.startswith("copier==")]
+    constraints = Path(session.create_tmp()) / "constraints.txt"
+    constraints.write_text("\n".join(pins) + "\n")
+    session.install("-c", str(constraints), f"copier=={oldest}", "pytest-copie", "pytest", "ruff", "pyyaml")
+    session.run("pytest", "tests/test_render.py", *session.posargs)
+
+
+@nox.session
 def lint(session: nox.Session) -> None:
     """Ruff on the template's own Python and on the default rendered project."""
     session.install("-c", str(CONSTRAINTS), "ruff", "copier")

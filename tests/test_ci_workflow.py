@@ -19,3 +19,10 @@ def test_there_are_update_and_gpu_jobs():
     assert "tests/test_update.py" in update_steps
     gpu_steps = " ".join(step.get("run", "") for step in WORKFLOW["jobs"]["gpu"]["steps"])
     assert "-m gpu" in gpu_steps
+
+
+def test_a_job_renders_with_the_oldest_copier_the_template_allows():
+    steps = " ".join(step.get("run", "") for step in WORKFLOW["jobs"]["min-copier"]["steps"])
+    assert "nox -s min_copier" in steps
+    noxfile = (TEMPLATE / "noxfile.py").read_text()
+    assert "_min_copier_version" in noxfile and 'f"copier=={oldest}"' in noxfile

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import every_variant, run, variant_id
+from conftest import TEMPLATE, every_variant, run, variant_id
 
 SRC_MODULES = """
     __init__ cli config data_checks project wandb_utils
@@ -126,3 +126,14 @@ def test_a_tree_only_project_numbers_its_part_1(copie):
     result = copie.copy(extra_answers={"parts": ["sl_tree"]})
     assert (result.project_dir / "part1" / "benchmark.py").is_file()
     assert "from part1.config import CONFIGS" in (result.project_dir / "part1" / "train.py").read_text()
+
+
+def test_the_command_line_renders_with_parts_chosen_by_data(tmp_path):
+    # As the README's users type it; copier 9.7 and older refuse this multiple-choice
+    # answer ("Invalid choice"), hence _min_copier_version.
+    command = [sys.executable, "-m", "copier", "copy", "--vcs-ref", "HEAD", "--defaults", "--trust"]
+    command += ["--data", 'parts=["sl_tree", "rl"]', str(TEMPLATE), str(tmp_path / "project")]
+    result = run(command, tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert (tmp_path / "project" / "part2" / "envs.py").is_file()
+    assert "git init" in result.stdout + result.stderr  # the next steps, after the copy
