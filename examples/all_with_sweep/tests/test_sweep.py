@@ -260,7 +260,7 @@ def test_ctrl_c_or_sigterm_ends_a_sweep_quietly_and_resume_goes_on(tmp_path, cap
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--engine", "wandb"], "--resume continues a local sweep"),
+        (["--engine", "wandb"], "--resume, --study and --storage are for a local sweep"),
         (["--config", "other"], "that sweep is of config 'baseline'"),
     ],
     ids=["engine", "config"],
@@ -300,3 +300,94 @@ def test_a_wandb_sweep_without_wandb_is_one_line_and_exit_2(tmp_path, capsys, mo
     else:
         assert len(err.strip().splitlines()) == 1 and "wandb login" in err and "--engine local" in err
     assert not (tmp_path / "sweeps").exists()  # refused before anything was made
+
+
+# Several workers on one sweep (one per GPU or machine): the Optuna study in the sweep's
+# journal file, or in a database, hands each trial to one of them.
+
+TOY_SWEEP = """
+import time
+
+from src.config import BaseConfig
+from src.sweep import SweepSpec, main
+
+
+def train(cfg, resume_from=None):
+    time.sleep(1.0)  # long enough for the second worker to start while trials remain
+    return {"score": float(cfg.seed)}
+
+
+SPEC = SweepSpec(
+    configs={"baseline": BaseConfig},
+    space={"seed": {"min": 0, "max": 1000}},
+    architectures={},
+    train=train,
+    metric="score",
+    goal="maximize",
+)
+
+if __name__ == "__main__":
+    main(SPEC, prog="toy_sweep")
+"""
+
+
+@slow
+def test_two_workers_split_one_sweep_and_run_each_trial_once(tmp_path):
+    (tmp_path / "toy_sweep.py").write_text(TOY_SWEEP)
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}", "WANDB_MODE": "disabled"}
+    command = [sys.executable, str(tmp_path / "toy_sweep.py"), "--output.base-dir", str(tmp_path / "out")]
+    output = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT, "text": True, "cwd": tmp_path}
+
+    def worker(index: int, *args: str) -> subprocess.Popen:  # each with a GPU lock of its own
+        return subprocess.Popen(
+            [*command, *args], env={**env, "GPU_LOCK_PATH": f"{tmp_path}/gpu{index}"}, **output
+        )
+
+    first = worker(0, "--trials", "8")
+    deadline = time.monotonic() + 120
+    while not list((tmp_path / "out").glob("sweeps/*/sweep.json")) and time.monotonic() < deadline:
+        assert first.poll() is None, first.communicate()[0][-3000:]
+        time.sleep(0.05)
+    (sweep_dir,) = (tmp_path / "out" / "sweeps").iterdir()
+    second = worker(1, "--study", str(sweep_dir))
+    outputs = [process.communicate(timeout=300)[0] for process in (first, second)]
+    assert [first.returncode, second.returncode] == [0, 0], outputs[0][-2000:] + outputs[1][-2000:]
+    records = [json.loads(line) for line in (sweep_dir / "trials.jsonl").read_text().splitlines()]
+    assert sorted(record["number"] for record in records) == list(range(8))  # each once, none lost
+    assert {record["status"] for record in records} == {"finished"}
+    assert len({record["worker"] for record in records}) == 2  # both workers ran trials
+    assert json.loads((sweep_dir / "sweep.json").read_text())["status"] == "finished"
+    assert "sweep directory: " + str(sweep_dir) + " (joined)" in outputs[1]
+
+
+def test_a_sweep_keeps_its_study_in_the_database_it_is_given(tmp_path):
+    import optuna
+
+    url = f"sqlite:///{tmp_path / 'studies.db'}"
+    sweep = toy_sweep(toy_spec(toy_train), tmp_path, "--trials", "2", "--storage", url)
+    study = optuna.load_study(study_name=sweep.dir.name, storage=url)
+    assert (
+        [t.user_attrs["number"] for t in study.trials] == [trial.number for trial in sweep.trials] == [0, 1]
+    )
+    assert [t.state.name for t in study.trials] == [
+        "COMPLETE" if trial.status == "finished" else "FAIL" for trial in sweep.trials
+    ]
+    assert not (sweep.dir / "optuna.journal").exists()
+    assert json.loads((sweep.dir / "sweep.json").read_text())["storage"] == url
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--study", "nowhere"], "--study nowhere: not a sweep directory"),
+        (["--storage", "studies.db"], "--storage studies.db: not a database URL"),
+        (["--storage", "nosuchdb://x"], "--storage nosuchdb://x: Optuna cannot use it"),
+        (["--study", ".", "--resume", "auto"], "leave out --resume and --storage"),
+    ],
+    ids=["study-not-a-sweep", "storage-not-a-url", "storage-unusable", "study-and-resume"],
+)
+def test_bad_study_or_storage_is_one_line_and_exit_2(tmp_path, capsys, flags, message):
+    with pytest.raises(SystemExit) as exit_info:
+        toy_sweep(toy_spec(toy_train), tmp_path, "--trials", "1", *flags)
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and message in err and len(err.strip().splitlines()) == 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from src.runs.directory import STAMP_FORMAT
 from src.runs.lifetime import sigterm_unwinds
 from src.sweep.local import run_local
 from src.sweep.records import CONFIG_FILE, SUMMARY_FILE, SweepState
-from src.sweep.resume import find_sweep, saved_config, try_lock
+from src.sweep.resume import find_sweep, join_sweep, saved_config, try_lock
 from src.sweep.runner import Sweep
 from src.sweep.spec import SweepSpec, optuna_distributions
 from src.sweep.wandb_sweep import create_wandb_sweep, require_wandb_login, run_wandb
@@ -55,9 +56,15 @@ class SweepOptions:
         sweep_id: Join this W&B sweep (ENTITY/PROJECT/ID) instead of creating one; with
             --engine wandb.
         sweep_seed: Seed of the local engine's sampler: the same seed samples the same trials.
-        resume: Continue a local sweep: its directory, or auto for this config's newest
-            unfinished sweep under OUTPUT.BASE_DIR/sweeps/. Its ended trials are kept; the
-            one a kill cut off goes on from its last checkpoint.
+        resume: Continue a local sweep no process runs: its directory, or auto for this
+            config's newest unfinished sweep under OUTPUT.BASE_DIR/sweeps/. Its ended trials
+            are kept; one a kill cut off goes on from its last checkpoint.
+        study: Run a local sweep that other processes may be running too, as one more worker:
+            its directory (on a filesystem every worker sees). The workers share its Optuna
+            study and split its trials; each runs one trial at a time.
+        storage: Keep a new local sweep's Optuna study in this database (an SQLAlchemy URL
+            such as postgresql://host/db or sqlite:///sweeps.db) instead of the journal file
+            in the sweep's directory.
     """
 
     engine: Literal["local", "wandb"] = "local"
@@ -68,6 +75,8 @@ class SweepOptions:
     sweep_seed: Annotated[int | None, _default_hint("INT", DEFAULT_SEED)] = None
     # The wording of the training command's --resume (RES-1).
     resume: Annotated[str | None, tyro.conf.arg(metavar="PATH|auto")] = None
+    study: Annotated[str | None, tyro.conf.arg(metavar="DIR")] = None
+    storage: Annotated[str | None, tyro.conf.arg(metavar="URL")] = None
 
 
 def main(spec: SweepSpec, argv: Sequence[str] | None = None, prog: str | None = None) -> Sweep:
@@ -76,7 +85,10 @@ def main(spec: SweepSpec, argv: Sequence[str] | None = None, prog: str | None = 
     try:
         with exit_on_bad_input():
             _check_options(spec, args)
-            found = None if args.resume is None else find_sweep(base, args.resume)
+            if args.study is not None:
+                found = join_sweep(base, args.study)
+            else:
+                found = None if args.resume is None else find_sweep(base, args.resume)
             sweep_id = args.sweep_id
             if args.engine == "wandb" and sweep_id is None:
                 sweep_id = create_wandb_sweep(spec, base)
@@ -85,7 +97,7 @@ def main(spec: SweepSpec, argv: Sequence[str] | None = None, prog: str | None = 
         if found is not None:
             sweep_dir, state, lock = found
             # As `train --resume`: the sweep's saved base config, and the flags given now over it.
-            saved = saved_config(base, sweep_dir, args.resume)
+            saved = saved_config(base, sweep_dir, args.study or args.resume)
             base, args = parse_command(
                 spec.configs, SweepOptions, argv, prog, description=SWEEP_DESCRIPTION, start_from=saved
             )
@@ -96,7 +108,7 @@ def main(spec: SweepSpec, argv: Sequence[str] | None = None, prog: str | None = 
                 max_hours=_given(args.max_hours, state.max_hours),
                 seed=_given(args.sweep_seed, state.seed),
             )
-            print(f"sweep directory: {sweep_dir} (resumed)")
+            print(f"sweep directory: {sweep_dir} ({'joined' if args.study else 'resumed'})")
         else:
             stamp = datetime.now().strftime(STAMP_FORMAT)
             sweep_dir = Path(base.output.base_dir) / "sweeps" / f"{base.name}_{stamp}_{os.getpid()}"
@@ -110,21 +122,24 @@ def main(spec: SweepSpec, argv: Sequence[str] | None = None, prog: str | None = 
                 trials=_given(args.trials, DEFAULT_TRIALS),
                 max_hours=_given(args.max_hours, DEFAULT_MAX_HOURS),
                 wandb_sweep_id=sweep_id or "",
+                storage=args.storage or "",
             )
             print(f"sweep directory: {sweep_dir}")
+            if args.engine == "local":
+                print(f"more workers (one per GPU or machine) join it with --study {sweep_dir}")
         write_text_atomic(sweep_dir / CONFIG_FILE, base.to_json() + "\n")
         state.write(sweep_dir)
         sweep = Sweep(spec, base, sweep_dir, state.max_hours, state)
         if found is not None:
             sweep.load_trials()
-        _run(sweep, args.engine, state.trials, state.seed, sweep_id)
+        _run(sweep, args.engine, state.trials, state.seed, sweep_id, joined=args.study is not None)
         return sweep
     finally:
         if lock is not None:
             lock.close()
 
 
-def _run(sweep: Sweep, engine: str, trials: int, seed: int, sweep_id: str | None) -> None:
+def _run(sweep: Sweep, engine: str, trials: int, seed: int, sweep_id: str | None, joined: bool) -> None:
     """Run the sweep's trials; Ctrl-C and SIGTERM end it quietly, summary.md written,
     with status 130 or 143, and --resume continues it."""
     try:
@@ -133,7 +148,7 @@ def _run(sweep: Sweep, engine: str, trials: int, seed: int, sweep_id: str | None
             if engine == "local":
                 if len(sweep.trials) >= trials:
                     print(f"sweep: it has {len(sweep.trials)} trials already; --trials is the total")
-                run_local(sweep, trials, seed)
+                run_local(sweep, trials, seed, joined)
             else:
                 run_wandb(sweep, trials, sweep_id)
     except BaseException as error:
@@ -144,7 +159,9 @@ def _run(sweep: Sweep, engine: str, trials: int, seed: int, sweep_id: str | None
         print(sweep.end("interrupted"))
         print(f"sweep stopped; continue the sweep, trial and all, with --resume {sweep.dir}", file=sys.stderr)
         raise SystemExit(code) from None
-    print(sweep.end("finished"))
+    # Other workers may still be running trials: the last one to stop says finished.
+    done = engine != "local" or len(sweep.recorded_trials()) >= trials or sweep.hours_left() <= 0
+    print(sweep.end("finished" if done else "running"))
     if sweep.trials and all(trial.status == "failed" for trial in sweep.trials):
         # A script that runs the sweep must not read "every trial failed" as success;
         # status 2 when the values were to blame, as for a single run.
@@ -169,9 +186,20 @@ def _check_options(spec: SweepSpec, args: SweepOptions) -> None:
         raise ConfigError(
             f"--trials {args.trials}, --max-hours {args.max_hours}: need at least 1 and a positive number"
         )
-    if args.resume is not None and args.engine != "local":
+    if args.engine != "local" and (args.resume or args.study or args.storage) is not None:
         raise ConfigError(
-            f"--resume continues a local sweep; a W&B sweep goes on with --engine {args.engine} --sweep-id ID"
+            "--resume, --study and --storage are for a local sweep; a W&B sweep goes on with "
+            f"--engine {args.engine} --sweep-id ID"
+        )
+    if args.study is not None and (args.resume or args.storage) is not None:
+        raise ConfigError(
+            f"--study {args.study}: joins a sweep as it is; leave out --resume and --storage, "
+            "which continue a sweep alone and choose a new sweep's database"
+        )
+    if args.storage is not None and not re.match(r"^[a-z][a-z0-9+]*://", args.storage):
+        raise ConfigError(
+            f"--storage {args.storage}: not a database URL; give one such as sqlite:///sweeps.db "
+            "or postgresql://host/db, or leave it out for the journal file in the sweep's folder"
         )
     optuna_distributions(spec.space)  # a bad search space fails before any trial
 

@@ -7,6 +7,8 @@ import dataclasses
 import gc
 import json
 import math
+import os
+import socket
 import time
 import traceback
 from pathlib import Path
@@ -19,6 +21,8 @@ from src.runs.atomic import write_text_atomic
 from src.runs.directory import intact_checkpoint
 from src.sweep.records import SUMMARY_FILE, TRIALS_FILE, SweepState, Trial, jsonl_line
 from src.sweep.spec import SweepSpec
+
+WORKER = f"{socket.gethostname()}:{os.getpid()}"  # this process, in trials.jsonl and the study
 
 
 class Sweep:
@@ -41,19 +45,30 @@ class Sweep:
         return max(self.deadline - time.monotonic(), 0.0) / 3600
 
     def load_trials(self) -> None:
-        """Read back the trials of earlier attempts: kept, not repeated (RES-1), and their
-        time counts against --max-hours, which bounds the whole sweep (SWP-5)."""
+        """Read back the trials of earlier attempts and other workers: kept, not repeated
+        (RES-1), and their time counts against --max-hours, which bounds the whole sweep
+        (SWP-5)."""
+        self.trials = self.recorded_trials()
+        path = self.dir / TRIALS_FILE
+        if path.is_file() and not path.read_bytes().endswith(b"\n") and path.stat().st_size:
+            # A line a kill cut short: the next trial's line starts on a line of its own.
+            with open(path, "a", encoding="utf-8") as file:
+                file.write("\n")
+        self.deadline -= sum(trial.seconds for trial in self.trials)
+
+    def recorded_trials(self) -> list[Trial]:
+        """Every ended trial in trials.jsonl, whichever worker ran it; a line a kill cut
+        short is left out (that trial is continued, RES-1)."""
         path = self.dir / TRIALS_FILE
         names = {f.name for f in dataclasses.fields(Trial)}
+        found = []
         for line in path.read_text(encoding="utf-8").splitlines() if path.is_file() else []:
             try:
                 record = json.loads(line)
             except json.JSONDecodeError:
-                continue  # cut short by the kill: that trial is still sweep.json's running_trial
-            self.trials.append(Trial(**{key: value for key, value in record.items() if key in names}))
-        # Rewritten without a cut line, so the next trial's line starts on a line of its own.
-        write_text_atomic(path, "".join(jsonl_line(trial) for trial in self.trials))
-        self.deadline -= sum(trial.seconds for trial in self.trials)
+                continue
+            found.append(Trial(**{key: value for key, value in record.items() if key in names}))
+        return found
 
     def unfinished_trial(self) -> tuple[int, dict[str, Any]] | None:
         """The number and values of the trial an earlier attempt was running when it was
@@ -78,17 +93,16 @@ class Sweep:
             max_wall_clock_hours=max(min(self.base.max_wall_clock_hours, self.hours_left()), 1e-6),
         )
 
-    def run_trial(self, params: dict[str, Any], number: int | None = None) -> Trial:
-        """A new trial; or, given its number, the trial an earlier attempt left unfinished,
-        continued from its run's last checkpoint or, without one, run again (RES-1)."""
-        trial = Trial(self.next_number() if number is None else number, params)
+    def run_trial(self, params: dict[str, Any], number: int | None = None, resume: bool = False) -> Trial:
+        """Trial `number` (the next one when None); with `resume`, a trial a kill or a
+        stop left unfinished, continued from its run's last checkpoint or, without one,
+        run again (RES-1)."""
+        trial = Trial(self.next_number() if number is None else number, params, worker=WORKER)
         self.trials.append(trial)
-        # Saved before the trial starts: a kill from here on leaves what --resume needs.
-        self.save(running_trial={"number": trial.number, "params": params})
         started = time.monotonic()
         try:
             cfg = self.trial_config(trial.number, params)
-            checkpoint = self.last_checkpoint(trial.number) if number is not None else None
+            checkpoint = self.last_checkpoint(trial.number) if resume else None
             if checkpoint is None:
                 print(f"sweep trial {trial.number}: {params}")
                 trial.metrics = self.spec.train(cfg)
@@ -130,6 +144,7 @@ class Sweep:
     def record(self, trial: Trial) -> None:
         """trials.jsonl first, then sweep.json: a kill between the two leaves a trial that
         --resume finds recorded, so it is not run twice."""
+        # One write of one line: workers appending at once do not interleave.
         with open(self.dir / TRIALS_FILE, "a", encoding="utf-8") as file:
             file.write(jsonl_line(trial))
         self.save(running_trial=None)
@@ -151,14 +166,17 @@ class Sweep:
         return self.finish()
 
     def ranked(self) -> list[Trial]:
-        """Finished trials best first, then the failed ones."""
+        """Finished trials best first, then the failed ones: every worker's ended trials,
+        and this one's under way or interrupted."""
         sign = -1 if self.spec.goal == "maximize" else 1
 
         def key(trial: Trial) -> tuple[bool, float]:
             value = trial.value if trial.value is not None and math.isfinite(trial.value) else None
             return value is None, sign * value if value is not None else 0.0
 
-        return sorted(self.trials, key=key)
+        ended = self.recorded_trials()
+        numbers = {trial.number for trial in ended}
+        return sorted(ended + [t for t in self.trials if t.number not in numbers], key=key)
 
     def summary(self) -> str:
         names = list(self.spec.space)
@@ -184,7 +202,8 @@ class Sweep:
         table = self.summary()
         progress = ""
         if self.state is not None:
-            progress = f"{self.state.status}, {len(self.trials)} of {self.state.trials} trials\n\n"
+            ended = len(self.recorded_trials())
+            progress = f"{self.state.status}, {ended} of {self.state.trials} trials ended\n\n"
         write_text_atomic(
             self.dir / SUMMARY_FILE,
             f"# Sweep {self.dir.name}: {self.spec.metric}, {self.spec.goal}\n\n{progress}{table}",

@@ -1,6 +1,8 @@
 """What a sweep's folder holds besides its trials' run directories: sweep.json (what
 the sweep is and how far it got), config.json (the base config), trials.jsonl (a line
-per ended trial) and summary.md; `--resume` reads them back (RES-1)."""
+per ended trial, from every worker), summary.md and optuna.journal (the Optuna study
+every worker shares, unless sweep.json names a database); `--resume` and `--study`
+read them back (RES-1)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ SWEEP_FILE = "sweep.json"
 CONFIG_FILE = "config.json"
 TRIALS_FILE = "trials.jsonl"
 SUMMARY_FILE = "summary.md"
-LOCK_FILE = ".lock"
+LOCK_FILE = ".lock"  # every worker holds it shared; an idle sweep's can be taken alone
+JOURNAL_FILE = "optuna.journal"
 
 
 @dataclass
@@ -33,6 +36,7 @@ class Trial:
     bad_input: bool = False  # it failed on its values, data or memory, not on a bug
     metrics: dict[str, float] = field(default_factory=dict)
     resumed_from: str = ""  # the checkpoint a trial cut off by a kill went on from (RES-1)
+    worker: str = ""  # host:pid of the process that ran it
 
 
 @dataclass
@@ -48,7 +52,10 @@ class SweepState:
     # running | interrupted (Ctrl-C, SIGTERM) | finished | failed. A killed sweep stays
     # "running": --resume auto takes any sweep that is not finished.
     status: str = "running"
-    running_trial: dict[str, Any] | None = None  # {"number", "params"} of the trial under way
+    # {"number", "params"} of the trial under way, kept by sweeps from before the shared
+    # study; since, the study knows which trials are under way, and whose.
+    running_trial: dict[str, Any] | None = None
+    storage: str = ""  # the database URL of the Optuna study; "" for the folder's optuna.journal
     wandb_sweep_id: str = ""
     pid: int = 0
     updated: str = ""

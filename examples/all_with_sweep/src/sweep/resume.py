@@ -1,4 +1,5 @@
-"""Finding the sweep `--resume` names, and holding its lock while it runs (RES-1)."""
+"""Finding the sweep `--resume` or `--study` names, and holding its lock while a worker
+runs it (RES-1)."""
 
 from __future__ import annotations
 
@@ -39,19 +40,36 @@ def find_sweep(base: BaseConfig, resume: str) -> tuple[Path, SweepState, IO[str]
     _check_same_sweep(path, state, base, resume)
     lock = try_lock(path)
     if lock is None:
-        raise ConfigError(f"--resume {resume}: another process is running that sweep (pid {state.pid})")
+        raise ConfigError(
+            f"--resume {resume}: another process is running that sweep (pid {state.pid}); "
+            f"to run it on more processes, start each with --study {resume}"
+        )
     return path, state, lock
 
 
-def _check_same_sweep(path: Path, state: SweepState, base: BaseConfig, resume: str) -> None:
+def join_sweep(base: BaseConfig, study: str) -> tuple[Path, SweepState, IO[str]]:
+    """The local sweep `--study` names, and this worker's share of its lock."""
+    path = Path(study)
+    state = read_state(path)
+    if state is None:
+        raise ConfigError(f"--study {study}: not a sweep directory (no readable {SWEEP_FILE})")
+    _check_same_sweep(path, state, base, study, flag="--study")
+    file = open(path / LOCK_FILE, "a")  # noqa: SIM115 - held open while the sweep runs
+    fcntl.flock(file, fcntl.LOCK_SH)  # an exclusive holder only looks, for a moment
+    return path, state, file
+
+
+def _check_same_sweep(
+    path: Path, state: SweepState, base: BaseConfig, resume: str, flag: str = "--resume"
+) -> None:
     if state.engine != "local":
         raise ConfigError(
-            f"--resume {resume}: that is a {state.engine} sweep; a W&B sweep goes on with "
+            f"{flag} {resume}: that is a {state.engine} sweep; a W&B sweep goes on with "
             f"--engine wandb --sweep-id {state.wandb_sweep_id or 'ID'}"
         )
     if (state.name, state.config_class) != (base.name, type(base).__name__):
         raise ConfigError(
-            f"--resume {resume}: that sweep is of config '{state.name}', this command's is "
+            f"{flag} {resume}: that sweep is of config '{state.name}', this command's is "
             f"'{base.name}' (give --config {state.name})"
         )
 
@@ -72,13 +90,15 @@ def saved_config(base: BaseConfig, sweep_dir: Path, resume: str) -> BaseConfig:
 
 
 def try_lock(sweep_dir: Path) -> IO[str] | None:
-    """Hold the sweep's lock for this process's lifetime, or None when another process
-    holds it: two processes running one sweep would run its trials twice. The kernel
-    releases it however the process ends, kill -9 included."""
+    """A share of the sweep's lock for this process's lifetime, taken only where no other
+    process holds one: None while another worker runs the sweep. Every worker holds a
+    share (--study joins regardless); the kernel releases it however the process ends,
+    kill -9 included."""
     file = open(sweep_dir / LOCK_FILE, "a")  # noqa: SIM115 - held open while the sweep runs
     try:
-        fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)  # alone?
     except BlockingIOError:
         file.close()
         return None
+    fcntl.flock(file, fcntl.LOCK_SH)  # then one worker among any that join
     return file
