@@ -5,6 +5,7 @@ split one sweep's trials; each asks the study for its next trial."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import socket
@@ -104,13 +105,13 @@ def open_study(sweep: Sweep, seed: int, joined: bool) -> optuna.Study:
 
 
 def counted(trials: list[FrozenTrial]) -> list[FrozenTrial]:
-    """The sweep's trials: under way, queued again, or ended through this engine; not
-    the record of a dead worker's trial (queued again) nor one asked past the count."""
+    """The sweep's trials: under way (numbered or about to be: a worker that asks at the
+    same moment must count it), queued again, or ended through this engine; not the
+    record of a dead worker's trial (queued again) nor one asked past the count."""
     return [
         t
         for t in trials
-        if NUMBER in t.user_attrs
-        and not t.user_attrs.get(SURPLUS)
+        if not t.user_attrs.get(SURPLUS)
         and (t.state in (TrialState.RUNNING, TrialState.WAITING) or t.user_attrs.get(ENDED))
     ]
 
@@ -123,7 +124,12 @@ def requeue_dead_workers_trials(study: optuna.Study) -> None:
         host, _, pid = str(trial.user_attrs.get("worker", "")).rpartition(":")
         if host != socket.gethostname() or not pid.isdigit() or _alive(int(pid)):
             continue
-        if NUMBER in trial.user_attrs:
+        if trial.user_attrs.get(ENDED) or NUMBER not in trial.user_attrs:
+            # Recorded before its worker died (not run again), or never numbered (a new one
+            # is asked instead).
+            with contextlib.suppress(ValueError, RuntimeError):
+                study.tell(trial.number, state=TrialState.FAIL)
+        else:
             _queue_again(study, trial.number, trial.params, trial.user_attrs[NUMBER])
 
 
