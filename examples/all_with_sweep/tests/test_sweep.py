@@ -306,14 +306,23 @@ def test_a_wandb_sweep_without_wandb_is_one_line_and_exit_2(tmp_path, capsys, mo
 # journal file, or in a database, hands each trial to one of them.
 
 TOY_SWEEP = """
+import os
 import time
+from pathlib import Path
 
 from src.config import BaseConfig
 from src.sweep import SweepSpec, main
 
 
 def train(cfg, resume_from=None):
-    time.sleep(1.0)  # long enough for the second worker to start while trials remain
+    # The first trial waits until the second worker runs one too: on a busy machine
+    # the second could start after the first had run them all.
+    marks = Path(os.environ["TOY_MARKS"])
+    (marks / str(os.getpid())).touch()
+    deadline = time.monotonic() + 120
+    while len(list(marks.iterdir())) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)
     return {"score": float(cfg.seed)}
 
 
@@ -334,8 +343,10 @@ if __name__ == "__main__":
 @slow
 def test_two_workers_split_one_sweep_and_run_each_trial_once(tmp_path):
     (tmp_path / "toy_sweep.py").write_text(TOY_SWEEP)
-    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}", "WANDB_MODE": "disabled"}
+    (tmp_path / "marks").mkdir()
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}", "TOY_MARKS": str(tmp_path / "marks")}
     command = [sys.executable, str(tmp_path / "toy_sweep.py"), "--output.base-dir", str(tmp_path / "out")]
+    command += ["--wandb-mode", "disabled"]
     output = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT, "text": True, "cwd": tmp_path}
 
     def worker(index: int, *args: str) -> subprocess.Popen:  # each with a GPU lock of its own
