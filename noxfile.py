@@ -32,6 +32,7 @@ PROJECT_DEPS = [
     "tensordict",
     "gymnasium",
     "optuna",
+    "dask[distributed,dataframe]",  # the tree part's --cluster
 ]
 
 # Every part kind the template renders today, and the folder each gets when all are chosen.

@@ -55,7 +55,13 @@ SWEEP_MODULES = "__init__ command local records resume runner spec wandb_sweep"
 # Files a part kind adds beyond the four of every part; {part} is its folder.
 KIND_FILES = {
     "sl_neural": [],
-    "sl_tree": ["{part}/benchmark.py", "src/trees/__init__.py", "src/trees/rounds.py", "src/trees/plots.py"],
+    "sl_tree": [
+        "{part}/benchmark.py",
+        "src/trees/__init__.py",
+        "src/trees/rounds.py",
+        "src/trees/cluster.py",
+        "src/trees/plots.py",
+    ],
     "rl": ["{part}/envs.py", "{part}/benchmark.py"],
 }
 

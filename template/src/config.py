@@ -243,6 +243,9 @@ class SLTreeConfig(BaseConfig):
         test_fraction: Share of the rows held out for the final test.
         split_seed: Seed of the train/val/test split, apart from seed so that changing seed
             keeps the split.
+        cluster: Train on a Dask cluster through xgboost.dask: local (or local:N) starts N
+            worker processes here, tcp://host:8786 joins a running scheduler; empty trains in
+            this process.
     """
 
     # The tree reading of CFG-5: a high round cap; early stopping is the binding limit.
@@ -251,17 +254,44 @@ class SLTreeConfig(BaseConfig):
     val_fraction: float = 0.15
     test_fraction: float = 0.15
     split_seed: int = 0
+    cluster: str = ""
 
     def problems(self) -> list[str]:
         from src.runs.launch import current_launch  # here: it imports Lightning
 
         found = [*super().problems(), *_at_least(self, num_boost_round=1, early_stopping_rounds=1)]
+        found += _cluster_problems(self.cluster)
         if (launch := current_launch()).world_size > 1:  # each would grow the same trees (DDP-1)
             found.append(
                 f"{launch.launcher} started {launch.world_size} processes, but a tree part trains in one; "
                 "start it with python -m"
             )
         return found + _split_problems(self.val_fraction, self.test_fraction)
+
+
+DASK_INSTALL = "pip install -c constraints.txt -e '.[distributed]'"
+
+
+def _cluster_problems(cluster: str) -> list[str]:
+    if not cluster:
+        return []
+    if not re.fullmatch(r"local(:[1-9][0-9]{0,3})?|[a-z]+://\S+|(?!local:)[^\s:/]+:[0-9]+", cluster):
+        return [
+            f"cluster {cluster!r}: use local, local:N (N worker processes, up to 9999) or a Dask "
+            "scheduler's address such as tcp://host:8786"
+        ]
+    if not all(_installed(name) for name in ("distributed", "dask.dataframe", "pyarrow")):
+        return [f"cluster {cluster!r}: training on a Dask cluster needs Dask; install it with {DASK_INSTALL}"]
+    return []
+
+
+def _installed(module: str) -> bool:
+    from importlib.util import find_spec
+
+    try:
+        return find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package missing, or a module set to None
+        return False
 
 
 @dataclass

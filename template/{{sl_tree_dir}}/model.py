@@ -1,10 +1,12 @@
 """Model of this part: gradient-boosted trees on XGBoost's native API (`xgb.train` on
-a QuantileDMatrix; no scikit-learn wrapper, no Lightning)."""
+a QuantileDMatrix; no scikit-learn wrapper, no Lightning), or its Dask twin
+(`xgb.dask.train`) with --cluster."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -12,7 +14,8 @@ import torch
 import xgboost as xgb
 
 from src.config import ConfigError
-from src.trees.rounds import save_booster
+from src.trees.cluster import partitioned
+from src.trees.rounds import save_booster, stop_reason
 
 from .config import DiabetesConfig
 from .data import Split
@@ -41,9 +44,16 @@ def booster_params(cfg: DiabetesConfig) -> dict:
     }
 
 
-def training_matrices(split: Split) -> tuple[xgb.QuantileDMatrix, xgb.QuantileDMatrix]:
+def training_matrices(split: Split, client: Any = None) -> tuple[xgb.QuantileDMatrix, xgb.QuantileDMatrix]:
     """Train and validation data, quantized once for the hist tree method; validation
-    reuses the training set's bins."""
+    reuses the training set's bins. With a Dask `client`, spread over its workers."""
+    if client is not None:
+        from xgboost import dask as dxgb  # the distributed extra
+
+        train_data = partitioned(client, split.train_features, split.train_labels)
+        val_data = partitioned(client, split.val_features, split.val_labels)
+        train = dxgb.DaskQuantileDMatrix(client, *train_data)
+        return train, dxgb.DaskQuantileDMatrix(client, *val_data, ref=train)
     train = xgb.QuantileDMatrix(split.train_features, split.train_labels)
     val = xgb.QuantileDMatrix(split.val_features, split.val_labels, ref=train)
     return train, val
@@ -54,22 +64,31 @@ def train_booster(
     train: xgb.DMatrix,
     val: xgb.DMatrix,
     callbacks: Sequence[xgb.callback.TrainingCallback] = (),
-    resume_from: Path | None = None,
+    previous: xgb.Booster | None = None,
     grow: bool = True,
+    client: Any = None,
 ) -> xgb.Booster:
-    """Boost up to cfg.num_boost_round trees in all, continuing `resume_from` if given
-    (with `grow=False`, none: the saved model as it is)."""
-    previous = load_model(resume_from) if resume_from else None
-    done = previous.num_boosted_rounds() if previous else 0
-    return xgb.train(
-        booster_params(cfg),
-        train,
-        num_boost_round=max(cfg.num_boost_round - done, 0) if grow else 0,
-        evals=[(train, "train"), (val, "val")],
-        callbacks=list(callbacks),
-        xgb_model=previous,
-        verbose_eval=False,
-    )
+    """Boost up to cfg.num_boost_round trees in all, continuing the `previous` model if
+    given (with `grow=False`, none: the saved model as it is); on the Dask cluster of
+    `client` if given."""
+    if previous is not None and not grow:
+        return previous
+    options = {
+        "num_boost_round": max(cfg.num_boost_round - (previous.num_boosted_rounds() if previous else 0), 0),
+        "evals": [(train, "train"), (val, "val")],
+        "callbacks": list(callbacks),
+        "xgb_model": previous,
+        "verbose_eval": False,
+    }
+    if client is not None:
+        from xgboost import dask as dxgb
+
+        booster = dxgb.train(client, booster_params(cfg), train, **options)["booster"]
+    else:
+        booster = xgb.train(booster_params(cfg), train, **options)
+    if reason := stop_reason(booster):  # a STOP file or the wall-clock budget
+        print(reason)
+    return booster
 
 
 def best_rounds(booster: xgb.Booster) -> xgb.Booster:

@@ -4,6 +4,7 @@ Usage (`--help` lists every config field as a flag):
 python -m part2.train --config smoke                   # the whole pipeline in seconds
 python -m part2.train --config baseline                # a real run
 python -m part2.train --config baseline --resume auto  # continue the newest baseline run
+python -m part2.train --config baseline --cluster local:4  # on 4 Dask workers (the distributed extra)
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from part2.data import load_split
 from part2.model import (
     best_rounds,
     evaluate,
+    load_model,
     predict,
     save_model,
     train_booster,
@@ -27,8 +29,9 @@ from src.ops.gpu_lock import GpuLock
 from src.ops.hardware import gpu_name
 from src.runs.atomic import write_text_atomic
 from src.runs.lifetime import mark_training_ended, start_run, training_ended
+from src.trees.cluster import dask_client
 from src.trees.plots import feature_importance, predicted_vs_actual, shap_summary
-from src.trees.rounds import log_start_of_run, round_callbacks, train_seconds_so_far
+from src.trees.rounds import log_rounds_to_wandb, log_start_of_run, round_callbacks, train_seconds_so_far
 from src.wandb_utils import finish_run, log_model_artifact, setup_run
 
 
@@ -38,7 +41,6 @@ def main_with_config(cfg: DiabetesConfig, resume_from: Path | None = None) -> di
     validation, never on test)."""
     with start_run(cfg, resume_from) as run:
         split = load_split(cfg)  # validated (DATA-1) and split
-        train, val = training_matrices(split)
         wandb_run = setup_run(cfg, run.dir)  # LOG-1: W&B directly, no Lightning
         log_start_of_run(
             run.dir / "metrics.jsonl",
@@ -54,7 +56,13 @@ def main_with_config(cfg: DiabetesConfig, resume_from: Path | None = None) -> di
         # Every tree grown; checkpoints/last.ubj keeps them all for --resume. A run whose
         # training ended in an earlier session grows none: test and save remain (RES-1).
         grow = not training_ended(run.dir)
-        booster = train_booster(cfg, train, val, callbacks, resume_from=run.resume_from, grow=grow)
+        previous = load_model(run.resume_from) if run.resume_from else None
+        with dask_client(cfg.cluster) as client:  # None without --cluster: trains in this process
+            train, val = training_matrices(split, client)
+            booster = train_booster(cfg, train, val, callbacks, previous, grow=grow, client=client)
+        if client is not None:  # the workers wrote the rounds to metrics.jsonl, out of W&B's reach
+            first_round = previous.num_boosted_rounds() if previous else 0
+            log_rounds_to_wandb(run.dir / "metrics.jsonl", wandb_run, first_round)
         mark_training_ended(run.dir)
         model = best_rounds(booster)  # CB-1: the trees up to the best validation round
 

@@ -168,7 +168,7 @@ def test_a_run_killed_between_checkpoints_resumes_without_losing_or_repeating_a_
     checkpoint = tmp_path / "checkpoints" / "last.ubj"
     assert model.load_model(checkpoint).num_boosted_rounds() == 7
     callbacks = round_callbacks(cfg, tmp_path, None, cfg.eval_metric, cfg.checkpoint_minutes)
-    resumed = model.train_booster(cfg, *matrices, callbacks, resume_from=checkpoint)
+    resumed = model.train_booster(cfg, *matrices, callbacks, previous=model.load_model(checkpoint))
     assert rounds_logged(tmp_path) == list(range(12))
     features = data.load_split(cfg).test_features
     np.testing.assert_allclose(resumed.inplace_predict(features), straight.inplace_predict(features))
@@ -183,6 +183,53 @@ def test_stop_file_ends_training_after_the_round_and_keeps_the_outputs(tmp_path)
     assert json.loads((run_dir / "metrics.json").read_text())["rounds_trained"] == 1
     assert (run_dir / "model.ubj").is_file()
     assert "test_rmse" in test_metrics
+
+
+@slow
+def test_a_dask_cluster_trains_as_one_process_does(tmp_path):  # DDP-1 for trees
+    """Two local Dask workers, each with half the rows: the same early stopping, files
+    and metrics.jsonl rounds as one process. On 309 training rows XGBoost's quantile
+    sketch is exact on any split of them, so the test scores are equal up to the float
+    sums the workers add in another order."""
+    alone = train.main_with_config(smoke_config(tmp_path / "alone"))
+    on_cluster = train.main_with_config(smoke_config(tmp_path / "cluster", cluster="local:2"))
+    (alone_dir,) = (tmp_path / "alone").glob("smoke_*")
+    (cluster_dir,) = (tmp_path / "cluster").glob("smoke_*")
+    assert on_cluster["rounds_trained"] == alone["rounds_trained"] < config.CONFIGS["smoke"].num_boost_round
+    assert on_cluster["best_round"] == alone["best_round"]
+    for key in ("test_rmse", "test_mae", "test_r2"):
+        assert on_cluster[key] == pytest.approx(alone[key], rel=1e-3), key
+
+    def files(run_dir):
+        return sorted(str(path.relative_to(run_dir)) for path in run_dir.rglob("*") if path.is_file())
+
+    assert files(cluster_dir) == files(alone_dir)
+    assert rounds_logged(cluster_dir) == rounds_logged(alone_dir) == list(range(alone["rounds_trained"]))
+    assert "Dask: 2 local worker processes" in (cluster_dir / "console.log").read_text()
+
+
+@slow
+def test_a_stop_file_stops_every_dask_worker_after_the_same_round(tmp_path):  # CB-4
+    stop = tmp_path / "STOP"
+    stop.touch()  # seen by rank 0 after the first round; the other worker must stop with it
+    summary = train.main_with_config(smoke_config(tmp_path, stop_file=str(stop), cluster="local:2"))
+    (run_dir,) = tmp_path.glob("smoke_*")
+    assert summary["rounds_trained"] == 1
+    assert f"STOP file {stop}: stopping after round 0" in (run_dir / "console.log").read_text()
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "finished"
+
+
+@slow
+def test_a_cluster_without_dask_is_one_line_naming_the_install(tmp_path):
+    # Dask hidden as if the distributed extra were not installed.
+    code = f"import sys; sys.modules['distributed'] = None; from {PARTS['sl_tree']}.train import main; main()"
+    command = [sys.executable, "-c", code, "--config", "smoke", "--cluster", "local:2"]
+    command += ["--wandb-mode", "disabled", "--output.base-dir", str(tmp_path)]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert "needs Dask; install it with pip install -c constraints.txt -e '.[distributed]'" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not list(tmp_path.iterdir())  # refused before a run directory
 
 
 @pytest.mark.parametrize(
@@ -224,6 +271,8 @@ def test_parquet_without_an_engine_or_a_broken_file_is_a_clear_error(tmp_path): 
         ({"feature_columns": ("age", "bmi", "age")}, "age listed more than once"),
         ({"min_child_weight": -1.0}, "min_child_weight -1.0: must be 0 or more"),
         ({"learning_rate": 0.0}, "learning_rate 0.0"),
+        ({"cluster": "local:0"}, "cluster 'local:0': use local, local:N"),
+        ({"cluster": "my cluster"}, "tcp://host:8786"),
     ],
 )
 def test_bad_config_values_are_refused_by_name(overrides, message):  # CFG-3

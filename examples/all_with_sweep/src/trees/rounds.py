@@ -5,16 +5,22 @@ latest model for resuming (RES-1) and per-round logging (LOG-4, OUT-4).
 A resumed run goes on where the saved one stopped: the best round, its score and
 the training time so far travel inside the saved model as booster attributes, and
 each callback takes them back in `before_training`.
+
+On a Dask cluster (xgboost.dask) every worker runs these callbacks on its share of the
+data: the worker of rank 0 writes the files, and a stop decided by a file or a clock
+is rank 0's, sent to all, so that every worker stops after the same round.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import xgboost as xgb
+from xgboost import collective
 
 from src.config import SLTreeConfig
 from src.ops.hardware import collect_system_metrics
@@ -23,6 +29,8 @@ from src.runs.directory import stop_file_paths, stop_requested
 from src.runs.metrics_jsonl import append_jsonl, drop_metrics_from_step, higher_is_better
 
 TRAIN_SECONDS = "train_seconds"  # booster attribute: training time of every session so far
+STOP_REASON = "stop_reason"  # booster attribute: why the last training call stopped early
+T = TypeVar("T")
 
 
 def best_round_so_far(model: xgb.Booster) -> tuple[float | None, int]:
@@ -33,6 +41,28 @@ def best_round_so_far(model: xgb.Booster) -> tuple[float | None, int]:
 
 def train_seconds_so_far(model: xgb.Booster) -> float:
     return float(model.attr(TRAIN_SECONDS) or 0.0)
+
+
+def writes_files() -> bool:
+    """True in the process that writes the run's files: the only one on one machine, the
+    worker of rank 0 on a Dask cluster."""
+    return collective.get_rank() == 0
+
+
+def rank_zero_decision(decision: T) -> T:
+    """Rank 0's decision, on every worker. A STOP file or a clock read at different
+    moments would stop the workers after different rounds, and the one still training
+    would wait forever for the others."""
+    if collective.get_world_size() == 1:
+        return decision
+    return collective.broadcast([decision], root=0)[0]  # wrapped: None is a decision too
+
+
+def stop_reason(model: xgb.Booster) -> str | None:
+    """Why the training call that made `model` stopped before its last round, if a STOP
+    file or the wall-clock budget stopped it. Read in the training process: on a Dask
+    cluster the callbacks run on the workers, whose output the run's console.log lacks."""
+    return model.attr(STOP_REASON)
 
 
 def save_booster(model: xgb.Booster, path: Path) -> Path:
@@ -86,15 +116,20 @@ class StopFileRounds(xgb.callback.TrainingCallback):
         self.interval = interval_seconds
         self._next_check = 0.0
 
+    def before_training(self, model: xgb.Booster) -> xgb.Booster:
+        model.set_attr(**{STOP_REASON: None})  # a resumed model's reason is an earlier session's
+        return model
+
     def after_iteration(self, model: xgb.Booster, epoch: int, evals_log: dict) -> bool:
-        now = time.monotonic()
-        if now < self._next_check:
+        stopper = None
+        if writes_files() and (now := time.monotonic()) >= self._next_check:
+            self._next_check = now + self.interval
+            stopper = stop_requested(self.paths)
+        if (stopper := rank_zero_decision(stopper)) is None:
             return False
-        self._next_check = now + self.interval
-        stopper = stop_requested(self.paths)
-        if stopper:
-            print(f"STOP file {stopper}: stopping after round {model.num_boosted_rounds() - 1}")
-        return stopper is not None
+        rounds = model.num_boosted_rounds()
+        model.set_attr(**{STOP_REASON: f"STOP file {stopper}: stopping after round {rounds - 1}"})
+        return True
 
 
 class WallClockRounds(xgb.callback.TrainingCallback):
@@ -110,10 +145,11 @@ class WallClockRounds(xgb.callback.TrainingCallback):
         return model
 
     def after_iteration(self, model: xgb.Booster, epoch: int, evals_log: dict) -> bool:
-        if time.monotonic() - self.started < self.seconds:
+        if not rank_zero_decision(time.monotonic() - self.started >= self.seconds):
             return False
         rounds = model.num_boosted_rounds()
-        print(f"wall-clock budget of {self.seconds / 3600:g} h spent: stopping after round {rounds - 1}")
+        reason = f"wall-clock budget of {self.seconds / 3600:g} h spent: stopping after round {rounds - 1}"
+        model.set_attr(**{STOP_REASON: reason})
         return True
 
 
@@ -149,7 +185,8 @@ class LatestModel(xgb.callback.TrainingCallback):
     def save(self, model: xgb.Booster) -> None:
         self.before_save()
         model.set_attr(**{TRAIN_SECONDS: f"{time.monotonic() - self._started:.3f}"})
-        save_booster(model, self.path)
+        if writes_files():
+            save_booster(model, self.path)
 
 
 class RoundMetrics(xgb.callback.TrainingCallback):
@@ -175,10 +212,15 @@ class RoundMetrics(xgb.callback.TrainingCallback):
         self._evals_log: dict = {}
         self._mark = time.perf_counter()
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Sent to a Dask worker: the W&B run stays in the training process, which logs
+        # the rounds from metrics.jsonl when training ends (log_rounds_to_wandb).
+        return {**self.__dict__, "wandb_run": None}
+
     def before_training(self, model: xgb.Booster) -> xgb.Booster:
         self._first_round = model.num_boosted_rounds()
         self.best, self.best_round = best_round_so_far(model)
-        if self._first_round and self.jsonl_path.is_file():
+        if self._first_round and writes_files() and self.jsonl_path.is_file():
             drop_metrics_from_step(self.jsonl_path, self._first_round)
         self._mark = time.perf_counter()
         return model
@@ -197,15 +239,14 @@ class RoundMetrics(xgb.callback.TrainingCallback):
         return model
 
     def flush(self) -> None:
-        events = [self._event(self._written + i, seconds) for i, seconds in enumerate(self._seconds)]
-        if not events:
-            return
-        events[-1] |= collect_system_metrics()
-        append_jsonl(self.jsonl_path, *({"event": "metrics", **event} for event in events))
-        if self.wandb_run is not None:
-            for event in events:
-                self.wandb_run.log({k: v for k, v in event.items() if k != "step"}, step=event["step"])
-        self._written += len(events)
+        if self._seconds and writes_files():
+            events = [self._event(self._written + i, seconds) for i, seconds in enumerate(self._seconds)]
+            events[-1] |= collect_system_metrics()
+            append_jsonl(self.jsonl_path, *({"event": "metrics", **event} for event in events))
+            if self.wandb_run is not None:
+                for event in events:
+                    self.wandb_run.log({k: v for k, v in event.items() if k != "step"}, step=event["step"])
+        self._written += len(self._seconds)
         self._seconds.clear()
 
     def _event(self, index: int, seconds: float) -> dict[str, Any]:
@@ -236,6 +277,17 @@ def round_callbacks(
         WallClockRounds(cfg.max_wall_clock_hours),
         LatestModel(run_dir / "checkpoints" / "last.ubj", checkpoint_minutes, before_save=metrics.flush),
     ]
+
+
+def log_rounds_to_wandb(jsonl_path: Path, wandb_run: Any | None, first_round: int) -> None:
+    """The rounds from `first_round` on, as metrics.jsonl has them, to W&B: for a run on
+    a Dask cluster, whose workers wrote the file but cannot reach this process's W&B run."""
+    if wandb_run is None or not jsonl_path.is_file():
+        return
+    for line in jsonl_path.read_text().splitlines():
+        event = json.loads(line)
+        if event.get("event") == "metrics" and event["step"] >= first_round:
+            wandb_run.log({k: v for k, v in event.items() if k not in ("event", "step")}, step=event["step"])
 
 
 def log_start_of_run(jsonl_path: Path, wandb_run: Any | None, facts: dict[str, Any]) -> None:
