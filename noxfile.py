@@ -1,3 +1,7 @@
+#!/usr/bin/env python3
+# /// script
+# dependencies = ["nox>=2025.2.9"]
+# ///
 """Sessions for working on the template: nox -s tests | lint | variant | examples | demo | fmt."""
 
 from __future__ import annotations
@@ -40,7 +44,8 @@ ALL_PARTS = '["sl_neural", "sl_tree", "rl"]'
 PART_DIRS = {"{{sl_neural_dir}}": "part1", "{{sl_tree_dir}}": "part2", "{{rl_dir}}": "part3"}
 
 
-nox.options.sessions = ["lint", "tests"]
+nox.needs_version = ">=2025.2.9"  # @nox.session(default=...)
+nox.options.default_venv_backend = "virtualenv"  # nox's own default, said once
 nox.options.reuse_existing_virtualenvs = True
 
 
@@ -59,7 +64,7 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", *session.posargs)
 
 
-@nox.session
+@nox.session(default=False)
 def min_copier(session: nox.Session) -> None:
     """The render tests on the oldest copier that copier.yml allows (_min_copier_version),
     every other tool at its tested version."""
@@ -83,7 +88,7 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "format", "--check", "--no-cache", str(project))
 
 
-@nox.session
+@nox.session(default=False)
 def variant(session: nox.Session) -> None:
     """One variant end to end, as CI's matrix runs it: nox -s variant -- sl_neural+rl-sweep.
     Renders it, installs it as its README says, lints it, smoke-trains each part and runs
@@ -104,14 +109,14 @@ def variant(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider")
 
 
-@nox.session
+@nox.session(default=False)
 def examples(session: nox.Session) -> None:
     """Render examples/NAME/ again from each examples/NAME.yml (tests/test_examples.py checks them)."""
     session.install("-c", str(CONSTRAINTS), "copier", "pyyaml")
     session.run("python", str(ROOT / "examples" / "render.py"))
 
 
-@nox.session
+@nox.session(default=False)
 def demo(session: nox.Session) -> None:
     """Render the default project into build/demo, install it and smoke-train it."""
     install(session, "copier")
@@ -121,7 +126,7 @@ def demo(session: nox.Session) -> None:
     session.run("python", "-m", "part1.train", "--config", "smoke", env={"WANDB_MODE": "offline"})
 
 
-@nox.session
+@nox.session(default=False)
 def fmt(session: nox.Session) -> None:
     """Format the template: render, let ruff fix the result, copy fixes back to plain
     .py sources. Changes to .jinja files are only reported."""
@@ -158,3 +163,7 @@ def rendered_path(path: Path) -> Path:
     for variable, folder in PART_DIRS.items():
         text = text.replace(variable, folder)
     return Path(text)
+
+
+if __name__ == "__main__":
+    nox.main()

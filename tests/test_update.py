@@ -201,6 +201,30 @@ def test_update_from_the_first_release_keeps_user_edits(template_repo, tmp_path,
     assert_is_fresh_render_plus_edits(project, template_repo, tmp_path, kept)
 
 
+def test_notes_appended_to_the_readme_survive_a_release_that_changes_its_last_section(template_repo, tmp_path):
+    # The next release, made in a clone: it adds a paragraph at the end of the README's
+    # last template section, just above the owner's section (without that section, the
+    # end of the file, where the owner's lines are too).
+    template = tmp_path / "template"
+    git(template_repo, "clone", "--quiet", str(template_repo), str(template))
+    project = render(template, tmp_path / "project", LATEST)
+    readme = project / "README.md"
+    readme.write_text(readme.read_text() + "\nOur cluster's queue is `gpu-long`; ask Ana for an account.\n")
+    commit(project, "our notes")
+    last_line = "After an update, run the tests (`pytest`) and a smoke training of each part."
+    advice = "Then commit the update on its own, apart from your changes."
+    edit(template / "template" / "README.md.jinja", last_line, f"{last_line}\n\n{advice}")
+    git(template, "commit", "--quiet", "--all", "-m", "the next release")
+    git(template, "tag", "v99.0.0")
+
+    update(project, "v99.0.0")
+
+    assert_merged_cleanly(project)
+    text = readme.read_text()
+    assert f"{last_line}\n\n{advice}" in text
+    assert text.endswith("Our cluster's queue is `gpu-long`; ask Ana for an account.\n")
+
+
 @pytest.mark.slow
 def test_an_updated_project_still_smoke_trains_every_part(template_repo, tmp_path):
     project = render(template_repo, tmp_path / "project", FIRST, parts=AVAILABLE_PARTS, sweep=True)

@@ -17,7 +17,7 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import xgboost as xgb
 from xgboost import collective
@@ -30,7 +30,6 @@ from src.runs.metrics_jsonl import append_jsonl, drop_metrics_from_step, higher_
 
 TRAIN_SECONDS = "train_seconds"  # booster attribute: training time of every session so far
 STOP_REASON = "stop_reason"  # booster attribute: why the last training call stopped early
-T = TypeVar("T")
 
 
 def best_round_so_far(model: xgb.Booster) -> tuple[float | None, int]:
@@ -49,7 +48,7 @@ def writes_files() -> bool:
     return collective.get_rank() == 0
 
 
-def rank_zero_decision(decision: T) -> T:
+def rank_zero_decision(decision: Any) -> Any:
     """Rank 0's decision, on every worker. A STOP file or a clock read at different
     moments would stop the workers after different rounds, and the one still training
     would wait forever for the others."""
