@@ -30,6 +30,7 @@ PROJECT_DEPS = [
     "scikit-learn",
     "psutil",
     "nvidia-ml-py",
+    "rich",
     "xgboost-cpu",  # the CPU-only build: no NCCL download in CI
     "matplotlib",
     "torchrl",

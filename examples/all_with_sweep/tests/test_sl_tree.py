@@ -52,6 +52,11 @@ def test_run_directory_holds_the_run(smoke_run):  # OUT-1, OUT-2, OUT-5
     plots = sorted(p.name for p in (run_dir / "plots").glob("*.png") if p.stat().st_size > 10_000)
     assert plots == ["feature_importance.png", "predicted_vs_actual.png", "shap_summary.png"]
     assert json.loads((run_dir / "run.json").read_text())["status"] == "finished"
+    rounds = json.loads((run_dir / "metrics.json").read_text())["rounds_trained"]
+    log = (run_dir / "console.log").read_text().splitlines()
+    progress = [line for line in log if line.startswith("round ")]
+    assert progress and progress[-1].startswith(f"round {rounds - 1} | train_rmse ")
+    assert "| val_rmse " in progress[-1] and "ms/round" in progress[-1]
 
 
 @slow

@@ -105,6 +105,31 @@ def test_stop_file_ends_the_run_after_one_epoch_with_checkpoints_and_test(tmp_pa
 
 
 @slow
+def test_a_terminal_shows_the_rich_bar_with_epoch_lines_above_it_and_the_log_stays_plain(tmp_path):
+    # `script` runs the command on a pseudo-terminal, as a person at a terminal would see it.
+    command = [sys.executable, "-m", f"{PARTS['sl_neural']}.train", "--config", "smoke", "--num-epochs", "3"]
+    command += ["--wandb-mode", "offline", "--output.base-dir", str(tmp_path)]
+    screen = subprocess.run(
+        ["script", "-qec", " ".join(command), "/dev/null"],
+        cwd=ROOT,
+        env={**os.environ, "COLUMNS": "100", "WANDB_SILENT": "true"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert screen.returncode == 0, screen.stdout[-3000:]
+    assert "━━━" in screen.stdout  # rich's bar
+    assert "v_num" not in screen.stdout and "💡 Tip" not in screen.stdout
+    (run_dir,) = tmp_path.glob("smoke_*")
+    log = (run_dir / "console.log").read_text()
+    summaries = [line for line in log.splitlines() if line.startswith("epoch ")]
+    assert [line.split(" | ")[0] for line in summaries] == ["epoch 0", "epoch 1", "epoch 2"]
+    for line in summaries:  # whole on the screen too, not cut into by a redraw of the bar
+        assert line in screen.stdout.replace("\r\n", "\n")
+    assert "\x1b[" not in log and "it/s" not in log and "💡 Tip" not in log  # no bar, no colour
+
+
+@slow
 def test_resumed_run_matches_an_uninterrupted_one(tmp_path):  # RES-1
     # A high learning rate and no plateau patience: the rate halves along the way,
     # so the scheduler's state has to survive the resume too.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 import warnings
 from collections.abc import Sequence
@@ -27,6 +28,7 @@ from src.callbacks import (
     FiniteLossCallback,
     MovedRunCallback,
     PlateauResumeCallback,
+    ProgressBar,
     ResumedMetricsCallback,
     RngStateCallback,
     RunInfoCallback,
@@ -47,6 +49,16 @@ from src.training.precision import choose_precision
 warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)")
 # By design: the first ModelCheckpoint (best.ckpt) is the one test(ckpt_path="best") uses.
 warnings.filterwarnings("ignore", message=r".*multiple `ModelCheckpoint` callbacks")
+
+
+class _NoTips(logging.Filter):
+    """Lightning's "💡 Tip" lines advertise its cloud services on every run."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("💡 Tip")
+
+
+logging.getLogger("lightning.pytorch.utilities.rank_zero").addFilter(_NoTips())
 
 
 def build_callbacks(
@@ -127,7 +139,8 @@ def build_trainer(
     return L.Trainer(
         default_root_dir=run_dir,  # Lightning's own files land in the run too (OUT-1)
         logger=loggers,
-        callbacks=[*callbacks, *extra_callbacks],
+        # Rich's bar on a terminal; a detached run gets EpochSummaryCallback's lines alone.
+        callbacks=[*callbacks, *extra_callbacks, *([ProgressBar()] if sys.stderr.isatty() else [])],
         max_epochs=cfg.num_epochs,
         precision=precision,  # bf16-mixed, or 32-true where bf16 is unsupported (PRC-1, PRC-3)
         accelerator=cfg.accelerator,
@@ -138,7 +151,6 @@ def build_trainer(
         plugins=[AtomicCheckpointIO()],  # a kill or a full disk never truncates a checkpoint
         profiler=profiler_cls(dirpath=run_dir, filename="profile"),
         log_every_n_steps=cfg.log_every_n_steps,
-        # A progress bar only on a terminal; detached runs get EpochSummaryCallback's lines.
         enable_progress_bar=sys.stderr.isatty(),
         **trainer_args,
     )

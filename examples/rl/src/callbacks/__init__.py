@@ -5,6 +5,7 @@ from src.callbacks.epoch_summary import EpochSummaryCallback
 from src.callbacks.finite_loss import FiniteLossCallback
 from src.callbacks.moved_run import MovedRunCallback
 from src.callbacks.plateau_resume import PlateauResumeCallback
+from src.callbacks.progress_bar import ProgressBar
 from src.callbacks.resumed_metrics import ResumedMetricsCallback
 from src.callbacks.rng_state import RngStateCallback
 from src.callbacks.run_info import RunInfoCallback
@@ -20,6 +21,7 @@ __all__ = [
     "FiniteLossCallback",
     "MovedRunCallback",
     "PlateauResumeCallback",
+    "ProgressBar",
     "ResumedMetricsCallback",
     "RngStateCallback",
     "RunInfoCallback",

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
+
+TERMINAL_CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # ANSI escape sequences
+_open_logs: list[TextIO] = []  # the console.log of each tee_console block, innermost last
 
 
 class _Tee:
@@ -21,8 +25,10 @@ class _Tee:
 
     def write(self, text: str) -> int:
         self.terminal.write(text)
-        # Progress-bar redraws (carriage returns) stay on the terminal only.
-        if "\r" not in text and (error := write_log(self.log_file, text)):
+        # Progress-bar redraws (carriage returns) and terminal control sequences (colour,
+        # cursor) stay on the terminal only.
+        logged = TERMINAL_CONTROL.sub("", text)
+        if logged and "\r" not in logged and (error := write_log(self.log_file, logged)):
             self.terminal.write(
                 f"warning: {self.log_file.name} cannot be written ({error.strerror}); "
                 "output goes to the terminal only\n"
@@ -36,6 +42,13 @@ class _Tee:
 
     def __getattr__(self, name: str):  # isatty(), fileno(), encoding ...
         return getattr(self.terminal, name)
+
+
+def write_to_log_only(text: str) -> None:
+    """Write `text` to console.log alone, for what the terminal already shows in its own
+    form (a line a progress bar printed)."""
+    if _open_logs:  # found here, not through sys.stdout, which W&B wraps in its own stream
+        write_log(_open_logs[-1], text)
 
 
 def write_log(log_file: TextIO, text: str) -> OSError | None:
@@ -60,6 +73,8 @@ def tee_console(path: Path) -> Iterator[TextIO]:
     with contextlib.ExitStack() as closing:
         closing.callback(_close_quietly, log_file)
         sys.stdout, sys.stderr = _Tee(saved[0], log_file), _Tee(saved[1], log_file)
+        _open_logs.append(log_file)
+        closing.callback(_open_logs.remove, log_file)
         # Handlers made earlier (Lightning's among them) hold the old streams.
         handlers = {handler: handler.stream for handler in _stream_handlers(saved)}
         for handler, stream in handlers.items():
