@@ -201,7 +201,7 @@ def test_update_from_the_first_release_keeps_user_edits(template_repo, tmp_path,
     assert_is_fresh_render_plus_edits(project, template_repo, tmp_path, kept)
 
 
-def test_notes_appended_to_the_readme_survive_a_release_that_changes_its_last_section(template_repo, tmp_path):
+def test_notes_appended_to_the_readme_survive_a_release_that_changes_its_end(template_repo, tmp_path):
     # The next release, made in a clone: it adds a paragraph at the end of the README's
     # last template section, just above the owner's section (without that section, the
     # end of the file, where the owner's lines are too).

@@ -55,6 +55,6 @@ def test_every_dependency_is_a_name_the_project_may_not_take():
     validator = yaml.safe_load((TEMPLATE / "copier.yml").read_text())["project_name"]["validator"]
     refused = set(re.search(r"in \[([^\]]*)\]", validator)[1].replace("'", "").replace(" ", "").split(","))
     pyproject = (TEMPLATE / "template" / "pyproject.toml.jinja").read_text()
-    required = set(re.findall(r'"([A-Za-z0-9_.-]+)>=', pyproject))  # build, run and dev
-    assert {"torch", "xgboost", "pytest", "setuptools"} <= required
+    required = set(re.findall(r'"([A-Za-z0-9_.-]+)(?:\[[^\]]*\])?>=', pyproject))  # build, run, extras
+    assert {"torch", "xgboost", "pytest", "setuptools", "dask"} <= required
     assert required - refused == set()
