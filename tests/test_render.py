@@ -20,7 +20,7 @@ SRC_MODULES = """
     ops/__init__ ops/babysit ops/gpu_lock ops/hardware ops/memory ops/records
 """
 CALLBACKS = """
-    __init__ batch_metrics epoch_summary finite_loss moved_run plateau_resume resumed_metrics
+    __init__ batch_metrics epoch_summary finite_loss moved_run plateau_resume progress_bar resumed_metrics
     rng_state run_info stop_file system_metrics timing tracking training_end
 """
 CHECKLIST = "__init__ __main__ code_checks project registry report rl_checks run_checks"

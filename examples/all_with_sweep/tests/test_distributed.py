@@ -14,6 +14,7 @@ import socket
 import stat
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -280,17 +281,23 @@ def test_a_slurm_job_signalled_before_its_limit_requeues_and_resumes_in_its_run_
     base_dir = tmp_path / "out"
     command = [sys.executable, *train_args(KIND, base_dir, "--num-epochs", "100000", "--patience", "100000")]
     env = slurm_env(tmp_path, 0, 1, free_port())
-    job = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    streams = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT, "text": True}
+    job = subprocess.Popen(command, env=env, cwd=ROOT, **streams)
+    output: list[str] = []
+    reader = threading.Thread(target=lambda: output.extend(job.stdout), daemon=True)
+    reader.start()
     deadline = time.monotonic() + 300
     while not list(base_dir.glob("*/checkpoints/last.ckpt")) and time.monotonic() < deadline:
-        assert job.poll() is None, job.communicate()[0].decode()[-3000:]
+        assert job.poll() is None, "".join(output)[-3000:]
         time.sleep(0.1)
     job.send_signal(signal.SIGUSR1)  # what `#SBATCH --signal=SIGUSR1@120` sends
-    while not (tmp_path / "scontrol.txt").exists() and time.monotonic() < deadline:
+    # Lightning says so once scontrol has returned and its handler is done.
+    while not any("Requeued SLURM job" in line for line in output) and time.monotonic() < deadline:
         time.sleep(0.1)
-    job.send_signal(signal.SIGTERM)  # and SLURM ends the job it requeues
-    job.communicate(timeout=300)
-    assert job.returncode == 143
+    job.send_signal(signal.SIGTERM)  # and SLURM ends the job it requeued
+    job.wait(timeout=300)
+    reader.join(timeout=60)
+    assert job.returncode == 143, "".join(output)[-3000:]
     assert (tmp_path / "scontrol.txt").read_text().split() == ["requeue", "4242"]
     (run_dir,) = run_dirs(base_dir)
     saved = [*run_dir.glob("hpc_ckpt_*.ckpt"), run_dir / "checkpoints" / "last.ckpt"]
