@@ -95,6 +95,10 @@ class Project:
 
 # The projects the slow tests install and train: the default answers, and every part kind with sweeps.
 INSTALLED = {"defaults": {}, "all-parts-with-sweep": {"parts": AVAILABLE_PARTS, "sweep": True}}
+# The pytest options of each one's own suite. The all-parts project runs every test of every
+# part kind; the default project, whose one part it contains, its fast tier, which checks
+# its own rendering and configs without training that part a second time.
+OWN_SUITE_OPTIONS = {"defaults": ["-m", "not slow"], "all-parts-with-sweep": []}
 
 
 @pytest.fixture(scope="session")
@@ -111,7 +115,9 @@ def installed_projects(copie_session, tmp_path_factory) -> Iterator[dict[str, Pr
         log = tmp_path_factory.mktemp("own-suite") / "pytest.log"
         with log.open("w") as output:
             suite = start(
-                [python, "-m", "pytest", "-q", "-p", "no:cacheprovider"], result.project_dir, output
+                [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *OWN_SUITE_OPTIONS[name]],
+                result.project_dir,
+                output,
             )
         projects[name] = Project(result.project_dir, python, answers.get("parts", ["sl_neural"]), suite, log)
     yield projects
