@@ -57,7 +57,8 @@ def main_with_config(cfg: DiabetesConfig, resume_from: Path | None = None) -> di
         # training ended in an earlier session grows none: test and save remain (RES-1).
         grow = not training_ended(run.dir)
         previous = load_model(run.resume_from) if run.resume_from else None
-        with dask_client(cfg.cluster) as client:  # None without --cluster: trains in this process
+        # None without --cluster (trains in this process), and when nothing is left to grow.
+        with dask_client(cfg.cluster if grow else "") as client:
             train, val = training_matrices(split, client)
             booster = train_booster(cfg, train, val, callbacks, previous, grow=grow, client=client)
         if client is not None:  # the workers wrote the rounds to metrics.jsonl, out of W&B's reach

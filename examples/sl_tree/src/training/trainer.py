@@ -136,11 +136,12 @@ def build_trainer(
     profiler_cls = AdvancedProfiler if cfg.profiler == "advanced" else SimpleProfiler
     callbacks = build_callbacks(cfg, run_dir, monitor, mode, stopping_threshold, fetch_section)
     devices, num_nodes = trainer_processes(current_launch(), cfg.devices, cfg.num_nodes)
+    # Rich's bar on a terminal; a detached run gets EpochSummaryCallback's lines alone.
+    on_terminal = sys.stderr.isatty()
     return L.Trainer(
         default_root_dir=run_dir,  # Lightning's own files land in the run too (OUT-1)
         logger=loggers,
-        # Rich's bar on a terminal; a detached run gets EpochSummaryCallback's lines alone.
-        callbacks=[*callbacks, *extra_callbacks, *([ProgressBar()] if sys.stderr.isatty() else [])],
+        callbacks=[*callbacks, *extra_callbacks, *([ProgressBar()] if on_terminal else [])],
         max_epochs=cfg.num_epochs,
         precision=precision,  # bf16-mixed, or 32-true where bf16 is unsupported (PRC-1, PRC-3)
         accelerator=cfg.accelerator,
@@ -151,6 +152,6 @@ def build_trainer(
         plugins=[AtomicCheckpointIO()],  # a kill or a full disk never truncates a checkpoint
         profiler=profiler_cls(dirpath=run_dir, filename="profile"),
         log_every_n_steps=cfg.log_every_n_steps,
-        enable_progress_bar=sys.stderr.isatty(),
+        enable_progress_bar=on_terminal,
         **trainer_args,
     )

@@ -13,7 +13,6 @@ is rank 0's, sent to all, so that every worker stops after the same round.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -26,7 +25,7 @@ from src.config import SLTreeConfig
 from src.ops.hardware import collect_system_metrics
 from src.runs.atomic import atomic_path
 from src.runs.directory import stop_file_paths, stop_requested
-from src.runs.metrics_jsonl import append_jsonl, drop_metrics_from_step, higher_is_better
+from src.runs.metrics_jsonl import append_jsonl, drop_metrics_from_step, higher_is_better, read_jsonl
 
 TRAIN_SECONDS = "train_seconds"  # booster attribute: training time of every session so far
 STOP_REASON = "stop_reason"  # booster attribute: why the last training call stopped early
@@ -243,9 +242,7 @@ class RoundMetrics(xgb.callback.TrainingCallback):
             events[-1] |= collect_system_metrics()
             append_jsonl(self.jsonl_path, *({"event": "metrics", **event} for event in events))
             print(self._progress_line(events[-1], len(events)))
-            if self.wandb_run is not None:
-                for event in events:
-                    self.wandb_run.log({k: v for k, v in event.items() if k != "step"}, step=event["step"])
+            log_to_wandb(self.wandb_run, events)
         self._written += len(self._seconds)
         self._seconds.clear()
 
@@ -287,15 +284,20 @@ def round_callbacks(
     ]
 
 
+def log_to_wandb(wandb_run: Any | None, events: list[dict[str, Any]]) -> None:
+    """Round events to W&B, each at its round as W&B's step."""
+    if wandb_run is not None:
+        for event in events:
+            wandb_run.log({k: v for k, v in event.items() if k not in ("event", "step")}, step=event["step"])
+
+
 def log_rounds_to_wandb(jsonl_path: Path, wandb_run: Any | None, first_round: int) -> None:
     """The rounds from `first_round` on, as metrics.jsonl has them, to W&B: for a run on
     a Dask cluster, whose workers wrote the file but cannot reach this process's W&B run."""
-    if wandb_run is None or not jsonl_path.is_file():
-        return
-    for line in jsonl_path.read_text().splitlines():
-        event = json.loads(line)
-        if event.get("event") == "metrics" and event["step"] >= first_round:
-            wandb_run.log({k: v for k, v in event.items() if k not in ("event", "step")}, step=event["step"])
+    if wandb_run is not None and jsonl_path.is_file():
+        events = read_jsonl(jsonl_path)
+        rounds = [e for e in events if e.get("event") == "metrics" and e["step"] >= first_round]
+        log_to_wandb(wandb_run, rounds)
 
 
 def log_start_of_run(jsonl_path: Path, wandb_run: Any | None, facts: dict[str, Any]) -> None:
