@@ -101,7 +101,7 @@ def variant(session: nox.Session) -> None:
     kinds, sweep = session.posargs[0].removesuffix("-sweep").split("+"), session.posargs[0].endswith("-sweep")
     install(session, "copier", "ruff", "pytest")
     project = render(session, Path(tempfile.mkdtemp()) / "variant", json.dumps(kinds), sweep=sweep)
-    session.install("-c", str(CONSTRAINTS), "-e", f"{project}[dev]")
+    session.install("-c", str(CONSTRAINTS), f"{project}[dev]")
     session.chdir(project)
     session.run("ruff", "check", "--no-cache", ".")
     session.run("ruff", "format", "--check", "--no-cache", ".")
@@ -122,7 +122,7 @@ def demo(session: nox.Session) -> None:
     """Render the default project into build/demo, install it and smoke-train it."""
     install(session, "copier")
     project = render(session, ROOT / "build" / "demo")
-    session.install("-c", str(CONSTRAINTS), "-e", f"{project}[dev]")
+    session.install("-c", str(CONSTRAINTS), f"{project}[dev]")
     session.chdir(project)
     session.run("python", "-m", "part1.train", "--config", "smoke", env={"WANDB_MODE": "offline"})
 

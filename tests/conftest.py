@@ -103,8 +103,8 @@ OWN_SUITE_OPTIONS = {"defaults": ["-m", "not slow"], "all-parts-with-sweep": []}
 
 @pytest.fixture(scope="session")
 def installed_projects(copie_session, tmp_path_factory) -> Iterator[dict[str, Project]]:
-    """Both projects, rendered and installed as their README says (editable, into a
-    virtual environment of its own). Each starts its own test suite in the background
+    """Both projects, rendered and installed as their README says, each into a virtual
+    environment of its own. Each starts its own test suite in the background
     at once: the two suites and the template's other tests then share the cores instead
     of waiting for one another, which is most of CI's time."""
     projects = {}
@@ -153,15 +153,26 @@ def start(command: list[str], cwd: Path, output: IO[str]) -> subprocess.Popen:
 
 
 def install_into_venv(project_dir: Path, venv: Path) -> str:
-    """Install a rendered project, editable, into a new venv that sees this environment's
-    packages; returns the venv's interpreter."""
+    """Install a rendered project as its README says into a new venv that sees this
+    environment's packages; returns the venv's interpreter."""
+    python = new_venv(venv)
+    install_project(python, project_dir)
+    return python
+
+
+def new_venv(venv: Path) -> str:
+    """A venv that sees this environment's packages (torch, lightning ...) through a .pth
+    file; returns its interpreter."""
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = str(venv / "bin" / "python")
-    # The new venv sees this environment's packages (torch, lightning ...) through a .pth file.
     site = run(
         [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], venv
     ).stdout.strip()
     Path(site, "parent_env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    install = run([python, "-m", "pip", "install", "-q", "--no-deps", "-e", "."], project_dir)
-    assert install.returncode == 0, install.stderr
     return python
+
+
+def install_project(python: str, project_dir: Path) -> None:
+    """`pip install .` as the README says, its dependencies already there."""
+    install = run([python, "-m", "pip", "install", "-q", "--no-deps", "."], project_dir)
+    assert install.returncode == 0, install.stderr

@@ -6,7 +6,7 @@ import json
 import time
 
 import pytest
-from conftest import run
+from conftest import install_project, new_venv, run
 
 pytestmark = pytest.mark.slow
 
@@ -35,7 +35,8 @@ def test_every_part_smoke_trains_from_the_command_line(project):  # OUT-1..5, LO
 
 
 def test_script_form_of_the_command_works(project):
-    result = run([project.python, "part1/train.py", "--help"], project.dir)
+    # The README's form for an IDE: the project folder on the path, as `python -m` puts it.
+    result = run([project.python, "part1/train.py", "--help"], project.dir, PYTHONPATH=str(project.dir))
     assert result.returncode == 0, result.stderr
     assert "--config NAME" in result.stdout
 
@@ -46,3 +47,36 @@ def test_rendered_projects_own_suite_passes(project):
     output = project.own_suite_log.read_text()
     assert returncode == 0, output[-5000:]
     assert " passed" in output
+
+
+def test_two_projects_share_one_environment(copie_session, tmp_path):
+    """Installing a project installs nothing importable, so two projects in one venv each
+    run their own code and log to their own W&B project, and uninstalling one leaves the
+    other whole (installed top-level `src` and `part1` packages overwrote each other)."""
+    python = new_venv(tmp_path / "venv")
+    projects = {}
+    for name, slug in (("Alpha Lab", "alpha-lab"), ("Beta Lab", "beta-lab")):
+        result = copie_session.copy(extra_answers={"project_name": name, "parts": ["sl_tree"]})
+        assert result.exit_code == 0, result.exception
+        install_project(python, result.project_dir)
+        projects[slug] = result.project_dir
+    listed = json.loads(run([python, "-m", "pip", "list", "--format", "json"], tmp_path).stdout)
+    assert {"alpha-lab", "beta-lab"} <= {package["name"] for package in listed}
+    assert "No module named 'src'" in run([python, "-c", "import src"], tmp_path).stderr
+
+    def trains_as_itself(slug: str) -> None:
+        project_dir, output = projects[slug], tmp_path / "output" / slug
+        command = [python, "-m", "part1.train", "--config", "smoke", "--output.base-dir", str(output)]
+        result = run(command, project_dir)
+        assert result.returncode == 0, result.stderr[-3000:]
+        run_dir = max(output.glob("smoke_*"))
+        assert json.loads((run_dir / "config.json").read_text())["wandb_project"] == slug
+        modules = "import part1.train, src.config; print(part1.train.__file__, src.config.__file__)"
+        imported = run([python, "-c", modules], project_dir).stdout.split()
+        assert imported == [str(project_dir / "part1" / "train.py"), str(project_dir / "src" / "config.py")]
+
+    trains_as_itself("alpha-lab")
+    trains_as_itself("beta-lab")
+    uninstalled = run([python, "-m", "pip", "uninstall", "-y", "alpha-lab"], tmp_path)
+    assert uninstalled.returncode == 0, uninstalled.stderr
+    trains_as_itself("beta-lab")

@@ -269,7 +269,7 @@ class SLTreeConfig(BaseConfig):
         return found + _split_problems(self.val_fraction, self.test_fraction)
 
 
-DASK_INSTALL = "pip install -c constraints.txt -e '.[distributed]'"
+DASK_INSTALL = "pip install -c constraints.txt '.[distributed]'"
 
 
 def _cluster_problems(cluster: str) -> list[str]:

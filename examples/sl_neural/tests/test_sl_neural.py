@@ -311,7 +311,7 @@ def test_own_csv_trains_like_the_bundled_data(tmp_path):
 @slow
 def test_script_and_module_invocations_both_work():
     package = PARTS["sl_neural"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # what `pip install -e .` provides
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # what running from the project folder provides
     for command in (["-m", f"{package}.train", "--help"], [f"{package}/train.py", "--help"]):
         result = subprocess.run([sys.executable, *command], cwd=ROOT, env=env, capture_output=True, text=True)
         assert result.returncode == 0, result.stderr

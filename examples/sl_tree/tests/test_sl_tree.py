@@ -232,7 +232,7 @@ def test_a_cluster_without_dask_is_one_line_naming_the_install(tmp_path):
     command += ["--wandb-mode", "disabled", "--output.base-dir", str(tmp_path)]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2, result.stderr
-    assert "needs Dask; install it with pip install -c constraints.txt -e '.[distributed]'" in result.stderr
+    assert "needs Dask; install it with pip install -c constraints.txt '.[distributed]'" in result.stderr
     assert "Traceback" not in result.stderr
     assert not list(tmp_path.iterdir())  # refused before a run directory
 
