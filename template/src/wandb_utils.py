@@ -7,6 +7,7 @@ over "auto". A run's W&B files live in its run directory.
 
 from __future__ import annotations
 
+import json
 import netrc
 import os
 import re
@@ -38,7 +39,7 @@ def setup_run(cfg: BaseConfig, run_dir: Path) -> Any | None:
     given the full config instead of a second wandb.init() (SWP-3).
     """
     if wandb.run is not None and wandb.run.sweep_id:
-        wandb.run.config.update(cfg.to_dict(), allow_val_change=True)
+        wandb.run.config.update(_config(cfg, run_dir), allow_val_change=True)
         return wandb.run
     mode = resolve_mode(cfg.wandb_mode)
     if mode == "disabled" or rank_zero_only.rank != 0:
@@ -53,7 +54,7 @@ def setup_run(cfg: BaseConfig, run_dir: Path) -> Any | None:
             id=re.sub(r"[^A-Za-z0-9_-]", "-", run_dir.name),
             resume="allow",
             dir=run_dir,
-            config=cfg.to_dict(),
+            config=_config(cfg, run_dir),
             mode=mode,
         )
     except wandb.errors.Error as error:  # a key W&B refuses, a server it cannot reach
@@ -64,6 +65,16 @@ def setup_run(cfg: BaseConfig, run_dir: Path) -> Any | None:
     if mode == "offline":
         print(f"W&B is offline; to upload this run later: wandb sync {run_dir / 'wandb'}/offline-run-*")
     return run
+
+
+def _config(cfg: BaseConfig, run_dir: Path) -> dict[str, Any]:
+    """The config, and what produced the run as run.json records it (code, packages,
+    machine, data files)."""
+    try:
+        recorded = json.loads((run_dir / "run.json").read_text()).get("provenance", {})
+    except (OSError, ValueError):  # a DDP rank that started before rank zero wrote it
+        recorded = {}
+    return {**cfg.to_dict(), "provenance": recorded}
 
 
 def finish_run() -> None:

@@ -373,6 +373,11 @@ def forget_launch(run_dir: Path) -> None:
     path.write_text(json.dumps({k: v for k, v in json.loads(path.read_text()).items() if k != "world_size"}))
 
 
+def forget_provenance(run_dir: Path) -> None:
+    path = run_dir / "run.json"
+    path.write_text(json.dumps({k: v for k, v in json.loads(path.read_text()).items() if k != "provenance"}))
+
+
 def rename_run(run_dir: Path) -> None:
     run_dir.rename(run_dir.with_name("run_" + run_dir.name))
 
@@ -388,6 +393,7 @@ RUN_BREAKS = [  # (item, part kind, edit of a copy of the run directory)
     ("PRF-1", "nn", start_fact("profiler", lambda _: "PassThroughProfiler")),
     ("CFG-2", "any", add_config_key),
     ("OUT-2", "any", unlink("console.log")),
+    ("OUT-2", "any", forget_provenance),
     ("OUT-3", "nn", unlink("checkpoints/last.ckpt")),
     ("OUT-4", "any", unlink("metrics.jsonl")),
     ("DDP-1", "nn", written_twice),
@@ -435,7 +441,7 @@ def test_a_broken_run_directory_fails_the_run_check(smoke_runs, tmp_path, entry)
     copy = shutil.copytree(run_dir, tmp_path / run_dir.name)
     edit(copy)
     copy = next(tmp_path.iterdir())  # where an edit renamed it
-    assert statuses(check_project(ROOT, [copy]), item, "run") == {"fail"}
+    assert "fail" in statuses(check_project(ROOT, [copy]), item, "run")  # the item's other checks may pass
 
 
 # Refactor-proof: the checker follows behaviour, not this template's file and class names.

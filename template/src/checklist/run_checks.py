@@ -169,6 +169,19 @@ def checkpoints_load(run: RunDir) -> str:
     return "best.ckpt and last.ckpt load on the CPU with weights_only=True"
 
 
+@check("OUT-2", "run.json records what produced the run: code, packages, machine, data", mode="run")
+def provenance_recorded(run: RunDir) -> str:
+    recorded = run.record.get("provenance") or {}
+    missing = [key for key in ("code", "python", "packages", "machine", "data_files") if key not in recorded]
+    require(not missing, f"run.json's provenance lacks {', '.join(missing)}")
+    code = recorded["code"]
+    if code.get("git_commit") is None:
+        return f"recorded, but no git commit: {code.get('why', 'the project is not in git')}"
+    dirty = " with uncommitted changes" if code.get("git_dirty") else ""
+    counts = f"{len(recorded['packages'])} package versions, {len(recorded['data_files'])} data file(s)"
+    return f"commit {code['git_commit'][:10]}{dirty}, {counts}"
+
+
 @check("OUT-4", "metrics.jsonl: one JSON line per logging event", mode="run")
 def metric_lines(run: RunDir) -> str:
     metrics = [e for e in run.events if e.get("event") == "metrics"]

@@ -40,6 +40,7 @@ from src.runs.directory import (
     stop_requested,
 )
 from src.runs.launch import agreed, current_launch
+from src.runs.provenance import provenance
 
 
 @dataclass
@@ -69,7 +70,8 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
             write_text_atomic(config_path, cfg.to_json() + "\n")
             # A Lightning part records the processes its Trainer starts too (RunInfoCallback).
             processes = {"world_size": launch.world_size, "num_nodes": launch.num_nodes}
-            _write_status(run_dir, "running", resume_from, launcher=launch.launcher, **processes)
+            facts = {"launcher": launch.launcher, **processes, "provenance": provenance(cfg)}
+            _write_status(run_dir, "running", resume_from, **facts)
             print(f"run directory: {run_dir}" + (f" (resuming {resume_from.name})" if resume_from else ""))
             if stopper := stop_requested(stop_file_paths(cfg.stop_file, run_dir)):
                 print(f"warning: {stopper} exists: this run will stop after its first epoch (delete it?)")
@@ -197,7 +199,9 @@ def _write_status(run_dir: Path, status: str, resume_from: Path | None, **extra:
     record = json.loads(path.read_text()) if path.exists() else {"history": []}
     now = datetime.now().isoformat(timespec="seconds")
     if status == "running":
-        record["history"].append({"started": now, "resumed_from": str(resume_from or "")})
+        # Each session's code, since a resumed run may run changed code.
+        code = extra.get("provenance", {}).get("code", {})
+        record["history"].append({"started": now, "resumed_from": str(resume_from or ""), **code})
         if record.get("status") == "finished":
             # Resuming a run that finished asks for more training (more epochs, a longer
             # budget); only a run killed after training resumes to test and save alone.

@@ -1,0 +1,119 @@
+"""What produced a run: the code's commit, the packages, the machine and the data files.
+
+Recorded in run.json at the start of every session, and in the W&B run's config, so a
+result can be traced back to the exact code, environment and data that made it
+(OUT-2, and seed 004's reproducibility: every seed and the environment logged).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import importlib.metadata
+import platform
+import socket
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from src.config import BaseConfig
+from src.ops.hardware import gpu_name
+
+# The libraries whose versions decide a result; any that is not installed is left out.
+PACKAGES = (
+    "torch",
+    "lightning",
+    "torchrl",
+    "tensordict",
+    "gymnasium",
+    "xgboost",
+    "xgboost-cpu",
+    "wandb",
+    "numpy",
+    "pandas",
+    "scikit-learn",
+    "optuna",
+    "dask",
+)
+CHUNK = 1 << 20
+
+
+def provenance(cfg: BaseConfig) -> dict[str, Any]:
+    return {
+        "code": code_state(Path(__file__).resolve().parent),
+        "python": platform.python_version(),
+        "packages": package_versions(),
+        "machine": machine(),
+        "data_files": [data_file(path) for path in data_files(cfg)],
+    }
+
+
+def code_state(inside: Path) -> dict[str, Any]:
+    """The git commit of the repository holding `inside`, whether files differ from it,
+    and a hash of those differences (`git diff HEAD`, untracked file names included):
+    two runs with the same commit and hash ran the same code."""
+    head = _git(inside, "rev-parse", "HEAD")
+    if head is None:
+        return {"git_commit": None, "why": "not in a git repository with a commit (git init, then commit)"}
+    status = _git(inside, "status", "--porcelain") or ""
+    diff = _git(inside, "diff", "HEAD", "--binary") or ""
+    untracked = sorted(line[3:] for line in status.splitlines() if line.startswith("??"))
+    changes = diff + "\n".join(untracked)
+    return {
+        "git_commit": head.strip(),
+        "git_dirty": bool(status.strip()),
+        "git_diff_sha256": hashlib.sha256(changes.encode()).hexdigest() if changes else None,
+    }
+
+
+def _git(inside: Path, *args: str) -> str | None:
+    try:
+        done = subprocess.run(["git", *args], cwd=inside, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):  # no git on this machine, or a hung one
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def package_versions() -> dict[str, str]:
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def machine() -> dict[str, Any]:
+    facts = {
+        "hostname": socket.gethostname(),
+        "platform": platform.platform(),
+        "gpu": gpu_name(),
+        "cuda": torch.version.cuda,
+        "nvidia_driver": None,
+    }
+    with contextlib.suppress(Exception):  # no NVIDIA driver here: nothing more to say
+        import pynvml  # nvidia-ml-py
+
+        pynvml.nvmlInit()
+        facts["nvidia_driver"] = pynvml.nvmlSystemGetDriverVersion()
+        pynvml.nvmlShutdown()
+    return facts
+
+
+def data_files(cfg: BaseConfig) -> list[Path]:
+    """The files a config reads: every field named `*_path` that names an existing file
+    (`data_path` in the supervised parts, or one of your own)."""
+    values = [getattr(cfg, field.name) for field in dataclasses.fields(cfg) if field.name.endswith("_path")]
+    return [Path(value) for value in values if isinstance(value, str) and value and Path(value).is_file()]
+
+
+def data_file(path: Path) -> dict[str, Any]:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        while chunk := file.read(CHUNK):
+            digest.update(chunk)
+    return {"path": str(path.resolve()), "bytes": path.stat().st_size, "sha256": digest.hexdigest()}
