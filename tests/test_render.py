@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import TEMPLATE, every_variant, run, variant_id
+from conftest import QUESTIONS, TEMPLATE, every_variant, run, variant_id
 
 SRC_MODULES = """
     __init__ cli config data_checks project wandb_utils
@@ -146,3 +146,28 @@ def test_the_command_line_renders_with_parts_chosen_by_data(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     assert (tmp_path / "project" / "part2" / "envs.py").is_file()
     assert "git init" in result.stdout + result.stderr  # the next steps, after the copy
+
+
+@pytest.mark.slow
+def test_the_oldest_copier_allowed_renders_the_largest_project(tmp_path):
+    """`nox -s min_copier` (a CI job of its own) runs these render tests on the oldest
+    copier copier.yml allows; this one renders the largest variant with it on every run."""
+    oldest = yaml.safe_load((TEMPLATE / "copier.yml").read_text())["_min_copier_version"]
+    run([sys.executable, "-m", "venv", str(tmp_path / "venv")], tmp_path)
+    python = str(tmp_path / "venv" / "bin" / "python")
+    pins = (TEMPLATE / "template" / "constraints.txt").read_text().splitlines()
+    other_pins = [pin for pin in pins if not pin.startswith("copier==")]
+    (tmp_path / "constraints.txt").write_text("\n".join(other_pins) + "\n")
+    pip = [python, "-m", "pip", "install", "-q", "-c", "constraints.txt"]
+    install = run([*pip, f"copier=={oldest}"], tmp_path)
+    assert install.returncode == 0, install.stderr[-2000:]
+    defaults = {question: QUESTIONS[question]["default"] for question in ("license", "python_version")}
+    answers = {"parts": ["sl_neural", "sl_tree", "rl"], "sweep": True, **defaults}
+    command = [python, "-m", "copier", "copy", "--vcs-ref", "HEAD", "--defaults", "--trust", "--quiet"]
+    command += ["--data", f"parts={json.dumps(answers['parts'])}", "--data", "sweep=true"]
+    result = run([*command, str(TEMPLATE), str(tmp_path / "project")], tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    project = tmp_path / "project"
+    assert {str(p.relative_to(project)) for p in project.rglob("*") if p.is_file()} == expected_files(answers)
+    version = run([python, "-m", "copier", "--version"], tmp_path).stdout
+    assert oldest in version, version
