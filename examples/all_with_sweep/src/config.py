@@ -156,6 +156,8 @@ class LightningConfig(BaseConfig):
         num_nodes: Machines in a multi-node run.
         strategy: Lightning strategy for several devices, such as ddp.
         log_every_n_steps: Optimizer steps between per-step metric logs.
+        keep_last_n: Checkpoints of the latest epochs to keep beside best and last, as
+            checkpoints/epoch=E-step=S.ckpt; the oldest goes once a newer one is written.
     """
 
     # CFG-5: effectively unlimited, so early stopping (CB-1) ends training.
@@ -174,6 +176,7 @@ class LightningConfig(BaseConfig):
     num_nodes: int = 1
     strategy: str = "auto"
     log_every_n_steps: int = 10
+    keep_last_n: int = 0
 
     def problems(self) -> list[str]:
         return [
@@ -187,6 +190,7 @@ class LightningConfig(BaseConfig):
                 weight_decay=0,
                 num_nodes=1,
                 log_every_n_steps=1,
+                keep_last_n=0,
             ),
             *_hardware_problems(self.accelerator, self.devices, self.num_nodes, self.strategy),
         ]

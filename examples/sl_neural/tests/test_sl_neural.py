@@ -141,16 +141,20 @@ def test_resumed_run_matches_an_uninterrupted_one(tmp_path):  # RES-1
 
     train.main_with_config(smoke_config(tmp_path / "straight", num_epochs=6, **settings))
     (straight,) = (tmp_path / "straight").glob("smoke_*")
-    train.main_with_config(smoke_config(tmp_path / "split", num_epochs=3, **settings))
+    # The split run also keeps its 2 latest epochs, which a resume must not mistake for last.
+    train.main_with_config(smoke_config(tmp_path / "split", num_epochs=3, keep_last_n=2, **settings))
     (split,) = (tmp_path / "split").glob("smoke_*")
     train.main_with_config(
-        smoke_config(tmp_path / "split", num_epochs=6, **settings),
+        smoke_config(tmp_path / "split", num_epochs=6, keep_last_n=2, **settings),
         resume_from=split / "checkpoints" / "last.ckpt",
     )
     (straight_losses, straight_lrs), (split_losses, split_lrs) = history(straight), history(split)
     assert split_losses == pytest.approx(straight_losses, rel=1e-5)
     assert split_lrs == pytest.approx(straight_lrs) and min(straight_lrs) < settings["learning_rate"]
     assert len(json.loads((split / "run.json").read_text())["history"]) == 2
+    kept = sorted(path.name for path in (split / "checkpoints").glob("epoch=*.ckpt"))
+    assert [name.split("-")[0] for name in kept] == ["epoch=4", "epoch=5"]  # across the resume
+    assert all(torch.load(split / "checkpoints" / name, weights_only=True)["epoch"] for name in kept)
 
 
 @slow

@@ -79,7 +79,7 @@ def build_callbacks(
         ),
         # CB-2, OUT-3: checkpoints/best.ckpt (the best monitored value) and checkpoints/last.ckpt.
         # Two callbacks, because Lightning 2.6's save_last=True rewrites last.ckpt only
-        # when the best improves; this second one rewrites it after every validation.
+        # when the best improves; a callback of its own rewrites it after every validation.
         ModelCheckpoint(
             dirpath=run_dir / "checkpoints",
             filename="best",
@@ -88,6 +88,9 @@ def build_callbacks(
             save_top_k=1,
             enable_version_counter=False,
         ),
+        # Before last.ckpt's, so that last.ckpt records which epochs it keeps (a resume
+        # then deletes the right ones).
+        *_latest_epochs(run_dir / "checkpoints", cfg.keep_last_n),
         ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="last", enable_version_counter=False),
         LearningRateMonitor(logging_interval="epoch"),
         FiniteLossCallback(monitor=monitor),  # a NaN loss fails the run, never saved as best
@@ -105,6 +108,12 @@ def build_callbacks(
         EpochSummaryCallback(),
         TrainingEndCallback(run_dir),  # a resume after training ended only tests and saves
     ]
+
+
+def _latest_epochs(folder: Path, keep: int) -> list[ModelCheckpoint]:
+    """The latest `keep` epochs' checkpoints ("step" ranks them by age); Lightning deletes
+    the oldest only after the new one is written."""
+    return [ModelCheckpoint(dirpath=folder, monitor="step", mode="max", save_top_k=keep)] if keep else []
 
 
 def build_trainer(
