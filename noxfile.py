@@ -23,6 +23,7 @@ PROJECT_DEPS = [
     "lightning",
     "torchmetrics",
     "wandb",
+    "tensorboard",
     "tyro",
     "numpy",
     "pandas",

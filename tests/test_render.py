@@ -16,7 +16,7 @@ SRC_MODULES = """
     training/__init__ training/checkpoints training/evaluation training/optim training/precision
     training/seeding training/stopwatch training/trainer
     runs/__init__ runs/atomic runs/checkpoint_checks runs/console runs/directory
-    runs/launch runs/lifetime runs/metrics_jsonl runs/provenance
+    runs/launch runs/lifetime runs/loggers runs/metrics_jsonl runs/provenance
     ops/__init__ ops/babysit ops/gpu_lock ops/hardware ops/memory ops/records
 """
 CALLBACKS = """
@@ -39,6 +39,7 @@ SHARED_FILES = {
     "scripts/detach.sh",
     "tests/conftest.py",
     "tests/test_config_cli.py",
+    "tests/test_loggers.py",
     "tests/test_checklist.py",
     "tests/test_ops.py",
     "tests/test_provenance.py",
