@@ -11,8 +11,10 @@ which is what the babysitter (OPS-3) reads to tell a crash from a finished run.
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import json
 import os
+import platform
 import signal
 import socket
 import sys
@@ -69,7 +71,14 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
             write_text_atomic(config_path, cfg.to_json() + "\n")
             # A Lightning part records the processes its Trainer starts too (RunInfoCallback).
             processes = {"world_size": launch.world_size, "num_nodes": launch.num_nodes}
-            _write_status(run_dir, "running", resume_from, launcher=launch.launcher, **processes)
+            _write_status(
+                run_dir,
+                "running",
+                resume_from,
+                launcher=launch.launcher,
+                environment=_environment(),
+                **processes,
+            )
             print(f"run directory: {run_dir}" + (f" (resuming {resume_from.name})" if resume_from else ""))
             if stopper := stop_requested(stop_file_paths(cfg.stop_file, run_dir)):
                 print(f"warning: {stopper} exists: this run will stop after its first epoch (delete it?)")
@@ -82,6 +91,7 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
                 # The terminal gets the traceback when it propagates; the log gets it now.
                 write_log(log_file, traceback.format_exc())
                 _record_end(run_dir, status, resume_from, config_path, previous_config, error)
+                _write_report(run_dir)  # a run cut short gets one too, for what it did
             if wandb.run is not None:
                 wandb.finish(exit_code=1)
             if _ctrl_c(error):
@@ -93,6 +103,7 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
         else:
             if log_file is not None:
                 _write_status(run_dir, "finished", resume_from)
+                _write_report(run_dir)
         finally:
             if previous_env is None:
                 os.environ.pop(RUN_DIR_ENV, None)
@@ -223,6 +234,29 @@ def _write_status(run_dir: Path, status: str, resume_from: Path | None, **extra:
         # crash to restart (OPS-3).
         with translate_write_errors(path):
             path.write_text(text)
+
+
+def _write_report(run_dir: Path) -> None:
+    """report.md and its figures. A report that fails says so in one line: the run's own
+    end (its exit status, its error) stays as it was."""
+    try:
+        from src.report.run_files import RunFiles
+        from src.report.run_report import write_report  # matplotlib loads only here
+
+        print(f"report: {write_report(RunFiles.read(run_dir))}")
+    except Exception as error:  # noqa: BLE001 - whatever went wrong, the run's result stands
+        print(f"warning: no run report ({type(error).__name__}: {error})", file=sys.stderr)
+
+
+def _environment() -> dict[str, str]:
+    """Python's version and those of the libraries that decide results, for the report."""
+    versions = {"python": platform.python_version()}
+    for name in ("torch", "lightning", "torchrl", "xgboost", "numpy", "wandb"):
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            versions[name] = importlib.metadata.version(name)
+    if (torch := sys.modules.get("torch")) is not None and torch.version.cuda:
+        versions["CUDA"] = torch.version.cuda
+    return versions
 
 
 def _command() -> list[str]:
