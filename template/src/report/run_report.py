@@ -91,7 +91,7 @@ def metrics_table(run: RunFiles) -> str:
 
 def environment(run: RunFiles) -> list[list[str]]:
     record, facts = run.record, run.hyperparams
-    processes = f"{record.get('world_size', 1)} processes on {record.get('num_nodes', 1)} nodes"
+    processes = f"world size {record.get('world_size', 1)}, nodes {record.get('num_nodes', 1)}"
     rows = [
         ["host", record.get("host", "")],
         ["launcher", f"{record.get('launcher', '')}, {processes}"],
