@@ -44,7 +44,8 @@ def compare_runs(runs: list[RunFiles], output: Path, title: str = "") -> Path:
     ]
     curves = {name: run.learning_curves() for name, run in zip(names, runs, strict=True)}
     if any(curves.values()):
-        path = figures.learning_curves(curves, " / ".join(axes), output / "learning_curves.png")
+        monitored = set().union(*(run.monitored() for run in runs))
+        path = figures.learning_curves(curves, " / ".join(axes), monitored, output / "learning_curves.png")
         sections.append(f"## Learning curves\n\n![Learning curves]({path.name})")
     return write_text_atomic(output / REPORT_FILE, "\n\n".join(sections) + "\n")
 

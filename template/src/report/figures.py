@@ -26,36 +26,43 @@ def save_figure(figure: Figure, path: Path) -> Path:
     return path
 
 
-def learning_curves(runs: Mapping[str, Mapping[str, Mapping[str, Series]]], axis: str, path: Path) -> Path:
-    """A panel per metric (loss, acc, episode_reward...): train dashed, validation solid.
-    `runs` maps a run's name to its {metric: {key: series}}; several runs are overlaid,
-    a colour each."""
+def learning_curves(
+    runs: Mapping[str, Mapping[str, Mapping[str, Series]]], axis: str, monitored: set[str], path: Path
+) -> Path:
+    """A panel per metric (loss, acc, episode_reward...). `runs` maps a run's name to
+    its {metric: {key: series}}; several runs are overlaid, a colour each. The best
+    point of a monitored key (the one checkpoints and early stopping go by) is starred."""
     metrics = list(dict.fromkeys(metric for panels in runs.values() for metric in panels))
-    figure, panels = _grid(len(metrics), extra_height=0.3 * len(runs) if len(runs) > 1 else 0)
+    several = len(runs) > 1
+    figure, panels = _grid(len(metrics), extra_height=0.3 * len(runs) if several else 0)
     for axes, metric in zip(panels, metrics, strict=True):
         for index, curves in enumerate(runs.values()):
-            for key, series in sorted(
-                curves.get(metric, {}).items(), key=lambda item: item[0].startswith("val_")
-            ):
-                validation = key.startswith("val_")
-                colour = f"C{index}" if len(runs) > 1 else ("C1" if validation else "C0")
-                _line(axes, series, key, color=colour, linestyle="-" if validation else "--")
-                if validation and series:
-                    best = (max if higher_is_better(key) else min)(series, key=series.__getitem__)
-                    axes.plot(best, series[best], marker="*", markersize=11, color=colour, linestyle="")
+            train_first = sorted(curves.get(metric, {}).items(), key=lambda item: item[0].startswith("val_"))
+            for key, series in train_first:
+                _curve(axes, key, series, f"C{index}" if several else None, starred=key in monitored)
         axes.set(title=metric, xlabel=axis)
-        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
-        if len(runs) == 1:
+        _whole_numbers(axes)
+        if not several:
             axes.legend(fontsize="small")
-    if len(runs) > 1:
+    if several:
         handles = [Line2D([], [], color=f"C{index}", label=name) for index, name in enumerate(runs)]
         handles += [
             Line2D([], [], color="grey", linestyle="--", label="train"),
             Line2D([], [], color="grey", label="validation"),
-            Line2D([], [], color="grey", marker="*", markersize=9, linestyle="", label="best validation"),
+            Line2D([], [], color="grey", marker="*", markersize=9, linestyle="", label="best"),
         ]
-        figure.legend(handles=handles, loc="outside lower center", ncols=1, fontsize="small")
+        figure.legend(handles=handles, loc="outside lower center", fontsize="small")
     return save_figure(figure, path)
+
+
+def _curve(axes: Axes, key: str, series: Series, colour: str | None, starred: bool) -> None:
+    """Train dashed, validation solid; in one run's figure, train blue and validation orange."""
+    validation = key.startswith("val_")
+    colour = colour or ("C1" if validation else "C0")
+    _line(axes, series, key, color=colour, linestyle="-" if validation else "--")
+    if starred and series:
+        best = (max if higher_is_better(key) else min)(series, key=series.__getitem__)
+        axes.plot(best, series[best], marker="*", markersize=11, color=colour, linestyle="")
 
 
 def learning_rate(series: Mapping[str, Series], path: Path) -> Path:
@@ -64,7 +71,7 @@ def learning_rate(series: Mapping[str, Series], path: Path) -> Path:
     for key, values in series.items():
         _line(axes, values, key)
     axes.set(title="Learning rate", xlabel="step")
-    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    _whole_numbers(axes)
     low, high = _value_range(series)
     if low > 0 and high / low > 20:  # a decay over decades reads on a log scale only
         axes.set_yscale("log")
@@ -77,49 +84,43 @@ def learning_rate(series: Mapping[str, Series], path: Path) -> Path:
 
 def timing(shares: Mapping[str, Series], seconds: Series, axis: str, path: Path) -> Path:
     """Where each epoch's time went (timing/*_pct, stacked to 100%), and its length."""
-    figure, (*share_axes, length_axes) = _grid(int(bool(shares)) + 1, columns=2)
+    figure, panels = _grid(2 if shares else 1, columns=2)
     if shares:
-        (axes,) = share_axes
-        bottom: dict[float, float] = {}
-        for index, (key, values) in enumerate(shares.items()):
-            xs = sorted(values)
-            heights = [values[x] for x in xs]
-            axes.bar(
-                xs,
-                heights,
-                bottom=[bottom.get(x, 0.0) for x in xs],
-                width=0.85,
-                label=_short(key),
-                color=f"C{index}",
-            )
-            bottom |= {x: bottom.get(x, 0.0) + height for x, height in zip(xs, heights, strict=True)}
-        axes.set(title=f"Time per {axis}, by section", xlabel=axis, ylabel="% of the time", ylim=(0, 100))
-        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
-        axes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    _line(length_axes, seconds, f"timing/{axis}_seconds")
-    length_axes.set(title=f"Seconds per {axis}", xlabel=axis, ylabel="seconds", ylim=(0, None))
-    length_axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+        _stacked_bars(panels[0], shares)
+        panels[0].set(
+            title=f"Time per {axis}, by section", xlabel=axis, ylabel="% of the time", ylim=(0, 100)
+        )
+    _line(panels[-1], seconds, f"timing/{axis}_seconds")
+    panels[-1].set(title=f"Seconds per {axis}", xlabel=axis, ylabel="seconds", ylim=(0, None))
+    for axes in panels:
+        _whole_numbers(axes)
     return save_figure(figure, path)
 
 
-def system(readings: Mapping[str, Series], path: Path) -> Path:
-    """CPU, RAM and GPU readings over the run (`readings` by seconds since its start):
-    percentages on one panel, sizes on another."""
+def _stacked_bars(axes: Axes, shares: Mapping[str, Series]) -> None:
+    bottom: dict[float, float] = {}
+    for index, (key, values) in enumerate(shares.items()):
+        xs = sorted(values)
+        below = [bottom.get(x, 0.0) for x in xs]
+        axes.bar(xs, [values[x] for x in xs], bottom=below, width=0.85, label=_short(key), color=f"C{index}")
+        bottom |= {x: base + values[x] for x, base in zip(xs, below, strict=True)}
+    axes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+
+
+def system(readings: Mapping[str, Series], axis: str, last: float, path: Path) -> Path:
+    """CPU, RAM and GPU readings, by epoch (or round) up to `last`: percentages on one
+    panel, sizes on another."""
     groups: dict[str, dict[str, Series]] = {}
     for key, values in readings.items():
         unit = "%" if key.endswith("_percent") else "GB" if key.endswith("_gb") else key
         groups.setdefault(unit, {})[key] = values
-    end = max((x for values in readings.values() for x in values), default=0.0)
-    scale, time_unit = next(
-        (s, u) for s, u in ((1, "seconds"), (60, "minutes"), (3600, "hours")) if end < 120 * s or u == "hours"
-    )
     figure, panels = _grid(len(groups), columns=2)
     for axes, (unit, members) in zip(panels, groups.items(), strict=True):
         for key, values in members.items():
-            _line(axes, {x / scale: value for x, value in values.items()}, _short(key))
-        axes.set(title=f"System ({unit})", xlabel=f"{time_unit} since the start")
+            _line(axes, values, _short(key))
+        axes.set(title=f"System ({unit})", xlabel=axis, xlim=(-0.02 * last - 0.5, last * 1.02 + 0.5))
         axes.set_ylim(0, 105 if unit == "%" else None)
-        axes.set_xlim(left=0)
+        _whole_numbers(axes)
         axes.legend(fontsize="small")
     return save_figure(figure, path)
 
@@ -154,6 +155,14 @@ def _grid(count: int, columns: int = 3, extra_height: float = 0.0) -> tuple[Figu
     for unused in panels[count:]:
         figure.delaxes(unused)
     return figure, panels[:count]
+
+
+def _whole_numbers(axes: Axes) -> None:
+    """Whole epochs, rounds or steps on x, a run of one epoch included."""
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    low, high = axes.get_xlim()
+    if high - low < 2:
+        axes.set_xlim((low + high) / 2 - 1, (low + high) / 2 + 1)
 
 
 def _line(axes: Axes, series: Series, label: str, **style: object) -> None:

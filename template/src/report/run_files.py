@@ -5,6 +5,7 @@ the same metric namespaces, so what to draw follows from which keys are there.""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ CONFUSION_FILE = "confusion_matrix.json"
 NOT_CURVES = ("time", "event", "step", "epoch", "round", "frames")
 OWN_FIGURES = ("timing/", "system/", "tracking/", "batch/", "lr", "test_")
 
-Series = dict[float, float]  # epoch or round (or step, minute) -> value
+Series = dict[float, float]  # epoch or round (or step) -> value
 
 
 class NotARunDir(ValueError):
@@ -52,7 +53,7 @@ class RunFiles:
             raise NotARunDir(f"{run_dir} {'is not a directory' if run_dir.exists() else 'does not exist'}")
         if not (run_dir / "config.json").is_file():
             raise NotARunDir(f"{run_dir} has no config.json, so it is not a run directory")
-        lines = read_jsonl(run_dir / "metrics.jsonl") if (run_dir / "metrics.jsonl").is_file() else []
+        lines = _read_json(run_dir / "metrics.jsonl", read_jsonl) or []
         hyperparams: dict[str, Any] = {}
         for line in lines:
             if line.get("event") == "hyperparams":
@@ -74,8 +75,15 @@ class RunFiles:
 
     @property
     def axis(self) -> str:
-        """What a curve's x counts: rounds for a tree part, epochs otherwise."""
+        """What a curve's x counts: boosting rounds where the run logs them, else epochs."""
         return "round" if any("round" in event for event in self.events) else "epoch"
+
+    def last(self) -> float | None:
+        """The last epoch (or round) trained; the test metrics, logged a step later, left out."""
+        return max(
+            (x for key, series in self.per_axis().items() if not key.startswith("test_") for x in series),
+            default=None,
+        )
 
     def per_axis(self) -> dict[str, Series]:
         """Every key logged once per epoch (or round), by epoch; Lightning's "_epoch"
@@ -102,34 +110,47 @@ class RunFiles:
             panels.setdefault(key.removeprefix("val_").removeprefix("train_"), {})[key] = series
         return panels
 
-    def over(self, prefix: str, x: str) -> dict[str, Series]:
-        """Keys starting with `prefix` by `x`: "step" (the logged step: a learning rate can
-        change within an epoch) or "seconds" since the run's first event (system readings)."""
-        start = min((event["time"] for event in self.events if "time" in event), default=0.0)
+    def monitored(self) -> set[str]:
+        """The keys the run picks its best checkpoint by: those its tracking/best_* follow."""
+        return {
+            key.removeprefix("tracking/best_") for key in self.per_axis() if key.startswith("tracking/best_")
+        }
+
+    def by_step(self, prefix: str) -> dict[str, Series]:
+        """Keys starting with `prefix`, by logged step: a learning rate can change within an epoch."""
         found: dict[str, Series] = {}
         for event in self.events:
-            at = event["time"] - start if x == "seconds" and "time" in event else event.get(x)
             for key, value in event.items():
-                if key.startswith(prefix) and isinstance(value, int | float) and at is not None:
-                    found.setdefault(key, {})[at] = value
+                if (
+                    key.startswith(prefix)
+                    and isinstance(value, int | float)
+                    and event.get("step") is not None
+                ):
+                    found.setdefault(key, {})[event["step"]] = value
         return found
 
     def final_metrics(self) -> dict[str, dict[str, Any]]:
         """{metric: {"final": value, "best": value, "at": epoch}}: metrics.json and the test
-        metrics first, then each learning curve's last value and its best one."""
+        metrics first, then each learning curve's last value; the monitored ones' best too."""
         rows: dict[str, dict[str, Any]] = {key: {"final": value} for key, value in self.summary.items()}
         for event in self.events:
             rows |= {k: {"final": v} for k, v in event.items() if k.startswith("test_") and k not in rows}
         validation_first = sorted(self.curve_keys().items(), key=lambda item: not item[0].startswith("val_"))
+        monitored = self.monitored()
         for key, series in validation_first:
             if series and key not in rows:
+                rows[key] = {"final": series[max(series)]}
+            if series and key in monitored:
                 at = (max if higher_is_better(key) else min)(series, key=series.__getitem__)
-                rows[key] = {"final": series[max(series)], "best": series[at], "at": at}
+                rows[key] |= {"best": series[at], "at": at}
         return rows
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def _read_json(path: Path, read: Callable[[Path], Any] = lambda path: json.loads(path.read_text())) -> Any:
+    """The file's content; {} when it is missing, NotARunDir when it is damaged."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return read(path)
     except FileNotFoundError:
         return {}
+    except ValueError as error:
+        raise NotARunDir(f"{path} is not valid JSON ({error})") from None

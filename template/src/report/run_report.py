@@ -41,9 +41,9 @@ def draw_figures(run: RunFiles, folder: Path) -> dict[str, Path]:
     per_axis = run.per_axis()
     if panels := run.learning_curves():
         drawn["Learning curves"] = figures.learning_curves(
-            {run.name: panels}, run.axis, folder / "learning_curves.png"
+            {run.name: panels}, run.axis, run.monitored(), folder / "learning_curves.png"
         )
-    rates = run.over("lr", "step")
+    rates = run.by_step("lr")
     if rates := {key: series for key, series in rates.items() if key != "lr"} or rates:  # per group, else one
         drawn["Learning rate"] = figures.learning_rate(rates, folder / "learning_rate.png")
     if seconds := per_axis.get(f"timing/{run.axis}_seconds"):
@@ -53,8 +53,8 @@ def draw_figures(run: RunFiles, folder: Path) -> dict[str, Path]:
             if key.startswith("timing/") and key.endswith("_pct")
         }
         drawn["Timing"] = figures.timing(shares, seconds, run.axis, folder / "timing.png")
-    if readings := run.over("system/", "seconds"):
-        drawn["System"] = figures.system(readings, folder / "system.png")
+    if readings := {key: series for key, series in per_axis.items() if key.startswith("system/")}:
+        drawn["System"] = figures.system(readings, run.axis, run.last() or 0, folder / "system.png")
     if run.confusion:
         matrix = run.confusion
         drawn["Confusion matrix"] = figures.confusion_matrix(
@@ -69,8 +69,8 @@ def run_line(run: RunFiles) -> str:
     status = f"**{record.get('status', 'unknown')}**"
     if record.get("error"):
         status += f" ({record['error']})"
-    axis_values = [x for series in run.curve_keys().values() for x in series]
-    progress = f"{int(max(axis_values)) + 1} {run.axis}s" if axis_values else f"no {run.axis} logged"
+    last = run.last()
+    progress = f"{int(last) + 1} {run.axis}s" if last is not None else f"no {run.axis} logged"
     history = record.get("history") or [{}]
     when = f"started {history[0].get('started', '?')}, last update {record.get('updated', '?')}"
     if len(history) > 1:
