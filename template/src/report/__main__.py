@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> None:
         "--output",
         type=Path,
         metavar="DIR",
-        help="where a comparison goes (default: comparison-YYYYMMDD_HHMMSS beside the first run)",
+        help="where a comparison goes (default: comparison-YYYYMMDD-HHMMSS beside the first run)",
     )
     args = parser.parse_args(argv)
     if len(args.run_dirs) == 1 and args.output is not None:

@@ -18,8 +18,8 @@ MISSING = "—"
 
 
 def default_output(runs: list[RunFiles]) -> Path:
-    """comparison-YYYYMMDD_HHMMSS beside the first run."""
-    return runs[0].dir.parent / f"comparison-{datetime.now():%Y%m%d_%H%M%S}"
+    """comparison-YYYYMMDD-HHMMSS beside the first run (dashes: no run directory's name)."""
+    return runs[0].dir.parent / f"comparison-{datetime.now():%Y%m%d-%H%M%S}"
 
 
 def compare_runs(runs: list[RunFiles], output: Path, title: str = "") -> Path:

@@ -68,8 +68,8 @@ def _curve(axes: Axes, key: str, series: Series, colour: str | None, starred: bo
 def learning_rate(series: Mapping[str, Series], path: Path) -> Path:
     figure = Figure(figsize=(6.5, 3.5), layout="constrained")
     axes = figure.subplots()
-    for key, values in series.items():
-        _line(axes, values, key)
+    for index, (key, values) in enumerate(series.items()):
+        _line(axes, values, key, linestyle=("-", "--", ":", "-.")[index % 4])  # groups often coincide
     axes.set(title="Learning rate", xlabel="step")
     _whole_numbers(axes)
     low, high = _value_range(series)

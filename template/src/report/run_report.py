@@ -44,8 +44,9 @@ def draw_figures(run: RunFiles, folder: Path) -> dict[str, Path]:
             {run.name: panels}, run.axis, run.monitored(), folder / "learning_curves.png"
         )
     rates = run.by_step("lr")
-    if rates := {key: series for key, series in rates.items() if key != "lr"} or rates:  # per group, else one
-        drawn["Learning rate"] = figures.learning_rate(rates, folder / "learning_rate.png")
+    per_group = {key: series for key, series in rates.items() if key != "lr"}  # LearningRateMonitor's
+    if rates:
+        drawn["Learning rate"] = figures.learning_rate(per_group or rates, folder / "learning_rate.png")
     if seconds := per_axis.get(f"timing/{run.axis}_seconds"):
         shares = {
             key: series
