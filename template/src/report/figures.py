@@ -69,14 +69,12 @@ def learning_rate(series: Mapping[str, Series], path: Path) -> Path:
     figure = Figure(figsize=(6.5, 3.5), layout="constrained")
     axes = figure.subplots()
     for index, (key, values) in enumerate(series.items()):
-        _line(axes, values, key, linestyle=("-", "--", ":", "-.")[index % 4])  # groups often coincide
+        # Steps: a rate holds until the next one is logged. Dashes: the groups' often coincide.
+        _line(axes, values, key, linestyle=("-", "--", ":", "-.")[index % 4], drawstyle="steps-post")
     axes.set(title="Learning rate", xlabel="step")
     _whole_numbers(axes)
-    low, high = _value_range(series)
-    if low > 0 and high / low > 20:  # a decay over decades reads on a log scale only
-        axes.set_yscale("log")
-    else:  # from zero: a constant rate is a flat line, not float noise magnified
-        axes.set_ylim(0, high * 1.15 or 1)
+    _zero_or_log_scale(axes, [value for values in series.values() for value in values.values()])
+    if axes.get_yscale() == "linear":
         axes.ticklabel_format(axis="y", style="sci", scilimits=(-3, 4), useOffset=False)
     axes.legend(fontsize="small")
     return save_figure(figure, path)
@@ -91,7 +89,8 @@ def timing(shares: Mapping[str, Series], seconds: Series, axis: str, path: Path)
             title=f"Time per {axis}, by section", xlabel=axis, ylabel="% of the time", ylim=(0, 100)
         )
     _line(panels[-1], seconds, f"timing/{axis}_seconds")
-    panels[-1].set(title=f"Seconds per {axis}", xlabel=axis, ylabel="seconds", ylim=(0, None))
+    panels[-1].set(title=f"Seconds per {axis}", xlabel=axis, ylabel="seconds")
+    _zero_or_log_scale(panels[-1], list(seconds.values()))
     for axes in panels:
         _whole_numbers(axes)
     return save_figure(figure, path)
@@ -119,7 +118,8 @@ def system(readings: Mapping[str, Series], axis: str, last: float, path: Path) -
         for key, values in members.items():
             _line(axes, values, _short(key))
         axes.set(title=f"System ({unit})", xlabel=axis, xlim=(-0.02 * last - 0.5, last * 1.02 + 0.5))
-        axes.set_ylim(0, 105 if unit == "%" else None)
+        highest = max(value for values in members.values() for value in values.values())
+        axes.set_ylim(0, 105 if unit == "%" else highest * 1.1 or 1)
         _whole_numbers(axes)
         axes.legend(fontsize="small")
     return save_figure(figure, path)
@@ -172,9 +172,14 @@ def _line(axes: Axes, series: Series, label: str, **style: object) -> None:
     )
 
 
-def _value_range(series: Mapping[str, Series]) -> tuple[float, float]:
-    values = [value for values in series.values() for value in values.values()]
-    return min(values, default=0.0), max(values, default=0.0)
+def _zero_or_log_scale(axes: Axes, values: list[float]) -> None:
+    """A log scale for values over decades (a decayed learning rate, a first round's
+    warm-up); else a linear one from zero, which a flat line does not magnify."""
+    low, high = min(values, default=0.0), max(values, default=0.0)
+    if low > 0 and high / low > 20:
+        axes.set_yscale("log")
+    else:
+        axes.set_ylim(0, high * 1.1 or 1)
 
 
 def _short(key: str) -> str:
