@@ -18,6 +18,7 @@ SRC_MODULES = """
     runs/__init__ runs/atomic runs/checkpoint_checks runs/console runs/directory
     runs/launch runs/lifetime runs/loggers runs/metrics_jsonl runs/provenance
     ops/__init__ ops/babysit ops/gpu_lock ops/hardware ops/memory ops/records
+    report/__init__ report/__main__ report/comparison report/figures report/run_files report/run_report
 """
 CALLBACKS = """
     __init__ batch_metrics epoch_summary finite_loss moved_run plateau_resume progress_bar resumed_metrics
@@ -46,6 +47,7 @@ SHARED_FILES = {
     "tests/test_faults.py",
     "tests/test_fuzz.py",
     "tests/test_distributed.py",
+    "tests/test_report.py",
     "scripts/torchrun.sh",
     "scripts/slurm.sbatch",
     *(f"src/{name}.py" for name in SRC_MODULES.split()),

@@ -14,6 +14,7 @@ import torch
 from src.config import RLConfig, SLNeuralConfig, SLTreeConfig
 
 ROOT = Path(__file__).resolve().parents[1]
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 # Tests never talk to a W&B server; the tests that check W&B files use offline mode.
 os.environ.setdefault("WANDB_MODE", "disabled")
@@ -62,6 +63,17 @@ def smoke_runs(tmp_path_factory):
         return done[key]
 
     return smoke_run
+
+
+def assert_report(run_dir: Path, figures: list[str]) -> str:
+    """report.md with its metrics table, each figure a PNG it shows; its text."""
+    report = (run_dir / "report.md").read_text()
+    assert "## Final metrics" in report and "| metric | final | best |" in report
+    for name in figures:
+        png = next(run_dir.glob(f"*/{name}.png"))
+        assert png.read_bytes().startswith(PNG_SIGNATURE) and png.stat().st_size > 5000, png
+        assert f"]({png.relative_to(run_dir)})" in report
+    return report
 
 
 slow = pytest.mark.slow  # trains or starts Python processes: deselect with -m "not slow"

@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import PARTS, ROOT, slow
+from conftest import PARTS, ROOT, assert_report, slow
 
 from src.runs.checkpoint_checks import checkpoint_problem
 from src.runs.metrics_jsonl import read_jsonl
@@ -368,3 +368,4 @@ def test_ctrl_c_and_sigterm_end_a_run_quietly(kind, signal_number, exit_status, 
     assert status(run_dir)["status"] == "interrupted"
     assert partial_files(tmp_path) == []
     assert checkpoint_problem(last_checkpoint(tmp_path)) is None
+    assert_report(run_dir, ["learning_curves"])  # for what it did before the signal
