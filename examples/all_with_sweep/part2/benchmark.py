@@ -25,7 +25,7 @@ import pandas as pd
 import wandb
 import xgboost as xgb
 
-from src.trees.rounds import round_callbacks
+from src.trees.rounds import RoundLoggers, round_callbacks
 
 from .config import CONFIGS
 from .data import load_split
@@ -55,7 +55,8 @@ def main(argv: list[str] | None = None) -> None:
 
         def pipeline() -> xgb.Booster:
             (run_dir / "metrics.jsonl").unlink(missing_ok=True)
-            callbacks = round_callbacks(cfg, run_dir, wandb_run, cfg.eval_metric, cfg.checkpoint_minutes)
+            loggers = RoundLoggers(wandb_run)  # W&B only: TensorBoard and CSV are no part of what is timed
+            callbacks = round_callbacks(cfg, run_dir, loggers, cfg.eval_metric, cfg.checkpoint_minutes)
             return train_booster(cfg, train, val, callbacks)
 
         def bare() -> xgb.Booster:

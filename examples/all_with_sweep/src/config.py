@@ -20,6 +20,7 @@ from typing import Any, Literal, Self
 from src.project import PROJECT_SLUG, WANDB_ENTITY
 
 WandbMode = Literal["auto", "online", "offline", "disabled"]
+LoggerName = Literal["wandb", "tensorboard", "csv"]
 MAX_COUNT = 2**31 - 1  # the largest count torch, XGBoost and the OS take
 MAX_EPISODES = 10_000  # evaluation episodes: Lightning times training, not evaluation
 
@@ -62,6 +63,8 @@ class BaseConfig:
         output: Where runs are written.
         stop_file: Creating this file (or STOP in the run directory) stops the run after the
             current epoch.
+        loggers: Where metrics go beside metrics.jsonl, any of: wandb, tensorboard (the run's
+            tensorboard/), csv (the run's csv/).
         wandb_mode: W&B logging: auto is online with an API key, else offline; disabled logs
             nothing.
         wandb_project: W&B project the runs are logged to.
@@ -76,6 +79,8 @@ class BaseConfig:
     # CB-4: a file at this path (relative to the working directory) stops the run after
     # the current epoch; so does a file named STOP inside the run directory.
     stop_file: str = "STOP"
+    # LOG-1: Lightning's loggers; W&B is off when "wandb" is left out, whatever wandb_mode says.
+    loggers: tuple[LoggerName, ...] = ("wandb",)
     # LOG-1: "auto" logs online when a W&B API key is configured, offline otherwise.
     wandb_mode: WandbMode = "auto"
     wandb_project: str = PROJECT_SLUG
@@ -113,7 +118,8 @@ class BaseConfig:
                 f"wandb_project {self.wandb_project!r}: W&B project names are 1 to 128 characters "
                 "without / \\ # ? % :"
             )
-        return found + _wandb_problems(self.wandb_mode) + _output_problems(Path(self.output.base_dir))
+        found += _logger_problems(self.loggers)
+        return found + _wandb_problems(self) + _output_problems(Path(self.output.base_dir))
 
     def validate(self) -> None:
         if found := self.problems():
@@ -405,14 +411,26 @@ def _largest_int(value: Any) -> int:
     return max((v for v in values if isinstance(v, int) and not isinstance(v, bool)), default=0)
 
 
-def _wandb_problems(wandb_mode: str) -> list[str]:
-    """Online W&B without an API key would stop at a login prompt, or fail, after the run began."""
-    from src.wandb_utils import api_key_configured, resolve_mode  # here: it imports this module
+def _logger_problems(loggers: tuple[str, ...]) -> list[str]:
+    names = typing.get_args(LoggerName)
+    valid = ", ".join(names)
+    if not loggers:
+        return [f"loggers: name at least one of {valid}"]
+    if unknown := [name for name in loggers if name not in names]:  # an edited config.json
+        return [f"loggers {' '.join(unknown)}: use any of {valid}"]
+    if len(set(loggers)) < len(loggers):
+        return [f"loggers {' '.join(loggers)}: name each at most once, from {valid}"]
+    return []
 
-    if resolve_mode(wandb_mode) != "online" or api_key_configured():
+
+def _wandb_problems(cfg: BaseConfig) -> list[str]:
+    """Online W&B without an API key would stop at a login prompt, or fail, after the run began."""
+    from src.wandb_utils import api_key_configured, chosen_wandb_mode  # here: it imports this module
+
+    if chosen_wandb_mode(cfg) != "online" or api_key_configured():
         return []
     return [
-        f"wandb_mode {wandb_mode!r}: W&B online needs an API key (`wandb login` or WANDB_API_KEY); "
+        f"wandb_mode {cfg.wandb_mode!r}: W&B online needs an API key (`wandb login` or WANDB_API_KEY); "
         "use offline to sync later, or disabled"
     ]
 

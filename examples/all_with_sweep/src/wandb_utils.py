@@ -2,7 +2,8 @@
 
 `--wandb-mode auto` (the default) logs online when an API key is configured
 (WANDB_API_KEY or `wandb login`) and offline otherwise; WANDB_MODE, when set, wins
-over "auto". A run's W&B files live in its run directory.
+over "auto". W&B is off for a run whose --loggers leaves out wandb. A run's W&B files
+live in its run directory.
 """
 
 from __future__ import annotations
@@ -32,6 +33,12 @@ def resolve_mode(requested: str) -> str:
     return "online" if api_key_configured() else "offline"
 
 
+def chosen_wandb_mode(cfg: BaseConfig) -> str:
+    """The W&B mode of a run: disabled when its loggers leave out wandb, else what
+    resolve_mode() makes of its wandb_mode."""
+    return resolve_mode(cfg.wandb_mode) if "wandb" in cfg.loggers else "disabled"
+
+
 def setup_run(cfg: BaseConfig, run_dir: Path) -> Any | None:
     """Start (or join) the W&B run for this training run; None when W&B is off.
 
@@ -41,7 +48,7 @@ def setup_run(cfg: BaseConfig, run_dir: Path) -> Any | None:
     if wandb.run is not None and wandb.run.sweep_id:
         wandb.run.config.update(_config(cfg, run_dir), allow_val_change=True)
         return wandb.run
-    mode = resolve_mode(cfg.wandb_mode)
+    mode = chosen_wandb_mode(cfg)
     if mode == "disabled" or rank_zero_only.rank != 0:
         return None
     try:
@@ -86,7 +93,7 @@ def finish_run() -> None:
 
 def create_wandb_logger(cfg: BaseConfig, run_dir: Path) -> WandbLogger | None:
     """LOG-1: the WandbLogger handed to the Trainer, or None when W&B is off."""
-    if resolve_mode(cfg.wandb_mode) == "disabled":
+    if chosen_wandb_mode(cfg) == "disabled":
         return None
     # The run, named and placed in its project by setup_run(); the artifact is logged by
     # log_model_artifact() once at the end (LOG-6), so the logger uploads no checkpoints.

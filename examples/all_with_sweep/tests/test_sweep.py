@@ -55,6 +55,9 @@ def test_a_local_sweep_of_three_smoke_trials(kind, tmp_path):  # SWP-1, SWP-2, S
         assert {name: saved[name] for name in preset} == json.loads(json.dumps(preset))
     summary = (sweep.dir / "summary.md").read_text()
     assert all(Path(t.run_dir).name in summary for t in sweep.trials)
+    assert "](comparison/report.md)" in summary  # the trials side by side
+    comparison = (sweep.dir / "comparison" / "report.md").read_text()
+    assert all(Path(t.run_dir).name in comparison for t in sweep.trials)
     assert len((sweep.dir / "trials.jsonl").read_text().splitlines()) == 3
     values = [t.value for t in sweep.ranked()]
     assert values == sorted(values, reverse=sweep.spec.goal == "maximize")
@@ -281,8 +284,15 @@ def test_resuming_with_another_engine_or_config_exits_2(tmp_path, capsys, flags,
         ["--wandb-mode", "auto"],
         ["--wandb-mode", "online"],
         ["--sweep-id", "a/b/c"],
+        ["--loggers", "tensorboard", "--wandb-mode", "offline"],
     ],
-    ids=["disabled", "auto-with-WANDB_MODE-disabled", "online-without-an-api-key", "join-while-disabled"],
+    ids=[
+        "disabled",
+        "auto-with-WANDB_MODE-disabled",
+        "online-without-an-api-key",
+        "join-while-disabled",
+        "without-the-wandb-logger",
+    ],
 )
 def test_a_wandb_sweep_without_wandb_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch, flags):
     monkeypatch.setenv("WANDB_MODE", "disabled")
@@ -299,6 +309,8 @@ def test_a_wandb_sweep_without_wandb_is_one_line_and_exit_2(tmp_path, capsys, mo
         assert "wandb_mode 'online': W&B online needs an API key (`wandb login`" in err
     else:
         assert len(err.strip().splitlines()) == 1 and "wandb login" in err and "--engine local" in err
+    if "--loggers" in flags:
+        assert "--loggers is tensorboard, without wandb" in err
     assert not (tmp_path / "sweeps").exists()  # refused before anything was made
 
 

@@ -56,6 +56,9 @@ def test_cli_flags_override_the_config_class(kind):
         (["--wandb-project", "a/b"], "wandb_project 'a/b': W&B project names"),
         (["--output.base-dir", "/dev/null"], "/dev/null is not a folder"),
         (["--output.base-dir", "/dev/null/runs"], "/dev/null is not a folder"),
+        (["--loggers"], "loggers: name at least one of wandb, tensorboard, csv"),
+        (["--loggers", "csv", "csv"], "loggers csv csv: name each at most once"),
+        (["--loggers", "mlflow"], "invalid choice 'mlflow' for argument '--loggers'"),
     ],
 )
 def test_bad_command_lines_are_refused_with_what_is_valid(kind, args, message, capsys):

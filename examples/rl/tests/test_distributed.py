@@ -24,6 +24,7 @@ import psutil
 import pytest
 from conftest import PARTS, ROOT, part_module, slow
 
+from src.report.run_files import CONFUSION_FILE
 from src.runs.directory import resume_candidates
 from src.runs.metrics_jsonl import read_jsonl
 
@@ -177,12 +178,14 @@ def test_two_process_test_metrics_equal_one_process_testing_the_same_checkpoint(
     run_dir = two_processes(kind, launcher).run_dir
     events = read_jsonl(run_dir / "metrics.jsonl")
     two = next(event for event in reversed(events) if any(key.startswith("test_") for key in event))
-    one = one_process_test_metrics(kind, run_dir)
+    one, module = one_process_test(kind, run_dir)
     assert {name: two[name] for name in one} == pytest.approx(one, rel=1e-5, abs=1e-7)
+    if (run_dir / CONFUSION_FILE).is_file():  # a classifier's, for its report
+        assert json.loads((run_dir / CONFUSION_FILE).read_text())["counts"] == module.test_confusion_counts
 
 
-def one_process_test_metrics(kind: str, run_dir: Path) -> dict[str, float]:
-    """The test metrics of a run's best.ckpt, tested by this process alone."""
+def one_process_test(kind: str, run_dir: Path) -> tuple[dict[str, float], L.LightningModule]:
+    """The test metrics of a run's best.ckpt, tested by this process alone, and the module."""
     config, data, model = (part_module(kind, name) for name in ("config", "data", "model"))
     cfg = next(iter(config.CONFIGS.values())).from_json((run_dir / "config.json").read_text())
     (datamodule_cls,) = {
@@ -197,7 +200,7 @@ def one_process_test_metrics(kind: str, run_dir: Path) -> dict[str, float]:
         accelerator="cpu", devices=1, logger=False, enable_progress_bar=False, enable_model_summary=False
     )
     (metrics,) = trainer.test(module, datamodule=datamodule_cls(cfg), verbose=False)
-    return metrics
+    return metrics, module
 
 
 @slow

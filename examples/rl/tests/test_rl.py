@@ -12,7 +12,7 @@ import time
 import psutil
 import pytest
 import torch
-from conftest import PARTS, ROOT, gpu, part_module, slow
+from conftest import PARTS, ROOT, assert_report, gpu, part_module, slow
 from torchrl.collectors import Collector
 from torchrl.envs.utils import check_env_specs
 
@@ -111,6 +111,7 @@ def test_stop_file_ends_the_run_and_closes_the_workers(tmp_path):  # CB-4, RL-3
     (run_dir,) = tmp_path.glob("smoke_*")
     assert [e["epoch"] for e in read_jsonl(run_dir / "metrics.jsonl") if "val_episode_reward" in e] == [0]
     assert worker_processes() == []
+    assert_report(run_dir, ["learning_curves", "timing"])  # a run cut short gets its report too
 
 
 @slow
@@ -124,6 +125,8 @@ def test_a_run_that_raises_closes_the_workers(tmp_path, monkeypatch):  # RL-3
     (run_dir,) = tmp_path.glob("smoke_*")
     assert json.loads((run_dir / "run.json").read_text())["status"] == "failed"
     assert worker_processes() == []
+    # A failed run gets its report too, and the error it raised stays the one raised.
+    assert "**failed** (RuntimeError('broken update'))" in (run_dir / "report.md").read_text()
 
 
 @slow

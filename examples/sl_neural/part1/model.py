@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torchmetrics import MeanMetric
-from torchmetrics.classification import MulticlassAccuracy
+from torchmetrics.classification import MulticlassAccuracy, MulticlassConfusionMatrix
 
 from src.training.checkpoints import load_module, save_module
 from src.training.optim import adamw
@@ -51,6 +51,8 @@ class DigitsClassifier(L.LightningModule):
         self.val_loss = MeanMetric(nan_strategy="disable")
         self.test_accuracy = MulticlassAccuracy(num_classes)
         self.test_loss = MeanMetric(nan_strategy="disable")
+        self.test_confusion = MulticlassConfusionMatrix(num_classes)
+        self.test_confusion_counts: list[list[int]] = []  # rows: true class; for the run's report
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         """Class logits."""
@@ -76,9 +78,15 @@ class DigitsClassifier(L.LightningModule):
         features, labels = batch
         logits = self(features)
         self.test_accuracy(logits, labels)
+        self.test_confusion.update(logits, labels)
         self.test_loss(F.cross_entropy(logits, labels, reduction="none"))
         self.log("test_loss", self.test_loss, on_epoch=True)
         self.log("test_acc", self.test_accuracy, on_epoch=True)
+
+    def on_test_epoch_end(self) -> None:
+        # compute() sums the counts of every rank (DDP-1).
+        self.test_confusion_counts = self.test_confusion.compute().tolist()
+        self.test_confusion.reset()
 
     def configure_optimizers(self) -> dict:
         optimizer = adamw(self, self.hparams.learning_rate, self.hparams.weight_decay)

@@ -20,6 +20,7 @@ from part1.model import build_model, save_model
 from src.cli import exit_on_bad_input, parse_cli
 from src.ops.gpu_lock import GpuLock
 from src.ops.memory import cleanup_vram
+from src.report.run_files import CONFUSION_FILE, save_confusion_matrix
 from src.runs.lifetime import start_run
 from src.training.checkpoints import best_score
 from src.training.trainer import build_trainer
@@ -50,6 +51,7 @@ def main_with_config(cfg: DigitsConfig, resume_from: Path | None = None) -> dict
         best_val_loss = best_score(trainer)  # one line, not a traceback, when there is none
         (test_metrics,) = trainer.test(model, datamodule=datamodule, ckpt_path="best")
         results = {**test_metrics, "best_val_loss": best_val_loss}
+        save_confusion_matrix(model.test_confusion_counts, run.dir / CONFUSION_FILE)  # for report.md
         # test() loaded that checkpoint's weights into `model`: they are the ones we keep.
         model_path = save_model(model, run.dir / "model.pt")
         log_model_artifact(model_path, f"{cfg.name}-model", metadata=test_metrics)  # once, at the end (LOG-6)

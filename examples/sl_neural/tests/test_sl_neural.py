@@ -12,7 +12,7 @@ import sys
 import pandas as pd
 import pytest
 import torch
-from conftest import PARTS, ROOT, gpu, part_module, slow
+from conftest import PARTS, ROOT, assert_report, gpu, part_module, slow
 
 from src.data_checks import DataValidationError
 from src.runs.metrics_jsonl import read_jsonl
@@ -102,6 +102,7 @@ def test_stop_file_ends_the_run_after_one_epoch_with_checkpoints_and_test(tmp_pa
     assert (run_dir / "checkpoints" / "best.ckpt").is_file()
     assert (run_dir / "checkpoints" / "last.ckpt").is_file()
     assert "test_acc" in test_metrics
+    assert_report(run_dir, ["learning_curves", "confusion_matrix"])  # a run cut short gets its report too
 
 
 @slow

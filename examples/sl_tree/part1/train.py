@@ -29,9 +29,16 @@ from src.ops.gpu_lock import GpuLock
 from src.ops.hardware import gpu_name
 from src.runs.atomic import write_text_atomic
 from src.runs.lifetime import mark_training_ended, start_run, training_ended
+from src.runs.loggers import file_loggers
 from src.trees.cluster import dask_client
 from src.trees.plots import feature_importance, predicted_vs_actual, shap_summary
-from src.trees.rounds import log_rounds_to_wandb, log_start_of_run, round_callbacks, train_seconds_so_far
+from src.trees.rounds import (
+    RoundLoggers,
+    log_start_of_run,
+    replay_rounds,
+    round_callbacks,
+    train_seconds_so_far,
+)
 from src.wandb_utils import finish_run, log_model_artifact, setup_run
 
 
@@ -41,10 +48,11 @@ def main_with_config(cfg: DiabetesConfig, resume_from: Path | None = None) -> di
     validation, never on test)."""
     with start_run(cfg, resume_from) as run:
         split = load_split(cfg)  # validated (DATA-1) and split
-        wandb_run = setup_run(cfg, run.dir)  # LOG-1: W&B directly, no Lightning
+        # LOG-1: W&B directly, TensorBoard and CSV through Lightning's loggers, as --loggers chose.
+        loggers = RoundLoggers(setup_run(cfg, run.dir), file_loggers(cfg, run.dir))
         log_start_of_run(
             run.dir / "metrics.jsonl",
-            wandb_run,
+            loggers,
             {
                 "num_train_samples": len(split.train_labels),
                 "num_val_samples": len(split.val_labels),
@@ -52,7 +60,7 @@ def main_with_config(cfg: DiabetesConfig, resume_from: Path | None = None) -> di
                 "gpu_name": gpu_name(),
             },
         )
-        callbacks = round_callbacks(cfg, run.dir, wandb_run, cfg.eval_metric, cfg.checkpoint_minutes)
+        callbacks = round_callbacks(cfg, run.dir, loggers, cfg.eval_metric, cfg.checkpoint_minutes)
         # Every tree grown; checkpoints/last.ubj keeps them all for --resume. A run whose
         # training ended in an earlier session grows none: test and save remain (RES-1).
         grow = not training_ended(run.dir)
@@ -61,9 +69,9 @@ def main_with_config(cfg: DiabetesConfig, resume_from: Path | None = None) -> di
         with dask_client(cfg.cluster if grow else "") as client:
             train, val = training_matrices(split, client)
             booster = train_booster(cfg, train, val, callbacks, previous, grow=grow, client=client)
-        if client is not None:  # the workers wrote the rounds to metrics.jsonl, out of W&B's reach
+        if client is not None:  # the workers wrote the rounds to metrics.jsonl, out of the loggers' reach
             first_round = previous.num_boosted_rounds() if previous else 0
-            log_rounds_to_wandb(run.dir / "metrics.jsonl", wandb_run, first_round)
+            replay_rounds(run.dir / "metrics.jsonl", loggers, first_round)
         mark_training_ended(run.dir)
         model = best_rounds(booster)  # CB-1: the trees up to the best validation round
 
@@ -86,8 +94,7 @@ def main_with_config(cfg: DiabetesConfig, resume_from: Path | None = None) -> di
         actual = split.test_labels.to_numpy()
         predicted_vs_actual(predicted, actual, plots / "predicted_vs_actual.png")
         shap_summary(model, split.test_features, plots / "shap_summary.png")
-        if wandb_run is not None:
-            wandb_run.summary.update(summary)
+        loggers.finish(summary, last_round=booster.num_boosted_rounds() - 1)
         log_model_artifact(model_path, f"{cfg.name}-model", metadata=summary)  # once, at the end (LOG-6)
         print(" | ".join(f"{key} {value:.4g}" for key, value in summary.items()))
         finish_run()  # wandb.finish(), except in a sweep agent's run

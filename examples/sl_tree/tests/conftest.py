@@ -14,6 +14,7 @@ import torch
 from src.config import RLConfig, SLNeuralConfig, SLTreeConfig
 
 ROOT = Path(__file__).resolve().parents[1]
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 # Tests never talk to a W&B server; the tests that check W&B files use offline mode.
 os.environ.setdefault("WANDB_MODE", "disabled")
@@ -44,22 +45,35 @@ def part_module(kind: str, module: str) -> ModuleType:
 @pytest.fixture(scope="session")
 def smoke_runs(tmp_path_factory):
     """Each part kind's smoke run with offline W&B, trained once per session on first use:
-    smoke_runs(kind) -> (run directory, test metrics). Tests read these runs, never change them."""
+    smoke_runs(kind) -> (run directory, test metrics); smoke_runs(kind, field=value) the
+    run with those config fields changed. Tests read these runs, never change them."""
     done = {}
 
-    def smoke_run(kind: str):
-        if kind not in done:
+    def smoke_run(kind: str, **overrides):
+        key = (kind, *sorted(overrides.items()))
+        if key not in done:
             base = part_module(kind, "config").CONFIGS["smoke"]()
             output_dir = tmp_path_factory.mktemp(f"smoke_{kind}")
             output = dataclasses.replace(base.output, base_dir=str(output_dir))
             test_metrics = part_module(kind, "train").main_with_config(
-                dataclasses.replace(base, output=output, wandb_mode="offline")
+                dataclasses.replace(base, output=output, wandb_mode="offline", **overrides)
             )
             (run_dir,) = output_dir.glob("smoke_*")
-            done[kind] = run_dir, test_metrics
-        return done[kind]
+            done[key] = run_dir, test_metrics
+        return done[key]
 
     return smoke_run
+
+
+def assert_report(run_dir: Path, figures: list[str]) -> str:
+    """report.md with its metrics table, each figure a PNG it shows; its text."""
+    report = (run_dir / "report.md").read_text()
+    assert "## Final metrics" in report and "| metric | final | best |" in report
+    for name in figures:
+        png = next(run_dir.glob(f"*/{name}.png"))
+        assert png.read_bytes().startswith(PNG_SIGNATURE) and png.stat().st_size > 5000, png
+        assert f"]({png.relative_to(run_dir)})" in report
+    return report
 
 
 slow = pytest.mark.slow  # trains or starts Python processes: deselect with -m "not slow"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import json
 import subprocess
@@ -10,12 +11,12 @@ import sys
 import numpy as np
 import pytest
 import xgboost as xgb
-from conftest import PARTS, ROOT, gpu, part_module, slow
+from conftest import PARTS, ROOT, assert_report, gpu, part_module, slow
 
 from src.data_checks import DataValidationError
 from src.runs.directory import latest_checkpoint
 from src.runs.metrics_jsonl import read_jsonl
-from src.trees.rounds import round_callbacks
+from src.trees.rounds import RoundLoggers, round_callbacks
 
 config = part_module("sl_tree", "config")
 data = part_module("sl_tree", "data")
@@ -87,7 +88,7 @@ def test_model_artifact_reaches_the_offline_wandb_run(smoke_run):  # LOG-1, LOG-
 def test_predictions_equal_a_plain_xgb_train(tmp_path):
     cfg = smoke_config(tmp_path)
     split = data.load_split(cfg)
-    callbacks = round_callbacks(cfg, tmp_path, None, cfg.eval_metric, cfg.checkpoint_minutes)
+    callbacks = round_callbacks(cfg, tmp_path, RoundLoggers(), cfg.eval_metric, cfg.checkpoint_minutes)
     ours = model.train_booster(cfg, *model.training_matrices(split), callbacks)
     plain_train = xgb.DMatrix(split.train_features, split.train_labels)
     plain_val = xgb.DMatrix(split.val_features, split.val_labels)
@@ -165,14 +166,14 @@ def test_a_run_killed_between_checkpoints_resumes_without_losing_or_repeating_a_
     cfg = smoke_config(tmp_path, num_boost_round=12, early_stopping_rounds=100, checkpoint_minutes=1e-9)
     matrices = model.training_matrices(data.load_split(cfg))
     straight = model.train_booster(cfg, *matrices)
-    callbacks = round_callbacks(cfg, tmp_path, None, cfg.eval_metric, cfg.checkpoint_minutes)
+    callbacks = round_callbacks(cfg, tmp_path, RoundLoggers(), cfg.eval_metric, cfg.checkpoint_minutes)
     callbacks[0].flush_every = 1  # round 7's metrics reach the file; its trees never reach last.ubj
     callbacks.insert(-1, CrashAfter(rounds=8))
     with pytest.raises(RuntimeError, match="killed"):
         model.train_booster(cfg, *matrices, callbacks)
     checkpoint = tmp_path / "checkpoints" / "last.ubj"
     assert model.load_model(checkpoint).num_boosted_rounds() == 7
-    callbacks = round_callbacks(cfg, tmp_path, None, cfg.eval_metric, cfg.checkpoint_minutes)
+    callbacks = round_callbacks(cfg, tmp_path, RoundLoggers(), cfg.eval_metric, cfg.checkpoint_minutes)
     resumed = model.train_booster(cfg, *matrices, callbacks, previous=model.load_model(checkpoint))
     assert rounds_logged(tmp_path) == list(range(12))
     features = data.load_split(cfg).test_features
@@ -188,6 +189,7 @@ def test_stop_file_ends_training_after_the_round_and_keeps_the_outputs(tmp_path)
     assert json.loads((run_dir / "metrics.json").read_text())["rounds_trained"] == 1
     assert (run_dir / "model.ubj").is_file()
     assert "test_rmse" in test_metrics
+    assert_report(run_dir, ["learning_curves", "shap_summary"])  # a run cut short gets its report too
 
 
 @slow
@@ -196,8 +198,9 @@ def test_a_dask_cluster_trains_as_one_process_does(tmp_path):  # DDP-1 for trees
     and metrics.jsonl rounds as one process. On 309 training rows XGBoost's quantile
     sketch is exact on any split of them, so the test scores are equal up to the float
     sums the workers add in another order."""
-    alone = train.main_with_config(smoke_config(tmp_path / "alone"))
-    on_cluster = train.main_with_config(smoke_config(tmp_path / "cluster", cluster="local:2"))
+    csv_only = {"loggers": ("csv",)}
+    alone = train.main_with_config(smoke_config(tmp_path / "alone", **csv_only))
+    on_cluster = train.main_with_config(smoke_config(tmp_path / "cluster", cluster="local:2", **csv_only))
     (alone_dir,) = (tmp_path / "alone").glob("smoke_*")
     (cluster_dir,) = (tmp_path / "cluster").glob("smoke_*")
     assert on_cluster["rounds_trained"] == alone["rounds_trained"] < config.CONFIGS["smoke"].num_boost_round
@@ -210,6 +213,12 @@ def test_a_dask_cluster_trains_as_one_process_does(tmp_path):  # DDP-1 for trees
 
     assert files(cluster_dir) == files(alone_dir)
     assert rounds_logged(cluster_dir) == rounds_logged(alone_dir) == list(range(alone["rounds_trained"]))
+
+    def csv_rounds(run_dir):  # the workers' rounds reach the CSV logger from metrics.jsonl
+        with next((run_dir / "csv").glob("version_*/metrics.csv")).open(newline="") as file:
+            return [int(row["step"]) for row in csv.DictReader(file) if row["round"]]
+
+    assert csv_rounds(cluster_dir) == csv_rounds(alone_dir) == list(range(alone["rounds_trained"]))
     assert "Dask: 2 local worker processes" in (cluster_dir / "console.log").read_text()
 
 

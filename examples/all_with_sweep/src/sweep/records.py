@@ -1,6 +1,7 @@
 """What a sweep's folder holds besides its trials' run directories: sweep.json (what
 the sweep is and how far it got), config.json (the base config), trials.jsonl (a line
-per ended trial, from every worker), summary.md and optuna.journal (the Optuna study
+per ended trial, from every worker), summary.md, comparison/ (the best trials side by
+side) and optuna.journal (the Optuna study
 every worker shares, unless sweep.json names a database); `--resume` and `--study`
 read them back (RES-1)."""
 
@@ -20,6 +21,7 @@ SWEEP_FILE = "sweep.json"
 CONFIG_FILE = "config.json"
 TRIALS_FILE = "trials.jsonl"
 SUMMARY_FILE = "summary.md"
+COMPARISON_DIR = "comparison"
 LOCK_FILE = ".lock"  # every worker holds it shared; an idle sweep's can be taken alone
 JOURNAL_FILE = "optuna.journal"
 

@@ -17,12 +17,16 @@ from typing import Any
 from src.cli import bad_input_message
 from src.config import BaseConfig
 from src.ops.memory import cleanup_vram
+from src.report.comparison import compare_runs
+from src.report.run_files import RunFiles
+from src.report.run_report import REPORT_FILE
 from src.runs.atomic import write_text_atomic
 from src.runs.directory import intact_checkpoint
-from src.sweep.records import SUMMARY_FILE, TRIALS_FILE, SweepState, Trial, jsonl_line
+from src.sweep.records import COMPARISON_DIR, SUMMARY_FILE, TRIALS_FILE, SweepState, Trial, jsonl_line
 from src.sweep.spec import SweepSpec
 
 WORKER = f"{socket.gethostname()}:{os.getpid()}"  # this process, in trials.jsonl and the study
+COMPARED = 8  # the best trials that summary.md's comparison shows side by side
 
 
 class Sweep:
@@ -163,7 +167,22 @@ class Sweep:
                 runs = self.run_dirs(trial.number)
                 trial.status, trial.run_dir = "interrupted", str(runs[-1]) if runs else ""
         self.save(status=status)
+        self.compare_best()
         return self.finish()
+
+    def compare_best(self) -> None:
+        """comparison/report.md: the best finished trials side by side (config values,
+        metrics, learning curves). One that fails says so in one line; the sweep goes on."""
+        best = [trial for trial in self.ranked() if trial.status == "finished" and trial.run_dir][:COMPARED]
+        if len(best) < 2:
+            return
+        try:
+            runs = [RunFiles.read(Path(trial.run_dir)) for trial in best]
+            compare_runs(
+                runs, self.dir / COMPARISON_DIR, f"Sweep {self.dir.name}: the best {len(best)} trials"
+            )
+        except Exception as error:  # noqa: BLE001 - the sweep's own record matters more
+            print(f"warning: no comparison of the trials ({type(error).__name__}: {error})")
 
     def ranked(self) -> list[Trial]:
         """Finished trials best first, then the failed ones: every worker's ended trials,
@@ -204,6 +223,9 @@ class Sweep:
         if self.state is not None:
             ended = len(self.recorded_trials())
             progress = f"{self.state.status}, {ended} of {self.state.trials} trials ended\n\n"
+        comparison = f"{COMPARISON_DIR}/{REPORT_FILE}"
+        if (self.dir / comparison).is_file():
+            progress += f"[The best trials side by side]({comparison})\n\n"
         write_text_atomic(
             self.dir / SUMMARY_FILE,
             f"# Sweep {self.dir.name}: {self.spec.metric}, {self.spec.goal}\n\n{progress}{table}",

@@ -53,10 +53,13 @@ def create_wandb_sweep(spec: SweepSpec, base: BaseConfig) -> str:
 
 
 def require_wandb_login(cfg: BaseConfig) -> None:
-    """A W&B sweep lives on a W&B server: without one (W&B offline or disabled, no API
-    key) say so in one line before wandb.sweep() or wandb.agent() tries to reach it."""
+    """A W&B sweep lives on a W&B server: without one (wandb not among the loggers, W&B
+    offline or disabled, no API key) say so in one line before wandb.sweep() or
+    wandb.agent() tries to reach it."""
     env_mode = os.environ.get("WANDB_MODE", "")
-    if cfg.wandb_mode in ("offline", "disabled"):
+    if "wandb" not in cfg.loggers:
+        found = f"--loggers is {' '.join(cfg.loggers)}, without wandb"
+    elif cfg.wandb_mode in ("offline", "disabled"):
         found = f"--wandb-mode is {cfg.wandb_mode}"
     elif cfg.wandb_mode == "auto" and env_mode in ("offline", "dryrun", "disabled"):
         found = f"WANDB_MODE is {env_mode}"

@@ -1,6 +1,6 @@
 """What every tree part runs between boosting rounds (a round is a tree's epoch):
 early stopping (CB-1), the STOP file (CB-4), the wall-clock budget (CFG-4), the
-latest model for resuming (RES-1) and per-round logging (LOG-4, OUT-4).
+latest model for resuming (RES-1) and per-round logging (LOG-1, LOG-4, OUT-4).
 
 A resumed run goes on where the saved one stopped: the best round, its score and
 the training time so far travel inside the saved model as booster attributes, and
@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import xgboost as xgb
+from lightning.pytorch.loggers import Logger
 from xgboost import collective
 
 from src.config import SLTreeConfig
@@ -187,9 +189,41 @@ class LatestModel(xgb.callback.TrainingCallback):
             save_booster(model, self.path)
 
 
+@dataclass
+class RoundLoggers:
+    """Where a tree run's rounds go beside metrics.jsonl (LOG-1): the W&B run, at each
+    round as its step, and the TensorBoard and CSV loggers of src.runs.loggers."""
+
+    wandb_run: Any | None = None
+    lightning: list[Logger] = field(default_factory=list)
+
+    def log_rounds(self, events: list[dict[str, Any]]) -> None:
+        for event in events:
+            metrics = {k: v for k, v in event.items() if k not in ("event", "step", "time")}
+            if self.wandb_run is not None:
+                self.wandb_run.log(metrics, step=event["step"])
+            numbers = {k: v for k, v in metrics.items() if isinstance(v, int | float)}  # no None
+            for logger in self.lightning:
+                logger.log_metrics(numbers, step=event["step"])
+
+    def log_hyperparams(self, facts: dict[str, Any]) -> None:
+        if self.wandb_run is not None:
+            self.wandb_run.config.update(facts, allow_val_change=True)
+        for logger in self.lightning:
+            logger.log_hyperparams(facts)
+
+    def finish(self, summary: dict[str, float], last_round: int) -> None:
+        """The run's summary, as the last round's metrics outside W&B; files written out."""
+        if self.wandb_run is not None:
+            self.wandb_run.summary.update(summary)
+        for logger in self.lightning:
+            logger.log_metrics(summary, step=last_round)
+            logger.finalize("success")
+
+
 class RoundMetrics(xgb.callback.TrainingCallback):
     """LOG-4, OUT-4: every round's train/val metrics, with tracking/ and timing/, to
-    metrics.jsonl and W&B; system/ at every flush.
+    metrics.jsonl and the run's RoundLoggers; system/ at every flush.
 
     Rounds can take well under a millisecond, so a round only records its duration;
     lines are built from XGBoost's own evaluation log and written every
@@ -198,8 +232,8 @@ class RoundMetrics(xgb.callback.TrainingCallback):
     does not hold.
     """
 
-    def __init__(self, jsonl_path: Path, wandb_run: Any | None, monitor: str, flush_every: int = 100) -> None:
-        self.jsonl_path, self.wandb_run = jsonl_path, wandb_run
+    def __init__(self, jsonl_path: Path, loggers: RoundLoggers, monitor: str, flush_every: int = 100) -> None:
+        self.jsonl_path, self.loggers = jsonl_path, loggers
         self.monitor = monitor  # e.g. "val_rmse"
         self.maximize = higher_is_better(monitor)
         self.flush_every = flush_every
@@ -211,9 +245,9 @@ class RoundMetrics(xgb.callback.TrainingCallback):
         self._mark = time.perf_counter()
 
     def __getstate__(self) -> dict[str, Any]:
-        # Sent to a Dask worker: the W&B run stays in the training process, which logs
-        # the rounds from metrics.jsonl when training ends (log_rounds_to_wandb).
-        return {**self.__dict__, "wandb_run": None}
+        # Sent to a Dask worker: the loggers stay in the training process, which logs
+        # the rounds from metrics.jsonl when training ends (replay_rounds).
+        return {**self.__dict__, "loggers": RoundLoggers()}
 
     def before_training(self, model: xgb.Booster) -> xgb.Booster:
         self._first_round = model.num_boosted_rounds()
@@ -242,7 +276,7 @@ class RoundMetrics(xgb.callback.TrainingCallback):
             events[-1] |= collect_system_metrics()
             append_jsonl(self.jsonl_path, *({"event": "metrics", **event} for event in events))
             print(self._progress_line(events[-1], len(events)))
-            log_to_wandb(self.wandb_run, events)
+            self.loggers.log_rounds(events)
         self._written += len(self._seconds)
         self._seconds.clear()
 
@@ -271,10 +305,10 @@ class RoundMetrics(xgb.callback.TrainingCallback):
 
 
 def round_callbacks(
-    cfg: SLTreeConfig, run_dir: Path, wandb_run: Any | None, eval_metric: str, checkpoint_minutes: float
+    cfg: SLTreeConfig, run_dir: Path, loggers: RoundLoggers, eval_metric: str, checkpoint_minutes: float
 ) -> list[xgb.callback.TrainingCallback]:
     """The callbacks of a tree run, in the order they act after each round."""
-    metrics = RoundMetrics(run_dir / "metrics.jsonl", wandb_run, monitor=f"val_{eval_metric}")
+    metrics = RoundMetrics(run_dir / "metrics.jsonl", loggers, monitor=f"val_{eval_metric}")
     return [
         metrics,
         EarlyStoppingRounds(cfg.early_stopping_rounds, data_name="val", metric=eval_metric),
@@ -284,24 +318,17 @@ def round_callbacks(
     ]
 
 
-def log_to_wandb(wandb_run: Any | None, events: list[dict[str, Any]]) -> None:
-    """Round events to W&B, each at its round as W&B's step."""
-    if wandb_run is not None:
-        for event in events:
-            wandb_run.log({k: v for k, v in event.items() if k not in ("event", "step")}, step=event["step"])
-
-
-def log_rounds_to_wandb(jsonl_path: Path, wandb_run: Any | None, first_round: int) -> None:
-    """The rounds from `first_round` on, as metrics.jsonl has them, to W&B: for a run on
-    a Dask cluster, whose workers wrote the file but cannot reach this process's W&B run."""
-    if wandb_run is not None and jsonl_path.is_file():
+def replay_rounds(jsonl_path: Path, loggers: RoundLoggers, first_round: int) -> None:
+    """The rounds from `first_round` on, as metrics.jsonl has them, to the loggers: for a
+    run on a Dask cluster, whose workers wrote the file but cannot reach this process's
+    loggers."""
+    if jsonl_path.is_file():
         events = read_jsonl(jsonl_path)
-        rounds = [e for e in events if e.get("event") == "metrics" and e["step"] >= first_round]
-        log_to_wandb(wandb_run, rounds)
+        loggers.log_rounds([e for e in events if e.get("event") == "metrics" and e["step"] >= first_round])
 
 
-def log_start_of_run(jsonl_path: Path, wandb_run: Any | None, facts: dict[str, Any]) -> None:
-    """LOG-5 for trees: one metrics.jsonl line and the W&B run's config."""
+def log_start_of_run(jsonl_path: Path, loggers: RoundLoggers, facts: dict[str, Any]) -> None:
+    """LOG-5 for trees: one metrics.jsonl line, the W&B run's config and the other loggers'
+    hyperparameters."""
     append_jsonl(jsonl_path, {"event": "hyperparams", **facts})
-    if wandb_run is not None:
-        wandb_run.config.update(facts, allow_val_change=True)
+    loggers.log_hyperparams(facts)

@@ -41,6 +41,7 @@ from src.callbacks import (
 from src.config import LightningConfig
 from src.runs.directory import stop_file_paths
 from src.runs.launch import current_launch, trainer_processes
+from src.runs.loggers import file_loggers
 from src.runs.metrics_jsonl import JsonlLogger
 from src.training.checkpoints import AtomicCheckpointIO
 from src.training.precision import choose_precision
@@ -139,9 +140,11 @@ def build_trainer(
     )
     if torch.cuda.is_available():
         torch.set_float32_matmul_precision("high")  # TF32 for what still runs in fp32
-    loggers: list[Logger] = [JsonlLogger(run_dir / "metrics.jsonl")]  # a copy W&B cannot lose (OUT-4)
-    if wandb_logger is not None:
-        loggers.insert(0, wandb_logger)
+    loggers: list[Logger] = [
+        *([wandb_logger] if wandb_logger is not None else []),
+        *file_loggers(cfg, run_dir),  # TensorBoard and CSV, as --loggers chose (LOG-1)
+        JsonlLogger(run_dir / "metrics.jsonl"),  # a copy W&B cannot lose (OUT-4)
+    ]
     profiler_cls = AdvancedProfiler if cfg.profiler == "advanced" else SimpleProfiler
     callbacks = build_callbacks(cfg, run_dir, monitor, mode, stopping_threshold, fetch_section)
     devices, num_nodes = trainer_processes(current_launch(), cfg.devices, cfg.num_nodes)

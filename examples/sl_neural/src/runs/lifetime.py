@@ -84,6 +84,7 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
                 # The terminal gets the traceback when it propagates; the log gets it now.
                 write_log(log_file, traceback.format_exc())
                 _record_end(run_dir, status, resume_from, config_path, previous_config, error)
+                _write_report(run_dir)  # a run cut short gets one too, for what it did
             if wandb.run is not None:
                 wandb.finish(exit_code=1)
             if _ctrl_c(error):
@@ -95,6 +96,7 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
         else:
             if log_file is not None:
                 _write_status(run_dir, "finished", resume_from)
+                _write_report(run_dir)
         finally:
             if previous_env is None:
                 os.environ.pop(RUN_DIR_ENV, None)
@@ -227,6 +229,18 @@ def _write_status(run_dir: Path, status: str, resume_from: Path | None, **extra:
         # crash to restart (OPS-3).
         with translate_write_errors(path):
             path.write_text(text)
+
+
+def _write_report(run_dir: Path) -> None:
+    """report.md and its figures. A report that fails says so in one line: the run's own
+    end (its exit status, its error) stays as it was."""
+    try:
+        from src.report.run_files import RunFiles
+        from src.report.run_report import write_report  # matplotlib loads only here
+
+        print(f"report: {write_report(RunFiles.read(run_dir))}")
+    except Exception as error:  # noqa: BLE001 - whatever went wrong, the run's result stands
+        print(f"warning: no run report ({type(error).__name__}: {error})", file=sys.stderr)
 
 
 def _command() -> list[str]:

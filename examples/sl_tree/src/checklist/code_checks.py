@@ -529,12 +529,18 @@ def stop_file(project: Project) -> str:
     for part in project.parts:
         if part.kind == "sl_tree":  # an XGBoost callback: returning True ends training
             hook, found = "after_iteration", in_use(project, part, "TrainingCallback", "after_iteration")
+            found = [c for c in found if any(_returns_true(n) for n in nodes(methods(c)[hook]))]
         else:
             hook, found = "on_train_epoch_end", in_use(project, part, "Callback", "on_train_epoch_end")
             found = [c for c in found if "should_stop" in names(methods(c)[hook])]
         found = [c for c in found if project.reaches(methods(c)[hook], {"exists", "is_file"}, part)]
         require(found, f"{part.name}: no callback in use stops training when a STOP file exists")
     return "a callback looks for a STOP file between epochs (rounds) in every part"
+
+
+def _returns_true(node: ast.AST) -> bool:
+    """`return True`: not a callback that only logs, whose logger may look for files too."""
+    return isinstance(node, ast.Return) and isinstance(node.value, ast.Constant) and node.value.value is True
 
 
 # OPS, OUT, RES, DATA

@@ -13,7 +13,7 @@ import pandas as pd
 import xgboost as xgb
 from matplotlib.figure import Figure
 
-from src.runs.atomic import atomic_path
+from src.report.figures import save_figure
 
 
 def feature_importance(booster: xgb.Booster, path: Path, top: int = 20) -> Path:
@@ -23,7 +23,7 @@ def feature_importance(booster: xgb.Booster, path: Path, top: int = 20) -> Path:
     axes = figure.subplots()
     axes.barh([name for name, _ in gains], [gain for _, gain in gains], color="tab:blue")
     axes.set(title="Feature importance", xlabel="total gain")
-    return _save(figure, path)
+    return save_figure(figure, path)
 
 
 def predicted_vs_actual(predicted: np.ndarray, actual: np.ndarray, path: Path) -> Path:
@@ -33,7 +33,7 @@ def predicted_vs_actual(predicted: np.ndarray, actual: np.ndarray, path: Path) -
     low, high = float(min(actual.min(), predicted.min())), float(max(actual.max(), predicted.max()))
     axes.plot([low, high], [low, high], color="grey", linestyle="--", linewidth=1)
     axes.set(title="Test set: predicted vs actual", xlabel="actual", ylabel="predicted")
-    return _save(figure, path)
+    return save_figure(figure, path)
 
 
 def shap_summary(
@@ -57,11 +57,4 @@ def shap_summary(
     axes.set_yticks(range(len(order)), [features.columns[i] for i in order])
     axes.axvline(0, color="grey", linewidth=0.8)
     axes.set(title="SHAP values (colour: feature value, low blue to high red)", xlabel="SHAP value")
-    return _save(figure, path)
-
-
-def _save(figure: Figure, path: Path) -> Path:
-    figure.tight_layout()
-    with atomic_path(path) as temporary:
-        figure.savefig(temporary, dpi=110)
-    return path
+    return save_figure(figure, path)

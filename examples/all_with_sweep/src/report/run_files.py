@@ -1,0 +1,156 @@
+"""A run directory's own files, read back for its report: config.json, run.json,
+metrics.jsonl, metrics.json, confusion_matrix.json and plots/*.png. Every part writes
+the same metric namespaces, so what to draw follows from which keys are there."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lightning.pytorch.utilities import rank_zero_only
+
+from src.runs.atomic import write_text_atomic
+from src.runs.metrics_jsonl import higher_is_better, read_jsonl
+
+CONFUSION_FILE = "confusion_matrix.json"
+# Keys that are bookkeeping, or drawn in a figure of their own, not learning curves.
+NOT_CURVES = ("time", "event", "step", "epoch", "round", "frames")
+OWN_FIGURES = ("timing/", "system/", "tracking/", "batch/", "lr", "test_")
+
+Series = dict[float, float]  # epoch or round (or step) -> value
+
+
+class NotARunDir(ValueError):
+    """The path is not a training run's directory."""
+
+
+@rank_zero_only
+def save_confusion_matrix(counts: list[list[int]], path: Path, labels: list[str] | None = None) -> None:
+    """Test-set counts, rows the true class and columns the predicted one, for the report;
+    labels default to the class numbers."""
+    labels = labels or [str(number) for number in range(len(counts))]
+    write_text_atomic(path, json.dumps({"labels": labels, "counts": counts}) + "\n")
+
+
+@dataclass
+class RunFiles:
+    dir: Path
+    config: dict[str, Any]
+    record: dict[str, Any]  # run.json
+    events: list[dict[str, Any]]  # the "metrics" lines of metrics.jsonl
+    hyperparams: dict[str, Any]  # its "hyperparams" lines, merged
+    summary: dict[str, Any]  # metrics.json, where the part writes one
+    confusion: dict[str, Any] | None
+    plots: list[Path]  # the part's own figures
+
+    @classmethod
+    def read(cls, run_dir: Path) -> RunFiles:
+        run_dir = Path(run_dir)
+        if not run_dir.is_dir():
+            raise NotARunDir(f"{run_dir} {'is not a directory' if run_dir.exists() else 'does not exist'}")
+        if not (run_dir / "config.json").is_file():
+            raise NotARunDir(f"{run_dir} has no config.json, so it is not a run directory")
+        lines = _read_json(run_dir / "metrics.jsonl", read_jsonl) or []
+        hyperparams: dict[str, Any] = {}
+        for line in lines:
+            if line.get("event") == "hyperparams":
+                hyperparams |= line
+        return cls(
+            dir=run_dir,
+            config=_read_json(run_dir / "config.json"),
+            record=_read_json(run_dir / "run.json"),
+            events=[line for line in lines if line.get("event") == "metrics"],
+            hyperparams={k: v for k, v in hyperparams.items() if k not in ("time", "event")},
+            summary=_read_json(run_dir / "metrics.json"),
+            confusion=_read_json(run_dir / CONFUSION_FILE) or None,
+            plots=sorted((run_dir / "plots").glob("*.png")),
+        )
+
+    @property
+    def name(self) -> str:
+        return self.dir.name
+
+    @property
+    def axis(self) -> str:
+        """What a curve's x counts: boosting rounds where the run logs them, else epochs."""
+        return "round" if any("round" in event for event in self.events) else "epoch"
+
+    def last(self) -> float | None:
+        """The last epoch (or round) trained; the test metrics, logged a step later, left out."""
+        return max(
+            (x for key, series in self.per_axis().items() if not key.startswith("test_") for x in series),
+            default=None,
+        )
+
+    def per_axis(self) -> dict[str, Series]:
+        """Every key logged once per epoch (or round), by epoch; Lightning's "_epoch"
+        suffix dropped. A key logged twice for one epoch keeps its last value."""
+        found: dict[str, Series] = {}
+        for event in self.events:
+            x = event.get(self.axis)
+            if x is None:
+                continue
+            for key, value in event.items():
+                if key not in NOT_CURVES and isinstance(value, int | float) and not key.endswith("_step"):
+                    found.setdefault(key.removesuffix("_epoch"), {})[x] = value
+        return found
+
+    def curve_keys(self) -> dict[str, Series]:
+        """The per-epoch keys that are learning curves: train_X, val_X and bare X (an RL
+        part's episode_reward), not timing, system, tracking or test metrics."""
+        return {key: series for key, series in self.per_axis().items() if not key.startswith(OWN_FIGURES)}
+
+    def learning_curves(self) -> dict[str, dict[str, Series]]:
+        """{metric: {key: series}}: val_X drawn beside train_X (or a bare X), or alone."""
+        panels: dict[str, dict[str, Series]] = {}
+        for key, series in self.curve_keys().items():
+            panels.setdefault(key.removeprefix("val_").removeprefix("train_"), {})[key] = series
+        return panels
+
+    def monitored(self) -> set[str]:
+        """The keys the run picks its best checkpoint by: those its tracking/best_* follow."""
+        return {
+            key.removeprefix("tracking/best_") for key in self.per_axis() if key.startswith("tracking/best_")
+        }
+
+    def by_step(self, prefix: str) -> dict[str, Series]:
+        """Keys starting with `prefix`, by logged step: a learning rate can change within an epoch."""
+        found: dict[str, Series] = {}
+        for event in self.events:
+            for key, value in event.items():
+                if (
+                    key.startswith(prefix)
+                    and isinstance(value, int | float)
+                    and event.get("step") is not None
+                ):
+                    found.setdefault(key, {})[event["step"]] = value
+        return found
+
+    def final_metrics(self) -> dict[str, dict[str, Any]]:
+        """{metric: {"final": value, "best": value, "at": epoch}}: metrics.json and the test
+        metrics first, then each learning curve's last value; the monitored ones' best too."""
+        rows: dict[str, dict[str, Any]] = {key: {"final": value} for key, value in self.summary.items()}
+        for event in self.events:
+            rows |= {k: {"final": v} for k, v in event.items() if k.startswith("test_") and k not in rows}
+        validation_first = sorted(self.curve_keys().items(), key=lambda item: not item[0].startswith("val_"))
+        monitored = self.monitored()
+        for key, series in validation_first:
+            if series and key not in rows:
+                rows[key] = {"final": series[max(series)]}
+            if series and key in monitored:
+                at = (max if higher_is_better(key) else min)(series, key=series.__getitem__)
+                rows[key] |= {"best": series[at], "at": at}
+        return rows
+
+
+def _read_json(path: Path, read: Callable[[Path], Any] = lambda path: json.loads(path.read_text())) -> Any:
+    """The file's content; {} when it is missing, NotARunDir when it is damaged."""
+    try:
+        return read(path)
+    except FileNotFoundError:
+        return {}
+    except ValueError as error:
+        raise NotARunDir(f"{path} is not valid JSON ({error})") from None

@@ -1,0 +1,141 @@
+"""One run's report.md: its final metrics, figures, config and environment, written in
+the run directory with the figures in report/. Every run writes it as it ends
+(src/runs/lifetime.py); `python -m src.report RUN_DIR` writes it again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from src.report import figures
+from src.report.run_files import RunFiles
+from src.runs.atomic import write_text_atomic
+
+REPORT_FILE = "report.md"
+FIGURES_DIR = "report"
+
+
+def write_report(run: RunFiles) -> Path:
+    """report.md and its figures; figures an earlier report drew that no longer apply go."""
+    drawn = draw_figures(run, run.dir / FIGURES_DIR)
+    for stale in set((run.dir / FIGURES_DIR).glob("*.png")) - set(drawn.values()):
+        stale.unlink()
+    sections = [
+        f"# Run {run.name}\n\n{run_line(run)}",
+        f"## Final metrics\n\n{metrics_table(run)}",
+        *(f"## {title}\n\n![{title}]({path.relative_to(run.dir)})" for title, path in drawn.items()),
+        *(
+            f"## {path.stem.replace('_', ' ').capitalize()}\n\n![{path.stem}]({path.relative_to(run.dir)})"
+            for path in run.plots
+        ),
+        "## Config\n\n"
+        + table(["field", "value"], [[key, cell(value)] for key, value in flat(run.config).items()]),
+        "## Environment\n\n" + table(["", ""], environment(run)),
+    ]
+    return write_text_atomic(run.dir / REPORT_FILE, "\n\n".join(sections) + "\n")
+
+
+def draw_figures(run: RunFiles, folder: Path) -> dict[str, Path]:
+    """{section title: PNG} of the figures this run's metrics call for."""
+    drawn = {}
+    per_axis = run.per_axis()
+    if panels := run.learning_curves():
+        drawn["Learning curves"] = figures.learning_curves(
+            {run.name: panels}, run.axis, run.monitored(), folder / "learning_curves.png"
+        )
+    rates = run.by_step("lr")
+    per_group = {key: series for key, series in rates.items() if key != "lr"}  # LearningRateMonitor's
+    if rates:
+        drawn["Learning rate"] = figures.learning_rate(per_group or rates, folder / "learning_rate.png")
+    if seconds := per_axis.get(f"timing/{run.axis}_seconds"):
+        shares = {
+            key: series
+            for key, series in per_axis.items()
+            if key.startswith("timing/") and key.endswith("_pct")
+        }
+        drawn["Timing"] = figures.timing(shares, seconds, run.axis, folder / "timing.png")
+    if readings := {key: series for key, series in per_axis.items() if key.startswith("system/")}:
+        drawn["System"] = figures.system(readings, run.axis, run.last() or 0, folder / "system.png")
+    if run.confusion:
+        matrix = run.confusion
+        drawn["Confusion matrix"] = figures.confusion_matrix(
+            matrix["labels"], matrix["counts"], folder / "confusion_matrix.png"
+        )
+    return drawn
+
+
+def run_line(run: RunFiles) -> str:
+    """finished (or how it ended), how far it got, when, and the command that started it."""
+    record = run.record
+    status = f"**{record.get('status', 'unknown')}**"
+    if record.get("error"):
+        status += f" ({record['error']})"
+    last = run.last()
+    progress = f"{int(last) + 1} {run.axis}s" if last is not None else f"no {run.axis} logged"
+    history = record.get("history") or [{}]
+    when = f"started {history[0].get('started', '?')}, last update {record.get('updated', '?')}"
+    if len(history) > 1:
+        when += f", {len(history)} sessions"
+    command = record.get("command") or []
+    return " · ".join(
+        [status, progress, when, f"`{' '.join(['python', *command[1:]])}`" if command else ""]
+    ).rstrip(" ·")
+
+
+def metrics_table(run: RunFiles) -> str:
+    rows = [
+        [key, cell(row["final"]), cell(row.get("best", "")), cell(row.get("at", ""))]
+        for key, row in run.final_metrics().items()
+    ]
+    return table(["metric", "final", "best", f"at {run.axis}"], rows) if rows else "No metrics were logged."
+
+
+def environment(run: RunFiles) -> list[list[str]]:
+    record, facts = run.record, run.hyperparams
+    processes = f"world size {record.get('world_size', 1)}, nodes {record.get('num_nodes', 1)}"
+    rows = [
+        ["host", record.get("host", "")],
+        ["launcher", f"{record.get('launcher', '')}, {processes}"],
+        ["GPU", facts.get("gpu_name", "")],
+        ["precision", facts.get("precision", "")],
+        ["parameters", cell(facts.get("total_params", run.summary.get("total_params", "")))],
+        *provenance_rows(record.get("provenance", {})),
+        ["working directory", record.get("cwd", "")],
+    ]
+    return [[name, str(value)] for name, value in rows if value not in ("", None)]
+
+
+def provenance_rows(provenance: dict[str, Any]) -> list[list[Any]]:
+    """What produced the run, as run.json records it (src/runs/provenance.py)."""
+    code, machine = provenance.get("code", {}), provenance.get("machine", {})
+    commit = (code.get("git_commit") or "")[:12] or code.get("why", "")
+    if code.get("git_dirty"):
+        commit += f" with uncommitted changes (sha256 {(code.get('git_diff_sha256') or '')[:12]})"
+    rows = [["git commit", commit], ["python", provenance.get("python", "")]]
+    rows += [[name, version] for name, version in provenance.get("packages", {}).items()]
+    rows += [["CUDA", machine.get("cuda")], ["NVIDIA driver", machine.get("nvidia_driver")]]
+    for data in provenance.get("data_files", []):
+        rows.append([f"data {data['path']}", f"{data['bytes']:,} bytes, sha256 {data['sha256'][:12]}"])
+    return rows
+
+
+def flat(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """{"output": {"base_dir": ...}} -> {"output.base_dir": ...}"""
+    found = {}
+    for key, value in config.items():
+        if isinstance(value, dict) and value:
+            found |= flat(value, f"{prefix}{key}.")
+        else:
+            found[f"{prefix}{key}"] = value
+    return found
+
+
+def cell(value: Any) -> str:
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() and abs(value) < 1e15 else f"{value:.4g}"
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])

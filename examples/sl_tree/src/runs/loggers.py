@@ -1,0 +1,27 @@
+"""LOG-1: TensorBoard and CSV beside W&B, chosen with --loggers; Lightning's loggers
+write them, in the Lightning parts and the tree parts alike.
+
+- tensorboard: {run}/tensorboard/, one directory for every session of the run, so a
+  resumed run goes on in the same curves (`tensorboard --logdir output/` shows them all).
+- csv: {run}/csv/version_N/metrics.csv, one per session: Lightning's CSVLogger would
+  delete an earlier session's file rather than add to it. metrics.jsonl has them all.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
+
+from src.config import BaseConfig
+
+
+def file_loggers(cfg: BaseConfig, run_dir: Path) -> list[Logger]:
+    """The TensorBoard and CSV loggers the config's `loggers` name (W&B is src.wandb_utils')."""
+    chosen: list[Logger] = []
+    if "tensorboard" in cfg.loggers:
+        # No hp_metric: a placeholder scalar (-1) that no part fills in.
+        chosen.append(TensorBoardLogger(run_dir, name="tensorboard", version="", default_hp_metric=False))
+    if "csv" in cfg.loggers:
+        chosen.append(CSVLogger(run_dir, name="csv"))
+    return chosen
