@@ -504,7 +504,8 @@ def model_checkpoint(project: Project) -> str:
             project,
             part,
             "ModelCheckpoint",
-            monitor=given,
+            # A checkpoint that monitors "step" keeps the latest epochs, not the best one.
+            monitor=lambda v: v is not None and constant(v) not in ("step", "epoch"),
             mode=given,
             save_top_k=lambda v: constant(v, 1) == 1,
         )
