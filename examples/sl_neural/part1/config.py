@@ -111,6 +111,7 @@ class Smoke(DigitsConfig):
     patience: int = 2
     batch_size: int = 128
     max_wall_clock_hours: float = 0.1
+    log_every_n_steps: int = 3  # an epoch is 9 steps: Lightning warns when it logs none of them
 
 
 CONFIGS: dict[str, type[DigitsConfig]] = {
