@@ -4,6 +4,7 @@ the same metric namespaces, so what to draw follows from which keys are there.""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -73,7 +74,7 @@ class RunFiles:
     def name(self) -> str:
         return self.dir.name
 
-    @property
+    @functools.cached_property
     def axis(self) -> str:
         """What a curve's x counts: boosting rounds where the run logs them, else epochs."""
         return "round" if any("round" in event for event in self.events) else "epoch"
@@ -81,16 +82,19 @@ class RunFiles:
     def last(self) -> float | None:
         """The last epoch (or round) trained; the test metrics, logged a step later, left out."""
         return max(
-            (x for key, series in self.per_axis().items() if not key.startswith("test_") for x in series),
+            (x for key, series in self.per_axis.items() if not key.startswith("test_") for x in series),
             default=None,
         )
 
+    @functools.cached_property
     def per_axis(self) -> dict[str, Series]:
         """Every key logged once per epoch (or round), by epoch; Lightning's "_epoch"
-        suffix dropped. A key logged twice for one epoch keeps its last value."""
+        suffix dropped. A key logged twice for one epoch keeps its last value. Read once:
+        every figure and table starts from it."""
         found: dict[str, Series] = {}
+        axis = self.axis
         for event in self.events:
-            x = event.get(self.axis)
+            x = event.get(axis)
             if x is None:
                 continue
             for key, value in event.items():
@@ -101,7 +105,7 @@ class RunFiles:
     def curve_keys(self) -> dict[str, Series]:
         """The per-epoch keys that are learning curves: train_X, val_X and bare X (an RL
         part's episode_reward), not timing, system, tracking or test metrics."""
-        return {key: series for key, series in self.per_axis().items() if not key.startswith(OWN_FIGURES)}
+        return {key: series for key, series in self.per_axis.items() if not key.startswith(OWN_FIGURES)}
 
     def learning_curves(self) -> dict[str, dict[str, Series]]:
         """{metric: {key: series}}: val_X drawn beside train_X (or a bare X), or alone."""
@@ -113,7 +117,7 @@ class RunFiles:
     def monitored(self) -> set[str]:
         """The keys the run picks its best checkpoint by: those its tracking/best_* follow."""
         return {
-            key.removeprefix("tracking/best_") for key in self.per_axis() if key.startswith("tracking/best_")
+            key.removeprefix("tracking/best_") for key in self.per_axis if key.startswith("tracking/best_")
         }
 
     def by_step(self, prefix: str) -> dict[str, Series]:

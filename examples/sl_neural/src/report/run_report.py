@@ -38,7 +38,7 @@ def write_report(run: RunFiles) -> Path:
 def draw_figures(run: RunFiles, folder: Path) -> dict[str, Path]:
     """{section title: PNG} of the figures this run's metrics call for."""
     drawn = {}
-    per_axis = run.per_axis()
+    per_axis = run.per_axis
     if panels := run.learning_curves():
         drawn["Learning curves"] = figures.learning_curves(
             {run.name: panels}, run.axis, run.monitored(), folder / "learning_curves.png"
