@@ -333,6 +333,11 @@ def add_config_key(run_dir: Path) -> None:
     path.write_text(json.dumps({**json.loads(path.read_text()), "no_such_field": 1}))
 
 
+def forget_used_settings(run_dir: Path) -> None:
+    path = run_dir / "config.json"
+    path.write_text(json.dumps({k: v for k, v in json.loads(path.read_text()).items() if k != "used"}))
+
+
 def grow_model(run_dir: Path) -> None:
     model = next(path for path in (run_dir / "model.pt", run_dir / "model.ubj") if path.exists())
     model.write_bytes(model.read_bytes() + b"\0")  # no longer the file the artifact holds
@@ -392,6 +397,7 @@ RUN_BREAKS = [  # (item, part kind, edit of a copy of the run directory)
     ("CB-3", "nn", without_callback("LearningRateMonitor")),
     ("PRF-1", "nn", start_fact("profiler", lambda _: "PassThroughProfiler")),
     ("CFG-2", "any", add_config_key),
+    ("CFG-2", "nn", forget_used_settings),
     ("OUT-2", "any", unlink("console.log")),
     ("OUT-2", "any", forget_provenance),
     ("OUT-3", "nn", unlink("checkpoints/last.ckpt")),

@@ -19,6 +19,11 @@ from typing import Any, Literal, Self
 
 from src.project import PROJECT_SLUG, WANDB_ENTITY
 
+# config.json's record of what a run actually used where its config left the choice to the
+# machine or to Lightning (precision "auto", the batch size BatchSizeFinder found). It sits
+# beside the fields, so that what was asked and what ran are read side by side.
+USED_KEY = "used"
+
 WandbMode = Literal["auto", "online", "offline", "disabled"]
 LoggerName = Literal["wandb", "tensorboard", "csv"]
 MAX_COUNT = 2**31 - 1  # the largest count torch, XGBoost and the OS take
@@ -131,7 +136,10 @@ class BaseConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Self:
-        """Rebuild a config from `to_dict()` output; unknown keys are an error (CFG-2)."""
+        """Rebuild a config from `to_dict()` output; unknown keys are an error (CFG-2).
+        A run's config.json also holds what the run used (USED_KEY), which is not a field."""
+        if isinstance(data, dict):
+            data = {key: value for key, value in data.items() if key != USED_KEY}
         return _build(cls, data)
 
     def to_json(self) -> str:

@@ -9,9 +9,10 @@ from typing import Any
 
 import lightning as L
 import torch
+from lightning.pytorch.utilities.parsing import lightning_getattr, lightning_hasattr
 
 from src.ops.hardware import gpu_name
-from src.runs.lifetime import record_in_run_json
+from src.runs.lifetime import record_in_run_json, record_used_settings
 
 
 class RunInfoCallback(L.Callback):
@@ -25,8 +26,11 @@ class RunInfoCallback(L.Callback):
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         processes = {"world_size": trainer.world_size, "num_nodes": trainer.num_nodes}
         record_in_run_json(self.run_dir, **processes)
+        used = _used_settings(trainer, pl_module)
+        record_used_settings(self.run_dir, **used)
         info = {
             **processes,
+            "used": used,
             "total_params": sum(p.numel() for p in pl_module.parameters()),
             "trainable_params": sum(p.numel() for p in pl_module.parameters() if p.requires_grad),
             "num_train_samples": _num_samples(trainer, "num_train_samples", trainer.train_dataloader),
@@ -39,6 +43,22 @@ class RunInfoCallback(L.Callback):
         }
         for logger in trainer.loggers:
             logger.log_hyperparams(info)
+
+
+def _used_settings(trainer: L.Trainer, pl_module: L.LightningModule) -> dict[str, Any]:
+    """What the Trainer settled on where the config said auto, or where a callback chose
+    (BatchSizeFinder has already run: it searches at the start of fit)."""
+    used = {
+        "precision": trainer.precision,
+        "accelerator": type(trainer.accelerator).__name__.removesuffix("Accelerator").lower(),
+        "devices": trainer.num_devices,
+        "num_nodes": trainer.num_nodes,
+        "strategy": getattr(trainer.strategy, "strategy_name", type(trainer.strategy).__name__),
+        "accumulate_grad_batches": trainer.accumulate_grad_batches,
+    }
+    if lightning_hasattr(pl_module, "batch_size"):
+        used["batch_size"] = int(lightning_getattr(pl_module, "batch_size"))
+    return used
 
 
 def _describe_optimizer(optimizer: torch.optim.Optimizer) -> dict[str, Any]:

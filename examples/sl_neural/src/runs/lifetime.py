@@ -28,7 +28,7 @@ import wandb
 from lightning.pytorch.utilities import rank_zero_only
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 
-from src.config import BaseConfig
+from src.config import USED_KEY, BaseConfig
 from src.runs.atomic import WriteFailed, translate_write_errors, write_text_atomic
 from src.runs.console import tee_console, write_log
 from src.runs.directory import (
@@ -167,6 +167,16 @@ def record_in_run_json(run_dir: Path, **facts: Any) -> None:
     path = run_dir / "run.json"
     record = json.loads(path.read_text())
     write_text_atomic(path, json.dumps({**record, **facts}, indent=2) + "\n")
+
+
+@rank_zero_only
+def record_used_settings(run_dir: Path, **used: Any) -> None:
+    """Add to config.json what the run actually used (the precision "auto" became, the
+    batch size BatchSizeFinder found), beside the fields that say what was asked."""
+    path = run_dir / "config.json"
+    config = json.loads(path.read_text())
+    config[USED_KEY] = {**config.get(USED_KEY, {}), **used}
+    write_text_atomic(path, json.dumps(config, indent=2, sort_keys=True) + "\n")
 
 
 class Terminated(SystemExit):

@@ -145,13 +145,20 @@ def run_contents(run: RunDir) -> str:
 @check("CFG-2", "config.json round-trips through the part's config class", mode="run")
 def config_round_trip(run: RunDir) -> str:
     cls = config_class(run.part, run.config)
+    # "used": what a Lightning run settled on (precision, batch size), beside the fields.
+    fields = {key: value for key, value in run.config.items() if key != "used"}
     try:
-        again = cls.from_dict(run.config).to_dict()
+        again = cls.from_dict(fields).to_dict()
     except Exception as error:  # noqa: BLE001 - whatever from_dict refuses is the finding
         raise Failed(f"{cls.__name__}.from_dict(config.json) fails: {error}") from None
-    differ = sorted(key for key in run.config.keys() | again.keys() if run.config.get(key) != again.get(key))
+    differ = sorted(key for key in fields.keys() | again.keys() if fields.get(key) != again.get(key))
     require(not differ, f"config.json does not round-trip through {cls.__name__}: {', '.join(differ)} differ")
-    return f"config.json == {cls.__name__}.from_dict(config.json).to_dict()"
+    if run.kind == "sl_tree":
+        return f"config.json == {cls.__name__}.from_dict(config.json).to_dict()"
+    used = run.config.get("used", {})
+    missing = [key for key in ("precision", "batch_size") if key not in used]
+    require(not missing, f"config.json's used settings lack {', '.join(missing)} (what the Trainer chose)")
+    return f"config.json round-trips; used: precision {used['precision']}, batch size {used['batch_size']}"
 
 
 @check("OUT-3", "checkpoints/best.ckpt and last.ckpt exist and load", "nn", mode="run")
