@@ -2,7 +2,8 @@
 # /// script
 # dependencies = ["nox>=2025.2.9"]
 # ///
-"""Sessions for working on the template: nox -s tests | lint | variant | examples | demo | fmt."""
+"""Sessions for working on the template: nox -s tests | lint | variant | examples | demo | fmt |
+bench | race."""
 
 from __future__ import annotations
 
@@ -126,6 +127,55 @@ def demo(session: nox.Session) -> None:
     session.install("-c", str(CONSTRAINTS), f"{project}[dev]")
     session.chdir(project)
     session.run("python", "-m", "part1.train", "--config", "smoke", env={"WANDB_MODE": "offline"})
+
+
+@nox.session(default=False)
+def bench(session: nox.Session) -> None:
+    """Render every part into build/bench, install it and run each part's benchmark, then
+    the CartPole race against stable-baselines3 (see race); figures land in build/bench/*.json.
+    Not part of CI: the figures need a quiet machine. `nox -s bench -- --no-race` skips the race."""
+    install(session, "copier")
+    project = render(session, ROOT / "build" / "bench" / "project", ALL_PARTS)
+    session.install("-c", str(CONSTRAINTS), f"{project}[dev]")
+    results = ROOT / "build" / "bench"
+    for part in sorted(PART_DIRS.values()):
+        with session.chdir(project):
+            session.run("python", "-m", f"{part}.benchmark", "--json", str(results / f"{part}.json"))
+    if "--no-race" not in session.posargs:
+        _race(session, project, results / "race.json")
+
+
+@nox.session(default=False)
+def race(session: nox.Session) -> None:
+    """Time to solve CartPole-v1: the RL part against stable-baselines3 PPO (RL-Zoo's tuned
+    hyperparameters), whole processes, five seeds (benchmarks/cartpole_race.py)."""
+    install(session, "copier")
+    project = render(session, ROOT / "build" / "bench" / "project", ALL_PARTS)
+    session.install("-c", str(CONSTRAINTS), f"{project}[dev]")
+    _race(session, project, ROOT / "build" / "bench" / "race.json")
+
+
+def _race(session: nox.Session, project: Path, output: Path) -> None:
+    # stable-baselines3 gets a venv of its own: it is no dependency of a rendered project.
+    sb3 = Path(session.create_tmp()) / "sb3-venv"
+    if not (sb3 / "bin" / "python").exists():
+        session.run("python", "-m", "venv", str(sb3))
+        pip = [str(sb3 / "bin" / "python"), "-m", "pip", "install", "-q", "-c", str(CONSTRAINTS)]
+        session.run(*pip, "torch", external=True)
+        # Pinned here, not in the constraints file every project gets: only this race uses it.
+        session.run(*pip, "stable-baselines3==2.9.2", "gymnasium", external=True)
+    session.run(
+        "python",
+        str(ROOT / "benchmarks" / "cartpole_race.py"),
+        "--project",
+        str(project),
+        "--project-python",
+        session.virtualenv.bin + "/python",
+        "--sb3-python",
+        str(sb3 / "bin" / "python"),
+        "--json",
+        str(output),
+    )
 
 
 @nox.session(default=False)
