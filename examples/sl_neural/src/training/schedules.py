@@ -32,7 +32,7 @@ def step_schedule(optimizer: Optimizer, total_steps: int, hparams: Mapping[str, 
     over `total_steps` steps, from the optimizer's rate: cosine rises linearly over the
     first `warmup_fraction` of the steps, then falls to `min_lr_fraction` of the rate by the
     last; onecycle rises and falls alike, along cosines, from 4% of the rate; constant keeps
-    the rate. Logged as `lr`."""
+    the rate. LearningRateMonitor logs it as lr/<parameter group> at every step."""
     scheduler = _scheduler(
         optimizer, hparams["scheduler"], total_steps, hparams["warmup_fraction"], hparams["min_lr_fraction"]
     )
