@@ -14,7 +14,7 @@ from conftest import QUESTIONS, TEMPLATE, every_variant, run, variant_id
 SRC_MODULES = """
     __init__ cli config data_checks project wandb_utils
     training/__init__ training/checkpoints training/evaluation training/optim training/precision
-    training/seeding training/stopwatch training/trainer
+    training/schedules training/seeding training/stopwatch training/trainer
     runs/__init__ runs/atomic runs/checkpoint_checks runs/console runs/directory
     runs/launch runs/lifetime runs/loggers runs/metrics_jsonl runs/provenance
     ops/__init__ ops/babysit ops/gpu_lock ops/hardware ops/memory ops/records
@@ -22,7 +22,7 @@ SRC_MODULES = """
 """
 CALLBACKS = """
     __init__ batch_metrics epoch_summary finite_loss moved_run plateau_resume progress_bar resumed_metrics
-    rng_state run_info stop_file system_metrics timing tracking training_end
+    rng_state run_info schedule_length stop_file system_metrics timing tracking training_end
 """
 CHECKLIST = "__init__ __main__ code_checks project registry report rl_checks run_checks"
 SHARED_FILES = {

@@ -177,6 +177,21 @@ def test_values_the_libraries_would_fail_on_are_refused_first(kind, args, messag
     assert message in refused(kind, ["--config", "smoke", *args], capsys)
 
 
+@pytest.mark.parametrize(
+    ("kind", "args", "message"),
+    [
+        # RES-2: a schedule that decays over the run needs the run's length, known up front.
+        ("sl_neural", ["--config", "baseline", "--scheduler", "cosine"], "it decays over num_epochs, 10000"),
+        ("rl", ["--config", "baseline", "--scheduler", "onecycle"], "set num_epochs to the epochs to train"),
+        ("sl_neural", ["--scheduler", "cosine", "--num-epochs", "9", "--find-batch-size"], "find_batch_size"),
+        ("rl", ["--warmup-fraction", "1"], "warmup_fraction 1.0, min_lr_fraction 0.0: must be in [0, 1)"),
+        ("rl", ["--scheduler", "plateau"], "invalid choice 'plateau'"),  # PPO has no epoch metric to watch
+    ],
+)
+def test_schedules_that_cannot_run_are_refused_first(kind, args, message, capsys):
+    assert message in refused(kind, args, capsys)
+
+
 @pytest.mark.parametrize("kind", sorted(PARTS))
 def test_online_wandb_without_an_api_key_is_refused_first(kind, capsys, monkeypatch, tmp_path):
     monkeypatch.delenv("WANDB_API_KEY", raising=False)

@@ -23,8 +23,10 @@ class DigitsConfig(SLNeuralConfig):
         feature_range: Lowest and highest valid feature value; a value outside is a data error.
         hidden_sizes: Widths of the MLP's hidden layers, input side first.
         dropout: Dropout probability after each hidden layer, in [0, 1).
-        lr_factor: The learning rate is multiplied by this when val_loss stops improving.
-        lr_patience: Epochs without a lower val_loss before the learning rate is cut.
+        lr_factor: Under scheduler plateau, the learning rate is multiplied by this when
+            val_loss stops improving.
+        lr_patience: Under scheduler plateau, epochs without a lower val_loss before the
+            learning rate is cut.
     """
 
     name: str = "baseline"
@@ -38,8 +40,8 @@ class DigitsConfig(SLNeuralConfig):
     hidden_sizes: tuple[int, ...] = (256, 128)
     dropout: float = 0.2
     patience: int = 20
-    # ReduceLROnPlateau on val_loss: scale the rate by lr_factor after lr_patience
-    # epochs without improvement.
+    # scheduler "plateau": ReduceLROnPlateau on val_loss scales the rate by lr_factor
+    # after lr_patience epochs without improvement.
     lr_factor: float = 0.5
     lr_patience: int = 5
 

@@ -13,6 +13,7 @@ from torchmetrics.classification import MulticlassAccuracy, MulticlassConfusionM
 
 from src.training.checkpoints import load_module, save_module
 from src.training.optim import adamw
+from src.training.schedules import step_schedule
 
 from .config import DigitsConfig
 
@@ -28,6 +29,9 @@ class DigitsClassifier(L.LightningModule):
         learning_rate: float,
         weight_decay: float,
         batch_size: int,
+        scheduler: str,
+        warmup_fraction: float,
+        min_lr_fraction: float,
         lr_factor: float,
         lr_patience: int,
     ) -> None:
@@ -90,18 +94,14 @@ class DigitsClassifier(L.LightningModule):
 
     def configure_optimizers(self) -> dict:
         optimizer = adamw(self, self.hparams.learning_rate, self.hparams.weight_decay)
-        scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
-            optimizer, mode="min", factor=self.hparams.lr_factor, patience=self.hparams.lr_patience
-        )
-        return {
-            "optimizer": optimizer,
-            "lr_scheduler": {
-                "scheduler": scheduler,
-                "monitor": "val_loss",
-                "interval": "epoch",
-                "name": "lr",
-            },
-        }
+        if self.hparams.scheduler == "plateau":
+            plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(
+                optimizer, mode="min", factor=self.hparams.lr_factor, patience=self.hparams.lr_patience
+            )
+            schedule = {"scheduler": plateau, "monitor": "val_loss", "interval": "epoch", "name": "lr"}
+        else:  # RES-2: over the run's optimizer steps, which Lightning counts once the data is set up
+            schedule = step_schedule(optimizer, self.trainer.estimated_stepping_batches, self.hparams)
+        return {"optimizer": optimizer, "lr_scheduler": schedule}
 
 
 def build_model(cfg: DigitsConfig) -> DigitsClassifier:
@@ -114,6 +114,9 @@ def build_model(cfg: DigitsConfig) -> DigitsClassifier:
         learning_rate=cfg.learning_rate,
         weight_decay=cfg.weight_decay,
         batch_size=cfg.batch_size,
+        scheduler=cfg.scheduler,
+        warmup_fraction=cfg.warmup_fraction,
+        min_lr_fraction=cfg.min_lr_fraction,
         lr_factor=cfg.lr_factor,
         lr_patience=cfg.lr_patience,
     )

@@ -20,6 +20,7 @@ from torchrl.objectives.value import GAE
 
 from src.training.checkpoints import load_module, save_module
 from src.training.optim import adamw
+from src.training.schedules import step_schedule
 from src.training.stopwatch import Stopwatch
 
 from .config import CartPoleConfig
@@ -42,6 +43,9 @@ class PPOModule(L.LightningModule):
         learning_rate: float,
         weight_decay: float,
         batch_size: int,
+        scheduler: str,
+        warmup_fraction: float,
+        min_lr_fraction: float,
         ppo_epochs: int,
         clip_epsilon: float,
         gamma: float,
@@ -109,6 +113,7 @@ class PPOModule(L.LightningModule):
             sums["loss"] += loss.item()
             sums["actor_grad_norm"] += grad_norms[0]
             sums["critic_grad_norm"] += grad_norms[1]
+        self.lr_schedulers().step()  # once per collection, however many updates KL early stopping left
         self._log_step(batch, sums, updates, skipped)
 
     def _minibatches(self, size: int, device: torch.device) -> Iterator[torch.Tensor]:
@@ -170,8 +175,12 @@ class PPOModule(L.LightningModule):
         )
         self.log(f"{stage}_episode_length", final["step_count"].float().sum(), batch_size=1, sync_dist=True)
 
-    def configure_optimizers(self) -> torch.optim.Optimizer:
-        return adamw(self, self.hparams.learning_rate, self.hparams.weight_decay)
+    def configure_optimizers(self) -> dict:
+        optimizer = adamw(self, self.hparams.learning_rate, self.hparams.weight_decay)
+        # RES-2: the schedule's step is a collection (Lightning's step here), as in PPO's usual
+        # annealing: the updates per collection vary, the collections per run do not.
+        schedule = step_schedule(optimizer, self.trainer.estimated_stepping_batches, self.hparams)
+        return {"optimizer": optimizer, "lr_scheduler": schedule}
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         checkpoint["frames"] = self.frames
@@ -189,6 +198,9 @@ def build_model(cfg: CartPoleConfig, num_observations: int, num_actions: int) ->
         learning_rate=cfg.learning_rate,
         weight_decay=cfg.weight_decay,
         batch_size=cfg.batch_size,
+        scheduler=cfg.scheduler,
+        warmup_fraction=cfg.warmup_fraction,
+        min_lr_fraction=cfg.min_lr_fraction,
         ppo_epochs=cfg.ppo_epochs,
         clip_epsilon=cfg.clip_epsilon,
         gamma=cfg.gamma,

@@ -159,7 +159,7 @@ STATIC_BREAKS = [
         replace("EarlyStoppingRounds(cfg.early_stopping_rounds", "EarlyStoppingRounds(5"),
     ),
     ("CB-2", "nn", "src", replace("save_top_k=1,", "save_top_k=3,")),
-    ("CB-3", "nn", "src", replace('logging_interval="epoch"', 'logging_interval="step"')),
+    ("CB-3", "nn", "src", replace("logging_interval=None", 'logging_interval="epoch"')),
     ("CB-4", "nn", "src", replace("StopFileCallback(stop_file_paths(cfg.stop_file, run_dir)),", "")),
     ("CB-4", "sl_tree", "src", replace("StopFileRounds(stop_file_paths(cfg.stop_file, run_dir)),", "")),
     ("OPS-1", "any", "{part}", replace("with GpuLock(), exit_on_bad_input():", "with exit_on_bad_input():")),
@@ -347,6 +347,13 @@ def shares_off(event: dict) -> dict:
     return {k: (v * 2 if k.startswith("timing/") and k.endswith("_pct") else v) for k, v in event.items()}
 
 
+def rate_doubled_after_step_zero(event: dict) -> dict:
+    """As if the rate had doubled after the first step: neither the smoke runs' schedules
+    (plateau, constant) does that (RES-2)."""
+    doubled = {k: 2 * v for k, v in event.items() if k.startswith("lr/") and event.get("step")}
+    return {**event, **doubled}
+
+
 def env_step_zero(event: dict) -> dict:
     return {**event, "timing/env_step_seconds": 0.0} if "timing/env_step_seconds" in event else event
 
@@ -411,6 +418,8 @@ RUN_BREAKS = [  # (item, part kind, edit of a copy of the run directory)
     ("PRF-3", "rl", edit_events(env_step_zero)),
     ("PRF-4", "nn", edit_events(shares_off)),
     ("RL-11", "rl", without("batch/actual_updates")),
+    ("RES-2", "sl_neural", edit_events(rate_doubled_after_step_zero)),  # plateau: it never rises
+    ("RES-2", "rl", edit_events(rate_doubled_after_step_zero)),  # constant
     ("OUT-5", "sl_tree", unlink("plots/shap_summary.png")),
 ]
 

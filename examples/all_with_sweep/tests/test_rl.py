@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import signal
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import time
 import psutil
 import pytest
 import torch
-from conftest import PARTS, ROOT, assert_report, gpu, part_module, slow
+from conftest import PARTS, ROOT, assert_report, gpu, killed_copy, part_module, slow
 from torchrl.collectors import Collector
 from torchrl.envs.utils import check_env_specs
 
@@ -166,18 +167,43 @@ def test_an_interrupted_run_leaves_no_worker_behind(tmp_path, signal_number):  #
     assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
 
 
+def rates(run_dir):
+    """{collection: learning rate} as LearningRateMonitor logged them."""
+    return {e["step"]: e["lr/decay"] for e in read_jsonl(run_dir / "metrics.jsonl") if "lr/decay" in e}
+
+
+@pytest.fixture(scope="module")
+def cosine_run(tmp_path_factory):
+    """The smoke config under a cosine schedule (4 collections, too few for a warmup step),
+    keeping both epochs' checkpoints; its run directory."""
+    folder = tmp_path_factory.mktemp("cosine")
+    train.main_with_config(smoke_config(folder, scheduler="cosine", keep_last_n=2))
+    (run_dir,) = folder.glob("smoke_*")
+    return run_dir
+
+
 @slow
-def test_resume_continues_the_frame_count(tmp_path):  # RES-1
-    train.main_with_config(smoke_config(tmp_path, num_epochs=1))
-    (run_dir,) = tmp_path.glob("smoke_*")
-    train.main_with_config(
-        smoke_config(tmp_path, num_epochs=2), resume_from=run_dir / "checkpoints" / "last.ckpt"
-    )
+def test_the_schedule_steps_once_per_collection(cosine_run):  # RES-2
+    cfg = config.CONFIGS["smoke"]()
+    collections = cfg.num_epochs * cfg.iterations_per_epoch
+    cosine = {step: (1 + math.cos(math.pi * step / collections)) / 2 for step in range(collections)}
+    assert cfg.min_lr_fraction == 0  # the floor
+    assert rates(cosine_run) == pytest.approx({step: cfg.learning_rate * c for step, c in cosine.items()})
+
+
+@slow
+def test_resume_continues_the_frame_count_and_the_schedule(cosine_run, tmp_path):  # RES-1, RES-2
+    (first_epoch,) = (path.name for path in (cosine_run / "checkpoints").glob("epoch=0-*.ckpt"))
+    resume_from = killed_copy(cosine_run, first_epoch, tmp_path)
+    train.main_with_config(smoke_config(tmp_path, scheduler="cosine", keep_last_n=2), resume_from=resume_from)
+    run_dir = resume_from.parents[1]
     frames = [e["frames"] for e in read_jsonl(run_dir / "metrics.jsonl") if "frames" in e]
     cfg = config.CONFIGS["smoke"]()
     assert frames[-1] == 2 * cfg.iterations_per_epoch * cfg.frames_per_batch
     checkpoint = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=True)
     assert checkpoint["epoch"] == 1 and checkpoint["frames"] == frames[-1]  # epochs count from 0
+    second_epoch = {step: r for step, r in rates(cosine_run).items() if step >= cfg.iterations_per_epoch}
+    assert len(second_epoch) == 2 and rates(run_dir) == pytest.approx(second_epoch)
 
 
 def test_custom_env_passes_torchrl_spec_checks():  # RL-5, RL-7, RL-10

@@ -26,6 +26,9 @@ USED_KEY = "used"
 
 WandbMode = Literal["auto", "online", "offline", "disabled"]
 LoggerName = Literal["wandb", "tensorboard", "csv"]
+StepSchedule = Literal["constant", "cosine", "onecycle"]  # per optimizer step (src/training/schedules.py)
+Schedule = Literal["plateau", StepSchedule]  # plateau: per epoch, on the monitored metric
+SPANNING_SCHEDULES = ("cosine", "onecycle")  # they decay over the whole run: they need its length
 MAX_COUNT = 2**31 - 1  # the largest count torch, XGBoost and the OS take
 MAX_EPISODES = 10_000  # evaluation episodes: Lightning times training, not evaluation
 
@@ -159,9 +162,14 @@ class LightningConfig(BaseConfig):
         patience: Validations without improvement of the monitored metric before early stopping.
         min_delta: Smallest change of the monitored metric that counts as an improvement.
         batch_size: Examples per batch on each device.
-        learning_rate: Learning rate of AdamW at the start of training.
+        learning_rate: Learning rate of AdamW: the peak of a cosine or onecycle schedule.
         weight_decay: AdamW weight decay, applied to weight matrices only (never biases or
             norm scales).
+        scheduler: Learning-rate schedule, stepped at every training step: constant, cosine
+            (after a linear warmup) or onecycle; the last two span num_epochs, which they need set.
+        warmup_fraction: Share of the training steps over which cosine and onecycle raise the
+            rate to learning_rate.
+        min_lr_fraction: Rate at which cosine and onecycle end, as a share of learning_rate.
         precision: Numeric precision: auto is bf16-mixed on a GPU that supports it, else 32-true.
         profiler: Lightning profiler whose report lands in the run directory; advanced is per
             function.
@@ -181,6 +189,10 @@ class LightningConfig(BaseConfig):
     batch_size: int = 64
     learning_rate: float = 1e-3
     weight_decay: float = 0.01
+    # RES-2: over the run's optimizer steps, which Lightning counts from the real loader length.
+    scheduler: StepSchedule = "constant"
+    warmup_fraction: float = 0.05
+    min_lr_fraction: float = 0.0
     # PRC-1/PRC-3: "auto" is bf16-mixed where the GPU supports it, else 32-true.
     precision: Literal["auto", "bf16-mixed", "32-true"] = "auto"
     profiler: Literal["simple", "advanced"] = "simple"
@@ -206,6 +218,7 @@ class LightningConfig(BaseConfig):
                 log_every_n_steps=1,
                 keep_last_n=0,
             ),
+            *_schedule_problems(self.scheduler, self.num_epochs, self.warmup_fraction, self.min_lr_fraction),
             *_hardware_problems(self.accelerator, self.devices, self.num_nodes, self.strategy),
         ]
 
@@ -215,6 +228,9 @@ class SLNeuralConfig(LightningConfig):
     """Supervised neural parts (Lightning).
 
     Attributes:
+        scheduler: Learning-rate schedule: plateau cuts the rate when the monitored validation
+            metric stalls (once per epoch); constant, cosine (after a linear warmup) and onecycle
+            follow the optimizer steps, the last two over num_epochs, which they need set.
         gradient_accumulation_steps: Batches whose gradients add up to one optimizer step, for
             a larger effective batch.
         gradient_clip_val: Gradients are clipped to this total norm before each optimizer
@@ -228,6 +244,7 @@ class SLNeuralConfig(LightningConfig):
             keeps the split.
     """
 
+    scheduler: Schedule = "plateau"
     gradient_accumulation_steps: int = 1
     gradient_clip_val: float = 1.0  # LIT-4: clipping through the Trainer
     # MEM-1: Lightning's BatchSizeFinder (binsearch) replaces batch_size with the
@@ -245,6 +262,12 @@ class SLNeuralConfig(LightningConfig):
             *super().problems(),
             *_at_least(self, gradient_accumulation_steps=1, gradient_clip_val=0, num_workers=0),
         ]
+        if self.find_batch_size and self.scheduler in SPANNING_SCHEDULES:
+            # The schedule's length is fixed before the search changes the steps per epoch.
+            found.append(
+                f"find_batch_size with scheduler {self.scheduler}: find the batch size in a run of its own, "
+                "then give it as batch_size"
+            )
         return found + _split_problems(self.val_fraction, self.test_fraction)
 
 
@@ -366,6 +389,23 @@ class RLConfig(LightningConfig):
         if not 0 < self.gamma <= 1:
             found.append(f"gamma {self.gamma}: must be in (0, 1]")
         return found
+
+
+def _schedule_problems(
+    scheduler: str, num_epochs: int, warmup_fraction: float, min_lr_fraction: float
+) -> list[str]:
+    found = []
+    # CFG-5's default num_epochs leaves the end to early stopping: a schedule that decays
+    # to its end needs an end it can plan for.
+    if scheduler in SPANNING_SCHEDULES and num_epochs >= LightningConfig.num_epochs:
+        found.append(
+            f"scheduler {scheduler}: it decays over num_epochs, {num_epochs} here (the default, for "
+            "early stopping to end training); set num_epochs to the epochs to train, e.g. 50"
+        )
+    if not 0 <= warmup_fraction < 1 or not 0 <= min_lr_fraction <= 1:
+        fractions = f"warmup_fraction {warmup_fraction}, min_lr_fraction {min_lr_fraction}"
+        found.append(f"{fractions}: must be in [0, 1) and [0, 1]")
+    return found
 
 
 def _hardware_problems(accelerator: str, devices: str, num_nodes: int, strategy: str) -> list[str]:

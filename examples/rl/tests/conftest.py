@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import os
+import shutil
 from pathlib import Path
 from types import ModuleType
 
@@ -74,6 +75,16 @@ def assert_report(run_dir: Path, figures: list[str]) -> str:
         assert png.read_bytes().startswith(PNG_SIGNATURE) and png.stat().st_size > 5000, png
         assert f"]({png.relative_to(run_dir)})" in report
     return report
+
+
+def killed_copy(run_dir: Path, checkpoint: str, folder: Path) -> Path:
+    """The run as a kill right after one of its checkpoints (`checkpoint`, in checkpoints/)
+    would have left it, copied into `folder`: its config.json and that checkpoint as
+    last.ckpt, the file to resume from, which this returns."""
+    checkpoints = folder / run_dir.name / "checkpoints"
+    checkpoints.mkdir(parents=True)
+    shutil.copy(run_dir / "config.json", checkpoints.parent)
+    return Path(shutil.copy(run_dir / "checkpoints" / checkpoint, checkpoints / "last.ckpt"))
 
 
 slow = pytest.mark.slow  # trains or starts Python processes: deselect with -m "not slow"

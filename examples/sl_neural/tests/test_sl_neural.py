@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import re
 import subprocess
@@ -12,8 +13,9 @@ import sys
 import pandas as pd
 import pytest
 import torch
-from conftest import PARTS, ROOT, assert_report, gpu, part_module, slow
+from conftest import PARTS, ROOT, assert_report, gpu, killed_copy, part_module, slow
 
+from src.config import ConfigError
 from src.data_checks import DataValidationError
 from src.runs.metrics_jsonl import read_jsonl
 
@@ -156,6 +158,101 @@ def test_resumed_run_matches_an_uninterrupted_one(tmp_path):  # RES-1
     kept = sorted(path.name for path in (split / "checkpoints").glob("epoch=*.ckpt"))
     assert [name.split("-")[0] for name in kept] == ["epoch=4", "epoch=5"]  # across the resume
     assert all(torch.load(split / "checkpoints" / name, weights_only=True)["epoch"] for name in kept)
+
+
+# Schedules over the optimizer steps (RES-2): 2 epochs of 10 steps (1,257 training rows in
+# batches of 120, the last rows dropped; in 60s they make 20 batches, 10 steps of 2), the
+# rate logged at each. The peak is at step 5 (a quarter of 20), the floor a tenth of the rate.
+SCHEDULED = {
+    "batch_size": 120,
+    "num_epochs": 2,
+    "log_every_n_steps": 1,
+    "warmup_fraction": 0.25,
+    "min_lr_fraction": 0.1,
+    "keep_last_n": 2,
+}
+STEPS, PEAK = 20, 5
+
+
+@pytest.fixture(scope="module")
+def scheduled_runs(tmp_path_factory):
+    """scheduled_runs(scheduler, field=value...) -> the run directory of a SCHEDULED run
+    with that scheduler (and those fields changed), trained once per module."""
+    done = {}
+
+    def scheduled_run(scheduler, **overrides):
+        key = (scheduler, *sorted(overrides.items()))
+        if key not in done:
+            folder = tmp_path_factory.mktemp(scheduler)
+            train.main_with_config(smoke_config(folder, **{**SCHEDULED, "scheduler": scheduler, **overrides}))
+            (done[key],) = folder.glob("smoke_*")
+        return done[key]
+
+    return scheduled_run
+
+
+def rates(run_dir):
+    """{optimizer step: learning rate} as LearningRateMonitor logged them."""
+    return {e["step"]: e["lr/decay"] for e in read_jsonl(run_dir / "metrics.jsonl") if "lr/decay" in e}
+
+
+def val_losses(run_dir):
+    return {e["epoch"]: e["val_loss"] for e in read_jsonl(run_dir / "metrics.jsonl") if "val_loss" in e}
+
+
+def cosine_rate(step, rate, floor):
+    if step < PEAK:  # a line through zero that reaches the rate at the peak
+        return rate * (step + 1) / (PEAK + 1)
+    return floor + (rate - floor) * (1 + math.cos(math.pi * (step - PEAK) / (STEPS - PEAK))) / 2
+
+
+@slow
+@pytest.mark.parametrize("scheduler", ["cosine", "onecycle", "constant"])
+def test_each_schedule_has_its_shape_over_the_optimizer_steps(scheduled_runs, scheduler):  # RES-2, CB-3
+    rate = config.Smoke().learning_rate
+    floor = SCHEDULED["min_lr_fraction"] * rate
+    logged = rates(scheduled_runs(scheduler))
+    assert sorted(logged) == list(range(STEPS))  # every optimizer step of the run
+    curve = [logged[step] for step in range(STEPS)]
+    if scheduler == "constant":
+        assert curve == pytest.approx([rate] * STEPS)
+    elif scheduler == "cosine":
+        assert curve == pytest.approx([cosine_rate(step, rate, floor) for step in range(STEPS)])
+        assert curve[0] == pytest.approx(rate / 6) and curve[-1] == pytest.approx(floor, rel=0.1)
+    else:  # OneCycleLR: from 4% of the rate along a cosine to the peak, then down to the floor
+        assert curve[0] == pytest.approx(rate / 25) and curve[PEAK] == pytest.approx(rate)
+        assert curve[-1] == pytest.approx(floor)
+    if scheduler != "constant":  # rises to the peak, then falls
+        assert curve[: PEAK + 1] == sorted(set(curve[: PEAK + 1]))
+        assert curve[PEAK:] == sorted(set(curve[PEAK:]), reverse=True)
+
+
+@slow
+@pytest.mark.parametrize("scheduler", ["cosine", "onecycle", "constant"])
+def test_a_run_killed_after_an_epoch_resumes_on_its_schedule(scheduled_runs, tmp_path, scheduler):  # RES-1
+    straight = scheduled_runs(scheduler)
+    (first_epoch,) = (path.name for path in (straight / "checkpoints").glob("epoch=0-*.ckpt"))
+    resume_from = killed_copy(straight, first_epoch, tmp_path)
+    settings = {**SCHEDULED, "scheduler": scheduler}
+    train.main_with_config(smoke_config(tmp_path, **settings), resume_from=resume_from)
+    resumed = resume_from.parents[1]
+    assert rates(resumed) == pytest.approx({s: r for s, r in rates(straight).items() if s >= STEPS // 2})
+    assert val_losses(resumed) == pytest.approx({1: val_losses(straight)[1]}, rel=1e-5)
+
+
+@slow
+def test_two_accumulated_half_batches_keep_the_schedule_in_optimizer_steps(scheduled_runs):  # RES-2
+    whole = rates(scheduled_runs("cosine"))
+    halves = rates(scheduled_runs("cosine", batch_size=60, gradient_accumulation_steps=2))
+    assert len(whole) == STEPS and halves == pytest.approx(whole)
+
+
+@slow
+def test_a_resume_that_would_stretch_the_schedule_is_refused(scheduled_runs, tmp_path):  # RES-2
+    resume_from = killed_copy(scheduled_runs("cosine"), "last.ckpt", tmp_path)
+    longer = smoke_config(tmp_path, **{**SCHEDULED, "scheduler": "cosine", "num_epochs": 3})
+    with pytest.raises(ConfigError, match=r"spans 20 optimizer steps.* would make the run 30"):
+        train.main_with_config(longer, resume_from=resume_from)
 
 
 @slow

@@ -32,13 +32,14 @@ from src.callbacks import (
     ResumedMetricsCallback,
     RngStateCallback,
     RunInfoCallback,
+    ScheduleLengthCallback,
     StopFileCallback,
     SystemMetricsCallback,
     TimingCallback,
     TrackingCallback,
     TrainingEndCallback,
 )
-from src.config import LightningConfig
+from src.config import SPANNING_SCHEDULES, LightningConfig
 from src.runs.directory import stop_file_paths
 from src.runs.launch import current_launch, trainer_processes
 from src.runs.loggers import file_loggers
@@ -93,7 +94,9 @@ def build_callbacks(
         # then deletes the right ones).
         *_latest_epochs(run_dir / "checkpoints", cfg.keep_last_n),
         ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="last", enable_version_counter=False),
-        LearningRateMonitor(logging_interval="epoch"),
+        # CB-3: each scheduler at its own interval, per epoch for plateau and per step for the
+        # others (RES-2: their warmup and decay show in lr/).
+        LearningRateMonitor(logging_interval=None),
         FiniteLossCallback(monitor=monitor),  # a NaN loss fails the run, never saved as best
         StopFileCallback(stop_file_paths(cfg.stop_file, run_dir)),  # `touch STOP` (CB-4)
         Timer(duration=timedelta(hours=cfg.max_wall_clock_hours), interval="step"),  # CFG-4 budget
@@ -104,6 +107,8 @@ def build_callbacks(
         RunInfoCallback(run_dir),  # start-of-run facts (LOG-5)
         RngStateCallback(cfg.seed),  # RES-1: resume draws the same random numbers
         PlateauResumeCallback(),  # RES-1: resume keeps the plateau scheduler's count
+        # RES-1, RES-2: a resume that would change a cosine or onecycle run's length is refused.
+        *([ScheduleLengthCallback()] if cfg.scheduler in SPANNING_SCHEDULES else []),
         ResumedMetricsCallback(),  # RES-1: a resumed run's metrics.jsonl has each step once
         MovedRunCallback(),  # RES-1: a run directory moved elsewhere still resumes
         EpochSummaryCallback(),

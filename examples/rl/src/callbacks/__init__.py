@@ -9,6 +9,7 @@ from src.callbacks.progress_bar import ProgressBar
 from src.callbacks.resumed_metrics import ResumedMetricsCallback
 from src.callbacks.rng_state import RngStateCallback
 from src.callbacks.run_info import RunInfoCallback
+from src.callbacks.schedule_length import ScheduleLengthCallback
 from src.callbacks.stop_file import StopFileCallback
 from src.callbacks.system_metrics import SystemMetricsCallback
 from src.callbacks.timing import TimingCallback
@@ -25,6 +26,7 @@ __all__ = [
     "ResumedMetricsCallback",
     "RngStateCallback",
     "RunInfoCallback",
+    "ScheduleLengthCallback",
     "StopFileCallback",
     "SystemMetricsCallback",
     "TimingCallback",

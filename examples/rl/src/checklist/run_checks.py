@@ -13,8 +13,10 @@ import json
 import math
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -302,6 +304,74 @@ def checkpoint_active(run: RunDir) -> str:
 @check("CB-3", "LearningRateMonitor was active", "nn", mode="run")
 def lr_monitor_active(run: RunDir) -> str:
     return _active(run, "LearningRateMonitor")
+
+
+@check("RES-2", "the rate logged per step follows the schedule over the optimizer steps", "nn", mode="run")
+def schedule_followed(run: RunDir) -> str:
+    rates = _logged_rates(run)
+    require(rates, "metrics.jsonl holds no learning rate from LearningRateMonitor (lr/...)")
+    scheduler = run.config.get("scheduler")
+    if scheduler in (None, "plateau"):  # it follows the monitored metric, and only ever cuts the rate
+        name, steps = scheduler or "no schedule", sorted(rates)
+        rose = next((later for earlier, later in pairwise(steps) if rates[later] > rates[earlier]), None)
+        require(rose is None, f"the rate rose at step {rose}, where {name} only cuts it")
+        return f"{name}: lr at {len(rates)} steps, never rising"
+    epoch_zero = [e["step"] for e in run.events if e.get("epoch") == 0 and "step" in e]
+    if not epoch_zero or not any(e.get("epoch", 0) >= 1 for e in run.events):
+        raise Skipped("the run logged fewer than 2 epochs: its steps per epoch are unknown")
+    per_epoch, epochs = max(epoch_zero) + 1, int(run.config["num_epochs"])
+    planned = _schedule(scheduler, float(run.config["learning_rate"]), per_epoch * epochs, run.config)
+    for step, rate in sorted(rates.items()):
+        require(
+            math.isclose(rate, planned(step), rel_tol=1e-4, abs_tol=1e-12),
+            f"lr {rate:.4g} at step {step}, where {scheduler} over {per_epoch * epochs} optimizer steps "
+            f"({per_epoch} per epoch x {epochs} epochs) is at {planned(step):.4g}",
+        )
+    require(
+        per_epoch == 1 or any(step % per_epoch for step in rates),
+        "lr is logged at epoch starts only, not per step",
+    )
+    return f"{scheduler}: lr at {len(rates)} steps, on it over {per_epoch} steps per epoch x {epochs} epochs"
+
+
+def _logged_rates(run: RunDir) -> dict[int, float]:
+    """{step: rate} of LearningRateMonitor's events (they hold nothing else), first group's."""
+    rates = {}
+    for event in run.events:
+        logged = {k: v for k, v in event.items() if k not in ("time", "event", "step")}
+        if event.get("event") == "metrics" and logged and all(k.startswith("lr") for k in logged):
+            rates[event["step"]] = logged[min(logged)]
+    return rates
+
+
+def _schedule(name: str, rate: float, total: int, config: dict[str, Any]) -> Callable[[int], float]:
+    """The rate at each step of cosine (linear warmup from rate / (peak + 1)), onecycle (cosine
+    rise from rate / 25) or constant, as the config defines them, over `total` steps."""
+    floor = config["min_lr_fraction"] * rate
+    peak = max(0, min(round(config["warmup_fraction"] * total), total - 2))
+
+    def anneal(start: float, end: float, share: float) -> float:
+        return end + (start - end) * (1 + math.cos(math.pi * share)) / 2
+
+    def cosine(step: int) -> float:
+        return (
+            rate * (step + 1) / (peak + 1)
+            if step < peak
+            else anneal(rate, floor, (step - peak) / (total - peak))
+        )
+
+    def onecycle(step: int) -> float:
+        if not peak:
+            return anneal(rate, floor, (step + 1) / total)
+        return (
+            anneal(rate / 25, rate, step / peak)
+            if step <= peak
+            else anneal(rate, floor, (step - peak) / (total - 1 - peak))
+        )
+
+    schedules = {"cosine": cosine, "onecycle": onecycle, "constant": lambda step: rate}
+    require(name in schedules, f"config.json's scheduler {name!r} is none of {', '.join(schedules)}")
+    return schedules[name]
 
 
 @check("PRF-1", "a Lightning profiler was active", "nn", mode="run")

@@ -518,11 +518,13 @@ def model_checkpoint(project: Project) -> str:
     return "ModelCheckpoints for the best and the last"
 
 
-@check("CB-3", 'LearningRateMonitor(logging_interval="epoch")', "nn")
+@check("CB-3", "LearningRateMonitor at each schedule's interval: per epoch (plateau) or per step", "nn")
 def lr_monitor(project: Project) -> str:
     for part in each(project, "nn"):
-        call_with(project, part, "LearningRateMonitor", logging_interval=equals("epoch"))
-    return 'LearningRateMonitor(logging_interval="epoch")'
+        # None (the default) logs each scheduler at its own interval: "epoch" would hide a
+        # per-step schedule's warmup and decay.
+        call_with(project, part, "LearningRateMonitor", logging_interval=equals(None))
+    return "LearningRateMonitor(logging_interval=None): each schedule at its own interval"
 
 
 @check("CB-4", "a STOP file, checked between epochs, ends the run gracefully")

@@ -114,12 +114,6 @@ MANUAL = [  # (ID, applies to, why no program checks it here)
         "(the project's tests do this for each part; a finished run directory cannot show it)",
     ),
     (
-        "RES-2",
-        "nn",
-        "a property of the training arithmetic under gradient accumulation, not of any one call "
-        "or file: review schedule code when you change it",
-    ),
-    (
         "DDP-2",
         "all",
         "which process prepared the data, and that the others waited, leaves no trace in a run "
