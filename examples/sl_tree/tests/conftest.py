@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import os
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -74,6 +76,23 @@ def assert_report(run_dir: Path, figures: list[str]) -> str:
         assert png.read_bytes().startswith(PNG_SIGNATURE) and png.stat().st_size > 5000, png
         assert f"]({png.relative_to(run_dir)})" in report
     return report
+
+
+def run_python(args: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess, set[str]]:
+    """`python ARGS` in a process of its own, as a user runs it: its result (stderr without
+    the lines of -X importtime) and the top-level packages it imported."""
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", *args],
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+    )
+    lines = result.stderr.splitlines()
+    # "import time: self [us] | cumulative | imported package", then one line per module
+    timed = [line.rsplit("|", 1)[-1].strip() for line in lines if line.startswith("import time:")]
+    result.stderr = "\n".join(line for line in lines if not line.startswith("import time:"))
+    return result, {module.split(".")[0] for module in timed[1:]}
 
 
 slow = pytest.mark.slow  # trains or starts Python processes: deselect with -m "not slow"

@@ -24,7 +24,8 @@ class RunInfoCallback(L.Callback):
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         processes = {"world_size": trainer.world_size, "num_nodes": trainer.num_nodes}
-        record_in_run_json(self.run_dir, **processes)
+        if trainer.is_global_zero:
+            record_in_run_json(self.run_dir, **processes)
         info = {
             **processes,
             "total_params": sum(p.numel() for p in pl_module.parameters()),
