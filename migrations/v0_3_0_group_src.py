@@ -49,12 +49,15 @@ MODULE_NAMES = {
     for new, olds in MOVES.items()
     for old in olds[:1]
 }
-# Helpers v0.3.0 took out of the callbacks package, by (old module, name).
+# Helpers v0.3.0 took out of the modules that held them, by (old module, name).
 MOVED_HELPERS = {
     ("src.callbacks.timing", "Stopwatch"): "src.training.stopwatch",
     ("src.callbacks.stop_file", "stop_file_paths"): "src.runs.directory",
     ("src.callbacks.stop_file", "stop_requested"): "src.runs.directory",
     ("src.callbacks.tracking", "higher_is_better"): "src.runs.metrics_jsonl",
+    # The Lightning logger, apart from metrics.jsonl's reading and writing, which the tree
+    # parts and the reports use without Lightning.
+    ("src.metrics_jsonl", "JsonlLogger"): "src.training.jsonl_logger",
 }
 # `from src import babysit` and `from src.callbacks.timing import Stopwatch` (one line, or
 # a parenthesized list without comments); then `src.run_dir` and `src.utils.memory`

@@ -12,9 +12,7 @@ import numpy as np
 import pandas as pd
 import pandera.pandas as pa
 
-
-class DataValidationError(ValueError):
-    """The input data does not match its schema; the message names each bad column."""
+from src.errors import DataValidationError
 
 
 def read_table(path: str | Path) -> pd.DataFrame:

@@ -10,26 +10,30 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import lightning as L
-from lightning.pytorch.callbacks import BatchSizeFinder
-
 # This part's own modules; the template names its folder.
 from part1.config import CONFIGS, DigitsConfig
-from part1.data import DigitsDataModule
-from part1.model import build_model, save_model
 from src.cli import exit_on_bad_input, parse_cli
 from src.ops.gpu_lock import GpuLock
-from src.ops.memory import cleanup_vram
-from src.report.run_files import CONFUSION_FILE, save_confusion_matrix
-from src.runs.lifetime import start_run
-from src.training.checkpoints import best_score
-from src.training.trainer import build_trainer
-from src.wandb_utils import create_wandb_logger, finish_run, log_model_artifact
+from src.report.run_files import CONFUSION_FILE
 
 
 def main_with_config(cfg: DigitsConfig, resume_from: Path | None = None) -> dict[str, float]:
     """Train, test and save one config; returns the test metrics and the best validation
     score (SWP-2: sweeps call this, and select on validation, never on test)."""
+    # Here, not at the top: torch and Lightning take seconds to load, and --help or a
+    # mistyped flag answers before (main() parses the command line first).
+    import lightning as L
+    from lightning.pytorch.callbacks import BatchSizeFinder
+
+    from part1.data import DigitsDataModule
+    from part1.model import build_model, save_model
+    from src.ops.memory import cleanup_vram
+    from src.runs.lifetime import start_run
+    from src.training.checkpoints import best_score
+    from src.training.evaluation import save_confusion_matrix
+    from src.training.trainer import build_trainer
+    from src.wandb_utils import create_wandb_logger, finish_run, log_model_artifact
+
     with start_run(cfg, resume_from) as run:
         # MAIN-1: seed -> DataModule -> LightningModule -> WandbLogger -> Trainer -> fit -> test -> finish
         # DDP-1: one seed on every rank, as DistributedSampler needs; workers=True gives

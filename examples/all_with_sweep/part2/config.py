@@ -12,9 +12,6 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-import numpy as np
-import xgboost as xgb
-
 from src.config import SLTreeConfig
 
 DIABETES_FEATURES = ("age", "sex", "bmi", "bp", "s1", "s2", "s3", "s4", "s5", "s6")
@@ -109,7 +106,7 @@ def xgboost_name_problems(objective: str, eval_metric: str) -> list[str]:
     found = []
     try:
         _configure({"objective": objective})
-    except xgb.core.XGBoostError as error:
+    except ValueError as error:  # XGBoostError is one
         # An unknown name: XGBoost's message lists every objective it has.
         known = sorted(set(re.findall(r"Objective candidate: (\S+)", str(error))))
         valid = f"it has {', '.join(known)}; " if known else ""
@@ -119,7 +116,7 @@ def xgboost_name_problems(objective: str, eval_metric: str) -> list[str]:
         )
     try:
         logged = [metric["name"] for metric in _configure({"eval_metric": eval_metric})["metrics"]]
-    except xgb.core.XGBoostError as error:  # its message lists no metrics: a few common ones
+    except ValueError as error:  # its message lists no metrics: a few common ones
         found.append(
             f"eval_metric {eval_metric!r}: {xgboost_says(error)}; common ones: rmse, mae, mape, logloss, "
             f"error, auc, aucpr, poisson-nloglik, ndcg (all: {XGBOOST_DOCS})"
@@ -140,19 +137,25 @@ def xgboost_value_problems(values: dict) -> list[str]:
     for name, value in values.items():
         try:
             _configure({name: value})
-        except xgb.core.XGBoostError as error:
+        except ValueError as error:
             found.append(f"{name} {value}: {xgboost_says(error)} (it keeps numbers as 32-bit floats)")
     return found
 
 
 def _configure(params: dict) -> dict:
+    """The learner's config XGBoost makes of `params`; its XGBoostError, a ValueError,
+    where it refuses them."""
+    # Here, not at the top: --help and a mistyped flag answer without XGBoost's seconds of import.
+    import numpy as np
+    import xgboost as xgb
+
     # One thread: starting XGBoost's pool would take longer than the check. Named: the
     # booster needs the row alive while it configures.
     row = xgb.DMatrix(np.zeros((1, 1)), nthread=1)
     return json.loads(xgb.Booster(params, [row]).save_config())["learner"]
 
 
-def xgboost_says(error: xgb.core.XGBoostError) -> str:
+def xgboost_says(error: ValueError) -> str:
     """The first line of XGBoost's message, without its time stamp and source file."""
     first_line = str(error).strip().splitlines()[0]
     return "XGBoost: " + re.sub(r"^\[[0-9:]+\] \S+:\d+: ", "", first_line).strip(" :")

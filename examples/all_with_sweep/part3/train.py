@@ -10,32 +10,35 @@ from __future__ import annotations
 
 import os
 
-# RL-8: as in this package's __init__.py, for `python part3/train.py`, which imports
-# torch (below) before the package.
+# RL-8: as in this package's __init__.py, for `python part3/train.py`, which may load
+# torch before the package.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from pathlib import Path
 
-import lightning as L
-
 # This part's own modules; the template names its folder.
 from part3.config import CONFIGS, CartPoleConfig
-from part3.data import RolloutDataModule
-from part3.model import build_model, save_model
 from src.cli import exit_on_bad_input, parse_cli
 from src.ops.gpu_lock import GpuLock
-from src.ops.memory import cleanup_vram
-from src.runs.lifetime import start_run
-from src.training.checkpoints import best_score
-from src.training.trainer import build_trainer
-from src.wandb_utils import create_wandb_logger, finish_run, log_model_artifact
 
 
 def main_with_config(cfg: CartPoleConfig, resume_from: Path | None = None) -> dict[str, float]:
     """Train, test and save one config; returns the test metrics and the best validation
     score (SWP-2: sweeps call this, and select on validation, never on test)."""
+    # Here, not at the top: torch, Lightning and TorchRL take seconds to load, and --help
+    # or a mistyped flag answers before (main() parses the command line first).
+    import lightning as L
+
+    from part3.data import RolloutDataModule
+    from part3.model import build_model, save_model
+    from src.ops.memory import cleanup_vram
+    from src.runs.lifetime import start_run
+    from src.training.checkpoints import best_score
+    from src.training.trainer import build_trainer
+    from src.wandb_utils import create_wandb_logger, finish_run, log_model_artifact
+
     with start_run(cfg, resume_from) as run:
         # MAIN-1: seed -> DataModule -> LightningModule -> WandbLogger -> Trainer -> fit -> test -> finish
         L.seed_everything(cfg.seed, workers=True)

@@ -20,9 +20,8 @@ from typing import Annotated, Any, Literal, NoReturn
 
 import tyro
 
-from src.callbacks.finite_loss import TrainingDiverged
 from src.config import BaseConfig, ConfigError
-from src.data_checks import DataValidationError
+from src.errors import DataValidationError, TrainingDiverged
 from src.runs.atomic import WriteFailed
 from src.runs.checkpoint_checks import checkpoint_problem
 from src.runs.directory import CHECKPOINT_SUFFIXES, find_latest_run, intact_checkpoint, run_dir_of

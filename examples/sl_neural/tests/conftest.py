@@ -6,6 +6,8 @@ import dataclasses
 import importlib
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -85,6 +87,23 @@ def killed_copy(run_dir: Path, checkpoint: str, folder: Path) -> Path:
     checkpoints.mkdir(parents=True)
     shutil.copy(run_dir / "config.json", checkpoints.parent)
     return Path(shutil.copy(run_dir / "checkpoints" / checkpoint, checkpoints / "last.ckpt"))
+
+
+def run_python(args: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess, set[str]]:
+    """`python ARGS` in a process of its own, as a user runs it: its result (stderr without
+    the lines of -X importtime) and the top-level packages it imported."""
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", *args],
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+    )
+    lines = result.stderr.splitlines()
+    # "import time: self [us] | cumulative | imported package", then one line per module
+    timed = [line.rsplit("|", 1)[-1].strip() for line in lines if line.startswith("import time:")]
+    result.stderr = "\n".join(line for line in lines if not line.startswith("import time:"))
+    return result, {module.split(".")[0] for module in timed[1:]}
 
 
 slow = pytest.mark.slow  # trains or starts Python processes: deselect with -m "not slow"

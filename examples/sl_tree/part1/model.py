@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import torch
 import xgboost as xgb
 
 from src.config import ConfigError
+from src.ops.hardware import visible_gpus
 from src.trees.cluster import partitioned
 from src.trees.rounds import save_booster, stop_reason
 
@@ -24,8 +24,8 @@ from .data import Split
 def booster_params(cfg: DiabetesConfig) -> dict:
     device = cfg.device
     if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    elif device == "cuda" and not torch.cuda.is_available():
+        device = "cuda" if visible_gpus() else "cpu"
+    elif device == "cuda" and not visible_gpus():
         raise ConfigError("device cuda: no CUDA GPU is visible here; use auto or cpu")
     return {
         "objective": cfg.objective,

@@ -14,38 +14,41 @@ from pathlib import Path
 
 # This part's own modules; the template names its folder.
 from part1.config import CONFIGS, DiabetesConfig
-from part1.data import load_split
-from part1.model import (
-    best_rounds,
-    evaluate,
-    load_model,
-    predict,
-    save_model,
-    train_booster,
-    training_matrices,
-)
 from src.cli import exit_on_bad_input, parse_cli
 from src.ops.gpu_lock import GpuLock
 from src.ops.hardware import gpu_name
 from src.runs.atomic import write_text_atomic
-from src.runs.lifetime import mark_training_ended, start_run, training_ended
 from src.runs.loggers import file_loggers
-from src.trees.cluster import dask_client
-from src.trees.plots import feature_importance, predicted_vs_actual, shap_summary
-from src.trees.rounds import (
-    RoundLoggers,
-    log_start_of_run,
-    replay_rounds,
-    round_callbacks,
-    train_seconds_so_far,
-)
-from src.wandb_utils import finish_run, log_model_artifact, setup_run
 
 
 def main_with_config(cfg: DiabetesConfig, resume_from: Path | None = None) -> dict[str, float]:
     """Train, test, save and plot one config; returns the summary of metrics.json: test
     metrics and the best validation score (SWP-2: sweeps call this, and select on
     validation, never on test)."""
+    # Here, not at the top: XGBoost, pandas and matplotlib take seconds to load, and
+    # --help or a mistyped flag answers before (main() parses the command line first).
+    from part1.data import load_split
+    from part1.model import (
+        best_rounds,
+        evaluate,
+        load_model,
+        predict,
+        save_model,
+        train_booster,
+        training_matrices,
+    )
+    from src.runs.lifetime import mark_training_ended, start_run, training_ended
+    from src.trees.cluster import dask_client
+    from src.trees.plots import feature_importance, predicted_vs_actual, shap_summary
+    from src.trees.rounds import (
+        RoundLoggers,
+        log_start_of_run,
+        replay_rounds,
+        round_callbacks,
+        train_seconds_so_far,
+    )
+    from src.wandb_utils import finish_run, log_model_artifact, setup_run
+
     with start_run(cfg, resume_from) as run:
         split = load_split(cfg)  # validated (DATA-1) and split
         # LOG-1: W&B directly, TensorBoard and CSV through Lightning's loggers, as --loggers chose.

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal, Self
 
 from src.project import PROJECT_SLUG, WANDB_ENTITY
+from src.runs.launch import current_launch, processes_problem
 
 # config.json's record of what a run actually used where its config left the choice to the
 # machine or to Lightning (precision "auto", the batch size BatchSizeFinder found). It sits
@@ -298,8 +299,6 @@ class SLTreeConfig(BaseConfig):
     cluster: str = ""
 
     def problems(self) -> list[str]:
-        from src.runs.launch import current_launch  # here: it imports Lightning
-
         found = [*super().problems(), *_at_least(self, num_boost_round=1, early_stopping_rounds=1)]
         found += _cluster_problems(self.cluster)
         if (launch := current_launch()).world_size > 1:  # each would grow the same trees (DDP-1)
@@ -409,39 +408,50 @@ def _schedule_problems(
 
 
 def _hardware_problems(accelerator: str, devices: str, num_nodes: int, strategy: str) -> list[str]:
-    """Accelerator, devices and strategy that Lightning would refuse only after the run began."""
-    import torch  # here, not at the top: the tree parts' configs need no torch
-    from lightning.pytorch.strategies import StrategyRegistry
-
-    from src.runs.launch import current_launch, processes_problem
-
+    """Accelerator, devices and strategy that Lightning would refuse only after the run began.
+    torch and Lightning are asked only about values other than auto: the defaults, --help
+    and a mistyped flag answer without the seconds they take to load."""
     found = []
-    present = {
-        "auto": True,
-        "cpu": True,
-        "gpu": torch.cuda.is_available() or torch.backends.mps.is_available(),
-        "cuda": torch.cuda.is_available(),
-        "mps": torch.backends.mps.is_available(),
-    }
-    if accelerator not in present:
-        found.append(f"accelerator {accelerator!r}: use one of {', '.join(present)}")
-    elif not present[accelerator]:
+    accelerators = ("auto", "cpu", "gpu", "cuda", "mps")
+    if accelerator not in accelerators:
+        found.append(f"accelerator {accelerator!r}: use one of {', '.join(accelerators)}")
+    elif not _accelerator_present(accelerator):
         found.append(f"accelerator {accelerator!r}: none is visible on this machine; use auto or cpu")
-    on_cpu = accelerator == "cpu" or (accelerator == "auto" and not (present["cuda"] or present["mps"]))
     if not re.fullmatch(r"auto|-1|[1-9][0-9]*|[0-9]+,|[0-9]+(,[0-9]+)+,?", devices.replace(" ", "")):
         found.append(f"devices {devices!r}: use auto, -1 (all), a count such as 2, or a list such as 0,1")
-    elif on_cpu and not re.fullmatch(r"auto|[1-9][0-9]*", devices.strip()):
+    elif not re.fullmatch(r"auto|[1-9][0-9]*", devices.strip()) and _on_cpu(accelerator):
         found.append(f"devices {devices!r}: on the CPU, use auto or a count of processes such as 2")
     if problem := processes_problem(current_launch(), devices, num_nodes):
         found.append(problem)
+    return found + _strategy_problems(strategy)
+
+
+def _strategy_problems(strategy: str) -> list[str]:
+    if strategy == "auto":
+        return []
+    from lightning.pytorch.strategies import StrategyRegistry  # here: see _hardware_problems
+
     strategies = ["auto", *StrategyRegistry.available_strategies()]
     if strategy not in strategies:
-        found.append(f"strategy {strategy!r}: use one of Lightning's: {', '.join(strategies)}")
-    elif re.search("spawn|fork|notebook", strategy):
+        return [f"strategy {strategy!r}: use one of Lightning's: {', '.join(strategies)}"]
+    if re.search("spawn|fork|notebook", strategy):
         # Lightning brings back only the weights from processes it starts this way: the
         # checkpoints' scores, which the test and the sweeps need, stay behind.
-        found.append(f"strategy {strategy!r}: use ddp, which starts a process per device with its own state")
-    return found
+        return [f"strategy {strategy!r}: use ddp, which starts a process per device with its own state"]
+    return []
+
+
+def _accelerator_present(accelerator: str) -> bool:
+    if accelerator in ("auto", "cpu"):
+        return True
+    import torch  # here: see _hardware_problems
+
+    cuda, mps = torch.cuda.is_available(), torch.backends.mps.is_available()
+    return {"gpu": cuda or mps, "cuda": cuda, "mps": mps}[accelerator]
+
+
+def _on_cpu(accelerator: str) -> bool:
+    return accelerator == "cpu" or (accelerator == "auto" and not _accelerator_present("gpu"))
 
 
 def _refused_path(path: Path) -> str | None:

@@ -13,14 +13,16 @@ import netrc
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 import wandb
-from lightning.pytorch.loggers import WandbLogger
-from lightning.pytorch.utilities import rank_zero_only
 
 from src.config import BaseConfig, ConfigError, first_line
+from src.runs.launch import is_rank_zero
+
+if TYPE_CHECKING:
+    from lightning.pytorch.loggers import WandbLogger
 
 
 def resolve_mode(requested: str) -> str:
@@ -49,7 +51,7 @@ def setup_run(cfg: BaseConfig, run_dir: Path) -> Any | None:
         wandb.run.config.update(_config(cfg, run_dir), allow_val_change=True)
         return wandb.run
     mode = chosen_wandb_mode(cfg)
-    if mode == "disabled" or rank_zero_only.rank != 0:
+    if mode == "disabled" or not is_rank_zero():
         return None
     try:
         run = wandb.init(
@@ -95,6 +97,9 @@ def create_wandb_logger(cfg: BaseConfig, run_dir: Path) -> WandbLogger | None:
     """LOG-1: the WandbLogger handed to the Trainer, or None when W&B is off."""
     if chosen_wandb_mode(cfg) == "disabled":
         return None
+    # Here, not at the top: only the Lightning parts make one, and the tree parts never load Lightning.
+    from lightning.pytorch.loggers import WandbLogger
+
     # The run, named and placed in its project by setup_run(); the artifact is logged by
     # log_model_artifact() once at the end (LOG-6), so the logger uploads no checkpoints.
     return WandbLogger(experiment=setup_run(cfg, run_dir), log_model=False)

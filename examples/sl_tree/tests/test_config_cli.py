@@ -10,7 +10,7 @@ import sys
 
 import pytest
 import torch
-from conftest import PARTS, ROOT, part_module, slow
+from conftest import PARTS, ROOT, part_module, run_python, slow
 
 from src.cli import parse_cli
 
@@ -215,19 +215,28 @@ def test_underscore_spellings_of_flags_are_accepted(kind):
     assert (cfg.max_wall_clock_hours, cfg.output.base_dir) == (2, "x")
 
 
+# What takes seconds to import: a command's --help, and its answer to a mistyped flag,
+# come before any of it loads.
+TRAINING_LIBRARIES = {"torch", "lightning", "torchrl", "wandb", "xgboost", "sklearn", "pandas"}
+
+
+@slow
+@pytest.mark.parametrize("kind", sorted(PARTS))
+def test_help_answers_before_the_training_libraries_load(kind, tmp_path):
+    result, imported = run_python(["-m", f"{PARTS[kind]}.train", "--help"], tmp_path)
+    assert result.returncode == 0 and "--config" in result.stdout, result.stderr
+    assert not imported & TRAINING_LIBRARIES
+
+
 @slow
 @pytest.mark.parametrize("kind", sorted(PARTS))
 def test_a_bad_command_line_exits_2_without_traceback_or_run_dir(kind, tmp_path):
-    result = subprocess.run(
-        [sys.executable, "-m", f"{PARTS[kind]}.train", "--config", "smoke", "--seed", "x"],
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-    )
+    command = ["-m", f"{PARTS[kind]}.train", "--config", "smoke", "--seed", "x"]
+    result, imported = run_python(command, tmp_path)
     assert result.returncode == 2, result.stderr
     assert "--seed" in result.stderr + result.stdout and "Traceback" not in result.stderr
     assert not (tmp_path / "output").exists()
+    assert not imported & TRAINING_LIBRARIES  # answered at once
 
 
 @slow

@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 import xgboost as xgb
-from conftest import PARTS, ROOT, assert_report, gpu, part_module, slow
+from conftest import PARTS, ROOT, assert_report, gpu, part_module, run_python, slow
 
 from src.data_checks import DataValidationError
 from src.runs.directory import latest_checkpoint
@@ -231,6 +231,18 @@ def test_a_stop_file_stops_every_dask_worker_after_the_same_round(tmp_path):  # 
     assert summary["rounds_trained"] == 1
     assert f"STOP file {stop}: stopping after round 0" in (run_dir / "console.log").read_text()
     assert json.loads((run_dir / "run.json").read_text())["status"] == "finished"
+
+
+@slow
+def test_the_command_never_loads_torch_or_lightning(tmp_path):
+    """A tree part needs neither, nor waits seconds for them to load: its command trains,
+    tests, saves and reports without them."""
+    command = ["-m", f"{PARTS['sl_tree']}.train", "--config", "smoke", "--wandb-mode", "disabled"]
+    result, imported = run_python([*command, "--output.base-dir", str(tmp_path)], cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (run_dir,) = tmp_path.glob("smoke_*")
+    assert (run_dir / "model.ubj").is_file() and (run_dir / "report.md").is_file()
+    assert not imported & {"torch", "lightning"}
 
 
 @slow

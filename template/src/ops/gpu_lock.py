@@ -23,7 +23,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, NoReturn
 
-import torch
+from src.ops.hardware import visible_gpus
 
 DEFAULT_LOCK_PATH = "/tmp/gpu-task.lock"
 
@@ -36,7 +36,7 @@ class GpuLock:
         # DDP ranks that Lightning or torchrun start beside the first process belong
         # to the same job: only local rank 0 queues for the machine.
         is_first_rank = int(os.environ.get("LOCAL_RANK", "0")) == 0
-        self.enabled = is_first_rank and (without_gpu or torch.cuda.is_available())
+        self.enabled = is_first_rank and (without_gpu or bool(visible_gpus()))
 
     def __enter__(self) -> GpuLock:
         if not self.enabled:

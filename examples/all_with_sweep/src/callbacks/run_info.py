@@ -25,9 +25,10 @@ class RunInfoCallback(L.Callback):
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         processes = {"world_size": trainer.world_size, "num_nodes": trainer.num_nodes}
-        record_in_run_json(self.run_dir, **processes)
         used = _used_settings(trainer, pl_module)
-        record_used_settings(self.run_dir, **used)
+        if trainer.is_global_zero:
+            record_in_run_json(self.run_dir, **processes)
+            record_used_settings(self.run_dir, **used)
         info = {
             **processes,
             "used": used,

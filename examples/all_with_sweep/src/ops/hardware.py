@@ -1,17 +1,25 @@
-"""LOG-4: CPU, RAM and GPU readings, for every part (Lightning or not)."""
+"""LOG-4: CPU, RAM and GPU readings, for every part (Lightning or not).
+
+GPUs are read from the NVIDIA driver (NVML, through nvidia-ml-py), as torch itself counts
+them, but without importing torch: that takes seconds, and a tree part never uses it.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import os
+from typing import Any
 
 import psutil
-import torch
+import pynvml
 
 GIB = 1024**3
 
 
-def collect_system_metrics() -> dict[str, float]:
-    """One reading, keyed under system/. CPU percent is the average since the last call."""
+def collect_system_metrics(gpu: int = 0) -> dict[str, float]:
+    """One reading, keyed under system/, of the visible GPU numbered `gpu` (a DDP rank's
+    own) among the rest. CPU percent is the average since the last call."""
     memory = psutil.virtual_memory()
     metrics = {
         "system/cpu_percent": psutil.cpu_percent(interval=None),
@@ -19,17 +27,56 @@ def collect_system_metrics() -> dict[str, float]:
         "system/ram_percent": memory.percent,
         "system/process_rss_gb": psutil.Process().memory_info().rss / GIB,
     }
-    if torch.cuda.is_available():
-        metrics |= {
-            "system/gpu_memory_allocated_gb": torch.cuda.memory_allocated() / GIB,
-            "system/gpu_memory_reserved_gb": torch.cuda.memory_reserved() / GIB,
-            "system/gpu_max_memory_allocated_gb": torch.cuda.max_memory_allocated() / GIB,
-        }
-        # Read through pynvml (nvidia-ml-py); a missing reading never fails a run.
-        with contextlib.suppress(Exception):
-            metrics["system/gpu_utilization_percent"] = float(torch.cuda.utilization())
+    if gpu < len(gpus := visible_gpus()):
+        with contextlib.suppress(pynvml.NVMLError):  # a missing reading never fails a run
+            utilization = pynvml.nvmlDeviceGetUtilizationRates(gpus[gpu]).gpu
+            metrics["system/gpu_utilization_percent"] = float(utilization)
     return metrics
 
 
 def gpu_name() -> str:
-    return torch.cuda.get_device_name() if torch.cuda.is_available() else "none (CPU)"
+    gpus = visible_gpus()
+    return pynvml.nvmlDeviceGetName(gpus[0]) if gpus else "none (CPU)"
+
+
+def driver_versions() -> dict[str, str | None]:
+    """The newest CUDA the NVIDIA driver runs and the driver's own version, as nvidia-smi
+    shows them; None without a driver."""
+    if not _nvml_started():
+        return {"cuda": None, "nvidia_driver": None}
+    cuda = pynvml.nvmlSystemGetCudaDriverVersion()  # 12040 for CUDA 12.4
+    driver = pynvml.nvmlSystemGetDriverVersion()
+    return {"cuda": f"{cuda // 1000}.{cuda % 1000 // 10}", "nvidia_driver": driver}
+
+
+@functools.cache
+def visible_gpus() -> tuple[Any, ...]:
+    """NVML's handles of the GPUs CUDA shows this process, in its order: every one, or
+    those CUDA_VISIBLE_DEVICES names (by index or UUID) up to the first it does not know,
+    as CUDA reads it. None without an NVIDIA driver."""
+    if not _nvml_started():
+        return ()
+    handles = [pynvml.nvmlDeviceGetHandleByIndex(index) for index in range(pynvml.nvmlDeviceGetCount())]
+    chosen = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if chosen is None:
+        return tuple(handles)
+    visible = []
+    for entry in (entry.strip() for entry in chosen.split(",")):
+        if entry.isdigit() and int(entry) < len(handles):
+            visible.append(handles[int(entry)])
+            continue
+        try:  # a GPU's UUID, or a MIG slice's
+            visible.append(pynvml.nvmlDeviceGetHandleByUUID(entry))
+        except pynvml.NVMLError:
+            break
+    return tuple(visible)
+
+
+@functools.cache
+def _nvml_started() -> bool:
+    """NVML, started once for the process (as torch does); False without an NVIDIA driver."""
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        return False
+    return True

@@ -9,8 +9,6 @@ import sys
 import zipfile
 from pathlib import Path
 
-import torch
-
 from src.config import first_line
 
 
@@ -26,6 +24,8 @@ def checkpoint_problem(path: Path) -> str | None:
 def _torch_problem(path: Path) -> str | None:
     """torch.save writes a zip archive with a checksum per entry: a cut or overwritten
     file fails testzip(). The weights must then load and be finite."""
+    import torch  # here, not at the top: a tree part's .ubj checkpoints need no torch
+
     try:
         with zipfile.ZipFile(path) as archive:
             if (bad_entry := archive.testzip()) is not None:

@@ -10,14 +10,22 @@ write them, in the Lightning parts and the tree parts alike.
 from __future__ import annotations
 
 from pathlib import Path
-
-from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
+from typing import TYPE_CHECKING
 
 from src.config import BaseConfig
+
+if TYPE_CHECKING:
+    from lightning.pytorch.loggers import Logger
 
 
 def file_loggers(cfg: BaseConfig, run_dir: Path) -> list[Logger]:
     """The TensorBoard and CSV loggers the config's `loggers` name (W&B is src.wandb_utils')."""
+    if not {"tensorboard", "csv"} & set(cfg.loggers):
+        return []
+    # Here, not at the top: Lightning takes seconds to load, and a tree part that logs to
+    # W&B alone never needs it.
+    from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
+
     chosen: list[Logger] = []
     if "tensorboard" in cfg.loggers:
         # No hp_metric: a placeholder scalar (-1) that no part fills in.

@@ -7,7 +7,6 @@ result can be traced back to the exact code, environment and data that made it
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import importlib.metadata
@@ -17,10 +16,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from src.config import BaseConfig
-from src.ops.hardware import gpu_name
+from src.ops.hardware import driver_versions, gpu_name
 
 # The libraries whose versions decide a result; any that is not installed is left out.
 PACKAGES = (
@@ -88,20 +85,12 @@ def package_versions() -> dict[str, str]:
 
 
 def machine() -> dict[str, Any]:
-    facts = {
+    return {
         "hostname": socket.gethostname(),
         "platform": platform.platform(),
         "gpu": gpu_name(),
-        "cuda": torch.version.cuda,
-        "nvidia_driver": None,
+        **driver_versions(),  # the NVIDIA driver and the CUDA version it runs; None without one
     }
-    with contextlib.suppress(Exception):  # no NVIDIA driver here: nothing more to say
-        import pynvml  # nvidia-ml-py
-
-        pynvml.nvmlInit()
-        facts["nvidia_driver"] = pynvml.nvmlSystemGetDriverVersion()
-        pynvml.nvmlShutdown()
-    return facts
 
 
 def data_files(cfg: BaseConfig) -> list[Path]:

@@ -1,4 +1,5 @@
-"""Validation and test under DDP see every example exactly once (DDP-1).
+"""Validation and test under DDP see every example exactly once (DDP-1); the test's
+confusion matrix, for the run's report.
 
 Lightning gives an evaluation loader a DistributedSampler, which pads the ranks'
 shares to one length with repeated examples, so metrics over several processes
@@ -9,12 +10,16 @@ DistributedSampler keeps it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sized
+from pathlib import Path
 
 import torch.distributed as dist
 from lightning.pytorch.overrides.distributed import UnrepeatedDistributedSampler
+from lightning.pytorch.utilities import rank_zero_only
 
-from src.data_checks import DataValidationError
+from src.errors import DataValidationError
+from src.runs.atomic import write_text_atomic
 
 
 def evaluation_sampler(dataset: Sized, split: str) -> UnrepeatedDistributedSampler | None:
@@ -28,3 +33,11 @@ def evaluation_sampler(dataset: Sized, split: str) -> UnrepeatedDistributedSampl
             f"evaluate it; give it more rows or train with fewer processes"
         )
     return UnrepeatedDistributedSampler(dataset, shuffle=False)
+
+
+@rank_zero_only
+def save_confusion_matrix(counts: list[list[int]], path: Path, labels: list[str] | None = None) -> None:
+    """Test-set counts, rows the true class and columns the predicted one, for the report
+    (src.report.run_files reads them); labels default to the class numbers."""
+    labels = labels or [str(number) for number in range(len(counts))]
+    write_text_atomic(path, json.dumps({"labels": labels, "counts": counts}) + "\n")

@@ -25,4 +25,5 @@ class TrainingEndCallback(L.Callback):
             trainer.should_stop = True
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        mark_training_ended(self.run_dir)
+        if trainer.is_global_zero:
+            mark_training_ended(self.run_dir)

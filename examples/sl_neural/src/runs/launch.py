@@ -17,12 +17,15 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-from lightning.fabric.plugins.environments import SLURMEnvironment, TorchElasticEnvironment
-
 from src.runs.atomic import write_text_atomic
 
 # Rank zero may queue for the GPU lock first (OPS-1): the other ranks wait as long.
 WAIT = timedelta(days=7)
+# What Lightning's TorchElasticEnvironment and SLURMEnvironment look for first: torchrun
+# and SLURM set them in the processes they start.
+LAUNCHER_VARIABLES = {"TORCHELASTIC_RUN_ID", "SLURM_NTASKS"}
+# Where Lightning reads a process's global rank before a Trainer exists, first found first.
+RANK_VARIABLES = ("RANK", "LOCAL_RANK", "SLURM_PROCID", "JSM_NAMESPACE_RANK")
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,12 @@ class Launch:
 
 def current_launch() -> Launch:
     """How this process was started, as Lightning's own cluster environments detect it."""
+    if not LAUNCHER_VARIABLES & os.environ.keys():
+        return Launch("python", 1, 1, 0)  # neither launcher's: nothing to ask Lightning
+    # Here, not at the top: Lightning takes seconds to load, and the tree parts, which
+    # are started with python -m, never need it.
+    from lightning.fabric.plugins.environments import SLURMEnvironment, TorchElasticEnvironment
+
     if TorchElasticEnvironment.detect():
         torchrun = TorchElasticEnvironment()
         world_size = torchrun.world_size()
@@ -49,6 +58,15 @@ def current_launch() -> Launch:
         nodes = int(os.environ.get("SLURM_NNODES", "1"))
         return Launch("slurm", slurm.world_size(), nodes, slurm.global_rank())
     return Launch("python", 1, 1, 0)
+
+
+def is_rank_zero() -> bool:
+    """Whether this process writes the run's files (DDP-1): rank zero as Lightning's
+    rank_zero_only counts it before a Trainer exists (the process a user started; a rank
+    that Lightning, torchrun or srun started has its rank in the environment). Read here
+    without loading Lightning, for the tree parts."""
+    rank = next((os.environ[name] for name in RANK_VARIABLES if name in os.environ), "0")
+    return int(rank) == 0
 
 
 def processes_problem(launch: Launch, devices: str, num_nodes: int) -> str | None:

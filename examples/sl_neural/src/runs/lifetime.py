@@ -25,8 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import wandb
-from lightning.pytorch.utilities import rank_zero_only
-from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from src.config import USED_KEY, BaseConfig
 from src.runs.atomic import WriteFailed, translate_write_errors, write_text_atomic
@@ -39,7 +37,7 @@ from src.runs.directory import (
     stop_file_paths,
     stop_requested,
 )
-from src.runs.launch import agreed, current_launch
+from src.runs.launch import agreed, current_launch, is_rank_zero
 from src.runs.provenance import provenance
 
 
@@ -57,7 +55,7 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
     decided = agreed(launch, lambda: _run_dir_and_checkpoint(cfg, resume_from), Path(cfg.output.base_dir))
     run_dir = Path(decided["run_dir"])
     resume_from = Path(decided["resume_from"]) if decided["resume_from"] else None
-    is_writer = rank_zero_only.rank == 0
+    is_writer = is_rank_zero()
     previous_env = os.environ.get(RUN_DIR_ENV)
     os.environ[RUN_DIR_ENV] = str(run_dir)  # for the DDP ranks Lightning starts
     console = tee_console(run_dir / "console.log") if is_writer else contextlib.nullcontext()
@@ -90,7 +88,7 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
             if _ctrl_c(error):
                 print(f"interrupted: saved files are kept; continue with --resume {run_dir}", file=sys.stderr)
                 raise SystemExit(130) from None
-            if isinstance(error, SIGTERMException):  # Lightning's way of ending at SIGTERM
+            if _lightning_sigterm(error):
                 raise Terminated(128 + signal.SIGTERM) from None
             raise
         else:
@@ -115,6 +113,14 @@ def _run_dir_and_checkpoint(cfg: BaseConfig, resume_from: Path | None) -> dict[s
     else:
         run_dir = create_run_dir(Path(cfg.output.base_dir), cfg.name)
     return {"run_dir": str(run_dir), "resume_from": str(resume_from or "")}
+
+
+def _lightning_sigterm(error: BaseException) -> bool:
+    """Whether Lightning ended fit or test at SIGTERM (its SIGTERMException, a SystemExit
+    without a status). Looked up, not imported: a run that never loaded Lightning (a tree
+    part's) cannot have raised it, and need not wait seconds for it to load."""
+    exceptions = sys.modules.get("lightning.pytorch.utilities.exceptions")
+    return exceptions is not None and isinstance(error, exceptions.SIGTERMException)
 
 
 def _ctrl_c(error: BaseException | None) -> bool:
@@ -161,15 +167,14 @@ def mark_training_ended(run_dir: Path) -> None:
     record_in_run_json(run_dir, training_ended=True)
 
 
-@rank_zero_only
 def record_in_run_json(run_dir: Path, **facts: Any) -> None:
-    """Add facts to run.json: that training ended, the processes it ran on."""
+    """Add facts to run.json: that training ended, the processes it ran on. Called by
+    the process that writes the run's files (a Lightning callback: on global rank zero)."""
     path = run_dir / "run.json"
     record = json.loads(path.read_text())
     write_text_atomic(path, json.dumps({**record, **facts}, indent=2) + "\n")
 
 
-@rank_zero_only
 def record_used_settings(run_dir: Path, **used: Any) -> None:
     """Add to config.json what the run actually used (the precision "auto" became, the
     batch size BatchSizeFinder found), beside the fields that say what was asked."""

@@ -7,9 +7,7 @@ from typing import Any
 
 import lightning as L
 
-
-class TrainingDiverged(ArithmeticError):
-    """The training loss or the monitored metric became NaN or infinite."""
+from src.errors import TrainingDiverged
 
 
 class FiniteLossCallback(L.Callback):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import lightning as L
 
-from src.runs.metrics_jsonl import JsonlLogger
+from src.training.jsonl_logger import JsonlLogger
 
 
 class ResumedMetricsCallback(L.Callback):

@@ -11,9 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lightning.pytorch.utilities import rank_zero_only
-
-from src.runs.atomic import write_text_atomic
 from src.runs.metrics_jsonl import higher_is_better, read_jsonl
 
 CONFUSION_FILE = "confusion_matrix.json"
@@ -26,14 +23,6 @@ Series = dict[float, float]  # epoch or round (or step) -> value
 
 class NotARunDir(ValueError):
     """The path is not a training run's directory."""
-
-
-@rank_zero_only
-def save_confusion_matrix(counts: list[list[int]], path: Path, labels: list[str] | None = None) -> None:
-    """Test-set counts, rows the true class and columns the predicted one, for the report;
-    labels default to the class numbers."""
-    labels = labels or [str(number) for number in range(len(counts))]
-    write_text_atomic(path, json.dumps({"labels": labels, "counts": counts}) + "\n")
 
 
 @dataclass

@@ -43,8 +43,8 @@ from src.config import SPANNING_SCHEDULES, LightningConfig
 from src.runs.directory import stop_file_paths
 from src.runs.launch import current_launch, trainer_processes
 from src.runs.loggers import file_loggers
-from src.runs.metrics_jsonl import JsonlLogger
 from src.training.checkpoints import AtomicCheckpointIO
+from src.training.jsonl_logger import JsonlLogger
 from src.training.precision import choose_precision
 
 # Raised inside Lightning 2.6 by newer torch on every run; nothing in this project to act on.

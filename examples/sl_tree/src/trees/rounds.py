@@ -17,10 +17,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import xgboost as xgb
-from lightning.pytorch.loggers import Logger
 from xgboost import collective
 
 from src.config import SLTreeConfig
@@ -28,6 +27,9 @@ from src.ops.hardware import collect_system_metrics
 from src.runs.atomic import atomic_path
 from src.runs.directory import stop_file_paths, stop_requested
 from src.runs.metrics_jsonl import append_jsonl, drop_metrics_from_step, higher_is_better, read_jsonl
+
+if TYPE_CHECKING:  # only when --loggers asks for them does Lightning load (src.runs.loggers)
+    from lightning.pytorch.loggers import Logger
 
 TRAIN_SECONDS = "train_seconds"  # booster attribute: training time of every session so far
 STOP_REASON = "stop_reason"  # booster attribute: why the last training call stopped early
