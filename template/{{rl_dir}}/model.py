@@ -43,9 +43,10 @@ class PPOModule(L.LightningModule):
         learning_rate: float,
         weight_decay: float,
         batch_size: int,
-        scheduler: str,
-        warmup_fraction: float,
-        min_lr_fraction: float,
+        # Defaults: what a checkpoint saved before schedules were a choice trained with.
+        scheduler: str = "constant",
+        warmup_fraction: float = 0.05,
+        min_lr_fraction: float = 0.0,
         ppo_epochs: int,
         clip_epsilon: float,
         gamma: float,

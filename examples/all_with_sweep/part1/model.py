@@ -29,9 +29,10 @@ class DigitsClassifier(L.LightningModule):
         learning_rate: float,
         weight_decay: float,
         batch_size: int,
-        scheduler: str,
-        warmup_fraction: float,
-        min_lr_fraction: float,
+        # Defaults: what a checkpoint saved before schedules were a choice trained with.
+        scheduler: str = "plateau",
+        warmup_fraction: float = 0.05,
+        min_lr_fraction: float = 0.0,
         lr_factor: float,
         lr_patience: int,
     ) -> None:
