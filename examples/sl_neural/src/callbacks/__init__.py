@@ -14,6 +14,7 @@ from src.callbacks.system_metrics import SystemMetricsCallback
 from src.callbacks.timing import TimingCallback
 from src.callbacks.tracking import TrackingCallback
 from src.callbacks.training_end import TrainingEndCallback
+from src.callbacks.wall_clock import WallClockTimer
 
 __all__ = [
     "BatchMetricsCallback",
@@ -30,4 +31,5 @@ __all__ = [
     "TimingCallback",
     "TrackingCallback",
     "TrainingEndCallback",
+    "WallClockTimer",
 ]
