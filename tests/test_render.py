@@ -22,7 +22,7 @@ SRC_MODULES = """
 """
 CALLBACKS = """
     __init__ batch_metrics epoch_summary finite_loss moved_run plateau_resume progress_bar resumed_metrics
-    rng_state run_info schedule_length stop_file system_metrics timing tracking training_end
+    rng_state run_info schedule_length stop_file system_metrics timing tracking training_end wall_clock
 """
 CHECKLIST = "__init__ __main__ code_checks project registry report rl_checks run_checks"
 SHARED_FILES = {
@@ -60,7 +60,7 @@ SWEEP_MODULES = "__init__ command local records resume runner spec wandb_sweep"
 
 # Files a part kind adds beyond the four of every part; {part} is its folder.
 KIND_FILES = {
-    "sl_neural": [],
+    "sl_neural": ["{part}/benchmark.py"],
     "sl_tree": [
         "{part}/benchmark.py",
         "src/trees/__init__.py",

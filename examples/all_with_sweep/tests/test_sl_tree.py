@@ -85,6 +85,22 @@ def test_model_artifact_reaches_the_offline_wandb_run(smoke_run):  # LOG-1, LOG-
     assert b"smoke-model" in history.read_bytes()
 
 
+@slow
+def test_the_offline_wandb_run_holds_every_round_as_metrics_jsonl_does(smoke_run):  # LOG-1, LOG-4
+    run_dir, _, events = smoke_run
+    (offline_run,) = (run_dir / "wandb").glob("offline-run-*")
+    # W&B's own reader of the run's .wandb file, which needs no server.
+    inspect = [sys.executable, "-m", "wandb", "leet", "inspect", "--json", str(offline_run)]
+    output = subprocess.run(inspect, capture_output=True, text=True, check=True).stdout
+    history = [record["history"] for record in map(json.loads, output.splitlines()) if "history" in record]
+    # W&B's own keys (_step, _runtime, _timestamp) left out.
+    logged = {row["step"]["num"]: {k: v for k, v in row["item"].items() if k[0] != "_"} for row in history}
+    rounds = {e["step"]: e for e in events if e["event"] == "metrics"}
+    assert list(logged) == list(rounds) == list(range(len(rounds)))  # every round, at its own step
+    for step, event in rounds.items():
+        assert logged[step] == {k: v for k, v in event.items() if k not in ("event", "step", "time")}
+
+
 def test_predictions_equal_a_plain_xgb_train(tmp_path):
     cfg = smoke_config(tmp_path)
     split = data.load_split(cfg)

@@ -75,6 +75,14 @@ def test_metrics_cover_every_namespace(smoke_run):  # LOG-3, LOG-4, LOG-5, OUT-4
 
 
 @slow
+def test_gradient_norm_is_logged_at_each_step_lightning_logs(smoke_run):  # LOG-4
+    _, _, events = smoke_run
+    logged_steps = [e["step"] for e in events if "train_loss_step" in e]
+    assert len(logged_steps) > 1  # one every log_every_n_steps
+    assert [e["step"] for e in events if "batch/grad_norm" in e] == logged_steps
+
+
+@slow
 def test_wandb_ran_offline_inside_the_run_directory(smoke_run):  # LOG-1, LOG-6
     run_dir, _, _ = smoke_run
     (offline_run,) = (run_dir / "wandb").glob("offline-run-*")
@@ -273,8 +281,12 @@ def test_wall_clock_budget_ends_the_run_and_still_tests(tmp_path):  # CFG-4
     test_metrics = train.main_with_config(cfg)
     (run_dir,) = tmp_path.glob("smoke_*")
     validations = [e for e in read_jsonl(run_dir / "metrics.jsonl") if "val_loss" in e]
-    # Stopped within its first epoch (10 steps); Lightning still validates before it ends.
+    # Stopped within its first epoch (9 steps); Lightning still validates before it ends.
     assert len(validations) == 1 and validations[0]["epoch"] == 0 and validations[0]["step"] < 9
+    # The clock is read at the steps Lightning logs: the budget, spent by the first step,
+    # ends training at the first of those.
+    last = torch.load(run_dir / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)
+    assert last["global_step"] == cfg.log_every_n_steps
     assert (run_dir / "checkpoints" / "best.ckpt").is_file()
     assert "test_acc" in test_metrics
 

@@ -6,7 +6,6 @@ import logging
 import sys
 import warnings
 from collections.abc import Sequence
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,6 @@ from lightning.pytorch.callbacks import (
     EarlyStopping,
     LearningRateMonitor,
     ModelCheckpoint,
-    Timer,
 )
 from lightning.pytorch.loggers import Logger
 from lightning.pytorch.profilers import AdvancedProfiler, SimpleProfiler
@@ -38,6 +36,7 @@ from src.callbacks import (
     TimingCallback,
     TrackingCallback,
     TrainingEndCallback,
+    WallClockTimer,
 )
 from src.config import SPANNING_SCHEDULES, LightningConfig
 from src.runs.directory import stop_file_paths
@@ -99,7 +98,7 @@ def build_callbacks(
         LearningRateMonitor(logging_interval=None),
         FiniteLossCallback(monitor=monitor),  # a NaN loss fails the run, never saved as best
         StopFileCallback(stop_file_paths(cfg.stop_file, run_dir)),  # `touch STOP` (CB-4)
-        Timer(duration=timedelta(hours=cfg.max_wall_clock_hours), interval="step"),  # CFG-4 budget
+        WallClockTimer(cfg.max_wall_clock_hours),  # CFG-4 budget, mid-epoch
         TimingCallback(fetch_section=fetch_section),  # timing/ (PRF-2..4)
         TrackingCallback(monitor=monitor, mode=mode),  # tracking/ (LOG-4)
         BatchMetricsCallback(),  # batch/ (LOG-4)

@@ -15,6 +15,7 @@ from src.callbacks.system_metrics import SystemMetricsCallback
 from src.callbacks.timing import TimingCallback
 from src.callbacks.tracking import TrackingCallback
 from src.callbacks.training_end import TrainingEndCallback
+from src.callbacks.wall_clock import WallClockTimer
 
 __all__ = [
     "BatchMetricsCallback",
@@ -32,4 +33,5 @@ __all__ = [
     "TimingCallback",
     "TrackingCallback",
     "TrainingEndCallback",
+    "WallClockTimer",
 ]

@@ -136,7 +136,9 @@ def wall_clock(project: Project) -> str:
     base = shared_classes(project).get("BaseConfig")
     require(base and "max_wall_clock_hours" in fields(base), "BaseConfig has no max_wall_clock_hours field")
     for part in project.parts:
-        stoppers = {"Timer", *(c.name for _, c in project.classes("TrainingCallback", part))}
+        # Lightning's Timer or a subclass of it, or XGBoost callbacks.
+        bases = ("Timer", "TrainingCallback")
+        stoppers = {"Timer", *(c.name for base in bases for _, c in project.classes(base, part))}
         require(
             any(
                 name_of(c) in stoppers and "max_wall_clock_hours" in source(c)

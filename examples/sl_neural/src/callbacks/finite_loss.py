@@ -11,9 +11,10 @@ from src.errors import TrainingDiverged
 
 
 class FiniteLossCallback(L.Callback):
-    """Raises TrainingDiverged as soon as the step's training loss, or the monitored
-    validation metric, is not finite. Lightning runs checkpoint callbacks after the
-    others, so the non-finite weights are never saved as best or last."""
+    """Raises TrainingDiverged once the training loss, or the monitored validation
+    metric, is not finite. The training loss is read at the steps Lightning logs (every
+    log_every_n_steps) and before any checkpoint is saved, so the non-finite weights a
+    diverged step leaves behind are never saved."""
 
     def __init__(self, monitor: str = "val_loss") -> None:
         self.monitor = monitor
@@ -21,6 +22,15 @@ class FiniteLossCallback(L.Callback):
     def on_train_batch_end(
         self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any, batch_idx: int
     ) -> None:
+        # Not every step: on a GPU each read waits for the step to finish. The loggers read
+        # the loss at these steps anyway, and the weights stay non-finite once they are.
+        if trainer._logger_connector.should_update_logs:
+            self._check_training_loss(trainer)
+
+    def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict) -> None:
+        self._check_training_loss(trainer)  # raised before a byte of the checkpoint is written
+
+    def _check_training_loss(self, trainer: L.Trainer) -> None:
         metrics = trainer.callback_metrics
         loss = metrics.get("train_loss_step", metrics.get("train_loss"))
         if loss is not None and not math.isfinite(float(loss)):
