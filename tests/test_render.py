@@ -17,7 +17,7 @@ SRC_MODULES = """
     training/precision training/schedules training/seeding training/stopwatch training/trainer
     runs/__init__ runs/atomic runs/checkpoint_checks runs/console runs/directory
     runs/launch runs/lifetime runs/loggers runs/metrics_jsonl runs/provenance
-    ops/__init__ ops/babysit ops/gpu_lock ops/hardware ops/memory ops/records
+    ops/__init__ ops/babysit ops/benchmarks ops/gpu_lock ops/hardware ops/memory ops/records
     report/__init__ report/__main__ report/comparison report/figures report/run_files report/run_report
 """
 CALLBACKS = """

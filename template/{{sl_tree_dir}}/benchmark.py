@@ -15,7 +15,8 @@ contender: the bare `xgb.train` with W&B's own XGBoost callback, which logs ever
 round too. Each timed call gets a W&B run of its own, started and finished outside
 the timing: what is timed is the logging of the rounds. W&B takes each round in a
 call of its own (a fraction of a millisecond), so on a small table, whose rounds
-take less than that, logging the rounds costs more than growing the trees.
+take less than that, logging the rounds costs more than growing the trees. --json
+FILE writes the figures.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
-import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -34,6 +34,7 @@ import wandb
 import xgboost as xgb
 from wandb.integration.xgboost import WandbCallback
 
+from src.ops.benchmarks import alternate, medians, recorded
 from src.trees.rounds import RoundLoggers, round_callbacks
 
 from .config import CONFIGS
@@ -49,6 +50,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--scale", type=int, default=1, help="repeat the training rows this many times")
     parser.add_argument("--with-wandb", action="store_true", help="log the rounds to offline W&B runs too")
+    parser.add_argument("--json", type=Path, help="write the figures to this file")
     args = parser.parse_args(argv)
 
     cfg = CONFIGS[args.config]()
@@ -60,7 +62,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     train, val = training_matrices(split)
     params = booster_params(cfg)
-    with tempfile.TemporaryDirectory() as scratch:
+    with recorded(args.json) as figures, tempfile.TemporaryDirectory() as scratch:
         run_dir = Path(scratch)
 
         def pipeline() -> xgb.Booster:
@@ -85,29 +87,43 @@ def main(argv: list[str] | None = None) -> None:
         if args.with_wandb:
             contenders["bare + W&B callback"] = functools.partial(bare, wandb_callback=True)
         contenders["pipeline"] = pipeline
-        seconds: dict[str, list[float]] = {name: [] for name in contenders}
         rounds = {}
-        for _ in range(args.repeats):
-            for name, fit in contenders.items():
-                # A run of its own each time: W&B ignores a step below one it already holds.
-                logs_to_wandb = args.with_wandb and name != "bare xgb.train"
-                if logs_to_wandb:
-                    wandb.init(mode="offline", dir=scratch, project="benchmark", settings=QUIET)
-                started = time.perf_counter()
-                rounds[name] = fit().num_boosted_rounds()
-                seconds[name].append(time.perf_counter() - started)
-                if logs_to_wandb:
-                    wandb.finish()
 
-    medians = {name: statistics.median(times) for name, times in seconds.items()}
-    for name, median in medians.items():
-        print(f"{name:<20} {rounds[name]:>5} rounds  median {median * 1000:8.1f} ms  of {args.repeats} runs")
-    logging = "W&B offline" if args.with_wandb else "W&B off"
-    print(f"config {cfg.name}, {len(split.train_labels)} training rows, pipeline with {logging}")
-    for name in contenders:
-        if name != "pipeline":
-            added = (medians["pipeline"] - medians[name]) * 1000
-            print(f"pipeline / {name} = {medians['pipeline'] / medians[name]:.3f}  ({added:+.1f} ms)")
+        def timed(name: str, fit: Callable[[], xgb.Booster]) -> list[float]:
+            # A run of its own each time: W&B ignores a step below one it already holds.
+            logs_to_wandb = args.with_wandb and name != "bare xgb.train"
+            if logs_to_wandb:
+                wandb.init(mode="offline", dir=scratch, project="benchmark", settings=QUIET)
+            started = time.perf_counter()
+            rounds[name] = fit().num_boosted_rounds()
+            seconds = time.perf_counter() - started
+            if logs_to_wandb:
+                wandb.finish()
+            return [seconds]
+
+        measures = {name: functools.partial(timed, name, fit) for name, fit in contenders.items()}
+        seconds = alternate(measures, args.repeats)
+        median = medians(seconds)
+        for name in contenders:
+            milliseconds = median[name] * 1000
+            print(f"{name:<20} {rounds[name]:>5} rounds  median {milliseconds:8.1f} ms  of {args.repeats}")
+        logging = "W&B offline" if args.with_wandb else "W&B off"
+        setting = f"config {cfg.name}, {len(split.train_labels)} training rows, pipeline with {logging}"
+        print(setting)
+        for name in contenders:
+            if name != "pipeline":
+                added = (median["pipeline"] - median[name]) * 1000
+                print(f"pipeline / {name} = {median['pipeline'] / median[name]:.3f}  ({added:+.1f} ms)")
+        figures.update(
+            setting=setting,
+            median_s=median,
+            repeats=args.repeats,
+            ratios={
+                f"pipeline / {name}": median["pipeline"] / median[name]
+                for name in seconds
+                if name != "pipeline"
+            },
+        )
 
 
 if __name__ == "__main__":

@@ -5,17 +5,19 @@
 Times the epochs of this part's pipeline (build_trainer: every callback, the
 profiler, the checkpoints and metrics.jsonl; W&B off) against a bare
 `lightning.Trainer` (no logger, checkpoint, callback or profiler of ours) fitting
-the same module on the same DataModule, alternating the two, and prints the ratio
-of their median epoch times. Validation is part of both epochs; each fit's first
-epoch (warm-up) is left out. --scale K repeats the table's rows K times: the
-per-step share of the cost shows on an epoch of many steps.
+the same module on the same DataModule, and against a plain PyTorch loop (the same
+model, AdamW and data loaders, no Lightning), alternating the three, and prints the
+ratios of their median epoch times. Validation is part of every epoch; each fit's
+first epoch (warm-up) is left out. --scale K repeats the table's rows K times: the
+per-step share of the cost shows on an epoch of many steps. --json FILE writes the
+figures.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import statistics
+import itertools
 import sys
 import tempfile
 import time
@@ -23,8 +25,12 @@ from pathlib import Path
 
 import lightning as L
 import pandas as pd
+import torch
+import torch.nn.functional as F
 
+from src.ops.benchmarks import alternate, medians, recorded
 from src.runs.lifetime import start_run
+from src.training.optim import adamw
 from src.training.precision import choose_precision
 from src.training.trainer import build_trainer
 
@@ -82,16 +88,42 @@ def fit_epochs(cfg: DigitsConfig, pipeline: bool) -> tuple[list[float], int]:
     return clock.steady_epochs(), clock.batches
 
 
+def plain_loop_epochs(cfg: DigitsConfig) -> list[float]:
+    """The same model, AdamW and loaders in a loop of plain PyTorch: forward, loss,
+    backward, step, then a validation pass, for the same number of epochs."""
+    L.seed_everything(cfg.seed)
+    datamodule, model = DigitsDataModule(cfg), build_model(cfg)
+    datamodule.setup("fit")
+    optimizer = adamw(model, cfg.learning_rate, cfg.weight_decay)
+    train_loader, val_loader = datamodule.train_dataloader(), datamodule.val_dataloader()
+    marks = []
+    for _ in range(cfg.num_epochs):
+        marks.append(time.perf_counter())
+        model.train()
+        for features, labels in train_loader:
+            optimizer.zero_grad(set_to_none=True)
+            F.cross_entropy(model(features), labels).backward()
+            optimizer.step()
+        model.eval()
+        with torch.no_grad():
+            for features, labels in val_loader:
+                F.cross_entropy(model(features), labels)
+    marks.append(time.perf_counter())
+    return [end - start for start, end in itertools.pairwise(marks[1:])]  # the first is warm-up
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default="baseline", choices=list(CONFIGS))
     parser.add_argument("--repeats", type=int, default=5, help="fits of each, alternating")
     parser.add_argument("--scale", type=int, default=1, help="repeat the table's rows this many times")
     parser.add_argument("--epochs", type=int, default=4, help="epochs a fit; the first is not timed")
+    parser.add_argument("--json", type=Path, help="write the figures to this file")
     args = parser.parse_args(argv)
 
     cfg = CONFIGS[args.config]()
-    with tempfile.TemporaryDirectory() as scratch:
+    batches = {}
+    with recorded(args.json) as figures, tempfile.TemporaryDirectory() as scratch:
         table = Path(scratch) / "table.csv"
         pd.concat([load_table(cfg)] * args.scale).to_csv(table, index=False)
         timed = dataclasses.replace(
@@ -101,19 +133,33 @@ def main(argv: list[str] | None = None) -> None:
             wandb_mode="disabled",
             output=dataclasses.replace(cfg.output, base_dir=scratch),
         )
-        seconds: dict[str, list[float]] = {"bare Trainer": [], "pipeline": []}
-        for _ in range(args.repeats):
-            for name in seconds:
-                epochs, batches = fit_epochs(timed, pipeline=name == "pipeline")
-                seconds[name] += epochs
 
-    medians = {name: statistics.median(times) for name, times in seconds.items()}
-    for name, median in medians.items():
-        print(f"{name:<13} median epoch {median * 1000:8.1f} ms  of {len(seconds[name])} epochs")
-    ratio = medians["pipeline"] / medians["bare Trainer"]
-    added = (medians["pipeline"] - medians["bare Trainer"]) * 1000
-    setting = f"config {cfg.name}, {batches} batches an epoch, log_every_n_steps {cfg.log_every_n_steps}"
-    print(f"pipeline / bare Trainer = {ratio:.3f}  ({added:+.1f} ms an epoch; {setting})")
+        def lightning_epochs(pipeline: bool) -> list[float]:
+            epochs, batches["an epoch"] = fit_epochs(timed, pipeline)
+            return epochs
+
+        contenders = {
+            "plain PyTorch loop": lambda: plain_loop_epochs(timed),
+            "bare Trainer": lambda: lightning_epochs(pipeline=False),
+            "pipeline": lambda: lightning_epochs(pipeline=True),
+        }
+        seconds = alternate(contenders, args.repeats)
+        median = medians(seconds)
+        for name in contenders:
+            print(f"{name:<18} median epoch {median[name] * 1000:8.1f} ms  of {len(seconds[name])} epochs")
+        setting = f"config {cfg.name}, {batches['an epoch']} batches an epoch, rows x{args.scale}"
+        for baseline in ("bare Trainer", "plain PyTorch loop"):
+            ratio = median["pipeline"] / median[baseline]
+            added = (median["pipeline"] - median[baseline]) * 1000
+            print(f"pipeline / {baseline} = {ratio:.3f}  ({added:+.1f} ms an epoch)")
+        print(setting)
+        figures.update(
+            setting=setting,
+            median_epoch_s=median,
+            epochs_timed={name: len(times) for name, times in seconds.items()},
+            pipeline_over_bare_trainer=median["pipeline"] / median["bare Trainer"],
+            pipeline_over_plain_loop=median["pipeline"] / median["plain PyTorch loop"],
+        )
 
 
 if __name__ == "__main__":
