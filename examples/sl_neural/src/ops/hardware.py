@@ -42,11 +42,13 @@ def gpu_name() -> str:
 def driver_versions() -> dict[str, str | None]:
     """The newest CUDA the NVIDIA driver runs and the driver's own version, as nvidia-smi
     shows them; None without a driver."""
-    if not _nvml_started():
-        return {"cuda": None, "nvidia_driver": None}
-    cuda = pynvml.nvmlSystemGetCudaDriverVersion()  # 12040 for CUDA 12.4
-    driver = pynvml.nvmlSystemGetDriverVersion()
-    return {"cuda": f"{cuda // 1000}.{cuda % 1000 // 10}", "nvidia_driver": driver}
+    versions: dict[str, str | None] = {"cuda": None, "nvidia_driver": None}
+    with contextlib.suppress(pynvml.NVMLError):  # a driver too old to say: nothing more to record
+        if _nvml_started():
+            cuda = pynvml.nvmlSystemGetCudaDriverVersion()  # 12040 for CUDA 12.4
+            versions["cuda"] = f"{cuda // 1000}.{cuda % 1000 // 10}"
+            versions["nvidia_driver"] = pynvml.nvmlSystemGetDriverVersion()
+    return versions
 
 
 @functools.cache
@@ -56,7 +58,10 @@ def visible_gpus() -> tuple[Any, ...]:
     as CUDA reads it. None without an NVIDIA driver."""
     if not _nvml_started():
         return ()
-    handles = [pynvml.nvmlDeviceGetHandleByIndex(index) for index in range(pynvml.nvmlDeviceGetCount())]
+    try:
+        handles = [pynvml.nvmlDeviceGetHandleByIndex(index) for index in range(pynvml.nvmlDeviceGetCount())]
+    except pynvml.NVMLError:  # a driver that cannot list its GPUs: none to use
+        return ()
     chosen = os.environ.get("CUDA_VISIBLE_DEVICES")
     if chosen is None:
         return tuple(handles)

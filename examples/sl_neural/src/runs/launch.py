@@ -43,9 +43,9 @@ class Launch:
 def current_launch() -> Launch:
     """How this process was started, as Lightning's own cluster environments detect it."""
     if not LAUNCHER_VARIABLES & os.environ.keys():
-        return Launch("python", 1, 1, 0)  # neither launcher's: nothing to ask Lightning
-    # Here, not at the top: Lightning takes seconds to load, and the tree parts, which
-    # are started with python -m, never need it.
+        return Launch("python", 1, 1, 0)  # Lightning would find neither launcher either
+    # Here, not at the top: Lightning takes seconds to load, and a tree part started with
+    # python -m never needs it.
     from lightning.fabric.plugins.environments import SLURMEnvironment, TorchElasticEnvironment
 
     if TorchElasticEnvironment.detect():
