@@ -99,6 +99,8 @@ class DigitsClassifier(L.LightningModule):
                 "scheduler": scheduler,
                 "monitor": "val_loss",
                 "interval": "epoch",
+                # An epoch that ends before the first validation (--val-every-n-steps) keeps the rate.
+                "strict": False,
                 "name": "lr",
             },
         }

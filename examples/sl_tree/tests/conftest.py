@@ -5,9 +5,11 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import os
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
+import lightning as L
 import pytest
 import torch
 
@@ -74,6 +76,31 @@ def assert_report(run_dir: Path, figures: list[str]) -> str:
         assert png.read_bytes().startswith(PNG_SIGNATURE) and png.stat().st_size > 5000, png
         assert f"]({png.relative_to(run_dir)})" in report
     return report
+
+
+class Killed(BaseException):
+    """Stands for a kill -9: neither Lightning nor the run handles it, so nothing is written after it."""
+
+
+def kill_next_run(monkeypatch, train: ModuleType, hook: str, when: Callable[[L.Trainer], bool]) -> None:
+    """The next run of a part's `train` module stops as if killed, raising Killed from the
+    Lightning callback hook `hook` once `when(trainer)` holds."""
+
+    class Kill(L.Callback):
+        pass
+
+    def kill(self, trainer: L.Trainer, *args) -> None:
+        if when(trainer):
+            raise Killed
+
+    setattr(Kill, hook, kill)
+    build_trainer = train.build_trainer
+
+    def with_kill(*args, extra_callbacks=(), **kwargs):
+        monkeypatch.setattr(train, "build_trainer", build_trainer)  # the next run only
+        return build_trainer(*args, extra_callbacks=[*extra_callbacks, Kill()], **kwargs)
+
+    monkeypatch.setattr(train, "build_trainer", with_kill)
 
 
 slow = pytest.mark.slow  # trains or starts Python processes: deselect with -m "not slow"
