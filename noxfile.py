@@ -23,6 +23,7 @@ TOOLS = ["copier", "pytest-copie", "pytest", "ruff", "pyyaml", "pre-commit-hooks
 PROJECT_DEPS = [
     "lightning",
     "torchmetrics",
+    "torchdata",
     "wandb",
     "tensorboard",
     "tyro",

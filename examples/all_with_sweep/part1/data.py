@@ -6,6 +6,8 @@ plus `--label-column`), or replace `load_table()`.
 
 from __future__ import annotations
 
+import warnings
+
 import lightning as L
 import numpy as np
 import pandas as pd
@@ -14,11 +16,16 @@ import torch
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 from torch.utils.data import DataLoader, Sampler, TensorDataset
+from torchdata.stateful_dataloader import StatefulDataLoader
+from torchdata.stateful_dataloader.sampler import StatefulDistributedSampler
 
 from src.data_checks import DataValidationError, finite, read_table, validate_table
 from src.training.evaluation import evaluation_sampler
 
 from .config import DigitsConfig
+
+# torchdata 0.11 calls a torch function that torch 2.13 deprecates, for every loader it builds.
+warnings.filterwarnings("ignore", message="'set_vital' is deprecated")
 
 
 def load_table(cfg: DigitsConfig) -> pd.DataFrame:
@@ -69,8 +76,16 @@ class DigitsDataModule(L.LightningDataModule):
         self.val_dataset = subset(val_idx)
         self.test_dataset = subset(test_idx)
 
-    def train_dataloader(self) -> DataLoader:
-        return self._loader(self.train_dataset, shuffle=True)
+    def train_dataloader(self) -> StatefulDataLoader:
+        # RES-1: the order of a DistributedSampler follows from the seed and the epoch, and the
+        # position of this one travels in checkpoints with the loader's, so a resumed run sees
+        # the batches an uninterrupted one would, mid-epoch too. Under DDP each rank takes its
+        # share; Lightning keeps a DistributedSampler it is given.
+        ranks, rank = (self.trainer.world_size, self.trainer.global_rank) if self.trainer else (1, 0)
+        sampler = StatefulDistributedSampler(
+            self.train_dataset, num_replicas=ranks, rank=rank, seed=self.cfg.seed
+        )
+        return self._loader(self.train_dataset, train=True, sampler=sampler)
 
     def val_dataloader(self) -> DataLoader:
         return self._loader(self.val_dataset, sampler=evaluation_sampler(self.val_dataset, "validation"))
@@ -79,16 +94,18 @@ class DigitsDataModule(L.LightningDataModule):
         return self._loader(self.test_dataset, sampler=evaluation_sampler(self.test_dataset, "test"))
 
     def _loader(
-        self, dataset: TensorDataset, shuffle: bool = False, sampler: Sampler | None = None
+        self, dataset: TensorDataset, train: bool = False, sampler: Sampler | None = None
     ) -> DataLoader:
-        return DataLoader(
+        return (StatefulDataLoader if train else DataLoader)(
             dataset,
             batch_size=self.batch_size,
-            shuffle=shuffle,
-            sampler=sampler,  # None: Lightning shards the training set across DDP ranks itself
+            sampler=sampler,
+            # Starting each epoch draws a seed for the workers: from a generator of the training
+            # loader's own, so that the global one, which dropout draws from, resumes exactly.
+            generator=torch.Generator().manual_seed(self.cfg.seed) if train else None,
             # A last training batch of one example breaks BatchNorm; training reshuffles
             # every epoch, so dropping the incomplete batch loses no example for good.
-            drop_last=shuffle and len(dataset) > self.batch_size,
+            drop_last=train and len(dataset) > self.batch_size,
             num_workers=self.cfg.num_workers,
             persistent_workers=self.cfg.num_workers > 0,
             pin_memory=torch.cuda.is_available(),

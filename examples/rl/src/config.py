@@ -179,8 +179,15 @@ class LightningConfig(BaseConfig):
         num_nodes: Machines in a multi-node run.
         strategy: Lightning strategy for several devices, such as ddp.
         log_every_n_steps: Optimizer steps between per-step metric logs.
-        keep_last_n: Checkpoints of the latest epochs to keep beside best and last, as
+        keep_last_n: Checkpoints of the latest validations to keep beside best and last, as
             checkpoints/epoch=E-step=S.ckpt; the oldest goes once a newer one is written.
+        val_every_n_steps: Validate every this many optimizer steps, across epoch ends, instead
+            of after each epoch; early stopping's patience then counts these validations. 0
+            validates after each epoch.
+        checkpoint_minutes: Minutes between rewrites of checkpoints/last.ckpt, mid-epoch
+            included, the checkpoint a resume starts from; 0 rewrites it after validations only.
+        checkpoint_every_n_steps: Also rewrite checkpoints/last.ckpt every this many optimizer
+            steps; 0 never does on a step count.
     """
 
     # CFG-5: effectively unlimited, so early stopping (CB-1) ends training.
@@ -204,6 +211,10 @@ class LightningConfig(BaseConfig):
     strategy: str = "auto"
     log_every_n_steps: int = 10
     keep_last_n: int = 0
+    val_every_n_steps: int = 0
+    # RES-1: a resume continues at the next batch, so a kill loses at most this much training.
+    checkpoint_minutes: float = 30.0
+    checkpoint_every_n_steps: int = 0
 
     def problems(self) -> list[str]:
         return [
@@ -218,6 +229,9 @@ class LightningConfig(BaseConfig):
                 num_nodes=1,
                 log_every_n_steps=1,
                 keep_last_n=0,
+                val_every_n_steps=0,
+                checkpoint_minutes=0,
+                checkpoint_every_n_steps=0,
             ),
             *_schedule_problems(self.scheduler, self.num_epochs, self.warmup_fraction, self.min_lr_fraction),
             *_hardware_problems(self.accelerator, self.devices, self.num_nodes, self.strategy),
@@ -355,6 +369,11 @@ class RLConfig(LightningConfig):
         batch_size: PPO minibatch, in frames.
         log_every_n_steps: Collections between per-step metric logs (a step is a whole
             collection and its updates).
+        val_every_n_steps: Evaluate every this many collections, across epoch ends, instead of
+            after each epoch; early stopping's patience then counts these evaluations. 0
+            evaluates after each epoch.
+        checkpoint_every_n_steps: Also rewrite checkpoints/last.ckpt every this many
+            collections; 0 never does on a step count.
     """
 
     num_envs: int = 4  # RL-1: ParallelEnv workers

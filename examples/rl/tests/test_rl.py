@@ -13,7 +13,7 @@ import time
 import psutil
 import pytest
 import torch
-from conftest import PARTS, ROOT, assert_report, gpu, killed_copy, part_module, slow
+from conftest import PARTS, ROOT, Killed, assert_report, gpu, kill_next_run, killed_copy, part_module, slow
 from torchrl.collectors import Collector
 from torchrl.envs.utils import check_env_specs
 
@@ -204,6 +204,30 @@ def test_resume_continues_the_frame_count_and_the_schedule(cosine_run, tmp_path)
     assert checkpoint["epoch"] == 1 and checkpoint["frames"] == frames[-1]  # epochs count from 0
     second_epoch = {step: r for step, r in rates(cosine_run).items() if step >= cfg.iterations_per_epoch}
     assert len(second_epoch) == 2 and rates(run_dir) == pytest.approx(second_epoch)
+
+
+@slow
+def test_a_run_killed_mid_epoch_resumes_its_frame_count(tmp_path, monkeypatch):  # RES-1
+    # Epochs of 3 collections, evaluation after every second one and last.ckpt after every
+    # one; killed before the sixth and last collection.
+    settings = {"num_epochs": 2, "iterations_per_epoch": 3, "val_every_n_steps": 2}
+    settings["checkpoint_every_n_steps"] = 1
+    kill_next_run(monkeypatch, "on_train_batch_start", lambda t: t.fit_loop.total_batch_idx == 5)
+    with pytest.raises(Killed):
+        train.main_with_config(smoke_config(tmp_path, **settings))
+    assert worker_processes() == []
+    (run_dir,) = tmp_path.glob("smoke_*")
+    frames = config.CONFIGS["smoke"]().frames_per_batch
+    last = run_dir / "checkpoints" / "last.ckpt"
+    checkpoint = torch.load(last, weights_only=True)
+    assert checkpoint["epoch"] == 1 and checkpoint["frames"] == 5 * frames  # epochs count from 0
+    train.main_with_config(smoke_config(tmp_path, **settings), resume_from=last)
+    events = read_jsonl(run_dir / "metrics.jsonl")
+    # Each step once, counting the frames an uninterrupted run does; the rest of the
+    # interrupted epoch is collected from freshly started environments.
+    counted = [(e["step"], e["frames"]) for e in events if "frames" in e]
+    assert counted == [(step, (step + 1) * frames) for step in range(6)]
+    assert [(e["step"], e["epoch"]) for e in events if "val_episode_reward" in e] == [(1, 0), (3, 1), (5, 1)]
 
 
 def test_custom_env_passes_torchrl_spec_checks():  # RL-5, RL-7, RL-10

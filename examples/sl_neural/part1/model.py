@@ -99,7 +99,14 @@ class DigitsClassifier(L.LightningModule):
             plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(
                 optimizer, mode="min", factor=self.hparams.lr_factor, patience=self.hparams.lr_patience
             )
-            schedule = {"scheduler": plateau, "monitor": "val_loss", "interval": "epoch", "name": "lr"}
+            schedule = {
+                "scheduler": plateau,
+                "monitor": "val_loss",
+                "interval": "epoch",
+                # An epoch that ends before the first validation (--val-every-n-steps) keeps the rate.
+                "strict": False,
+                "name": "lr",
+            }
         else:  # RES-2: over the run's optimizer steps, which Lightning counts once the data is set up
             schedule = step_schedule(optimizer, self.trainer.estimated_stepping_batches, self.hparams)
         return {"optimizer": optimizer, "lr_scheduler": schedule}

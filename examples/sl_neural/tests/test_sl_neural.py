@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 
 import pandas as pd
 import pytest
 import torch
-from conftest import PARTS, ROOT, assert_report, gpu, killed_copy, part_module, slow
+from conftest import PARTS, ROOT, Killed, assert_report, gpu, kill_next_run, killed_copy, part_module, slow
 
 from src.config import ConfigError
 from src.data_checks import DataValidationError
@@ -140,31 +143,42 @@ def test_a_terminal_shows_the_rich_bar_with_epoch_lines_above_it_and_the_log_sta
     assert "\x1b[" not in log and "it/s" not in log and "💡 Tip" not in log  # no bar, no colour
 
 
+def history(run_dir):
+    """The step and val_loss of each validation, and the learning rate of each epoch."""
+    events = read_jsonl(run_dir / "metrics.jsonl")
+    validations = [e for e in events if "val_loss" in e]
+    return (
+        [e["step"] for e in validations],
+        [e["val_loss"] for e in validations],
+        [e["lr"] for e in events if "lr" in e],
+    )
+
+
+def assert_same_history(run_dir, expected):
+    steps, losses, lrs = history(run_dir)
+    assert steps == expected[0]
+    assert losses == pytest.approx(expected[1], rel=1e-5) and lrs == pytest.approx(expected[2])
+
+
 @slow
 def test_resumed_run_matches_an_uninterrupted_one(tmp_path):  # RES-1
-    # A high learning rate and no plateau patience: the rate halves along the way,
-    # so the scheduler's state has to survive the resume too.
-    settings = {"learning_rate": 0.05, "lr_patience": 0, "patience": 10}
-
-    def history(run_dir):
-        events = read_jsonl(run_dir / "metrics.jsonl")
-        return [e["val_loss"] for e in events if "val_loss" in e], [e["lr"] for e in events if "lr" in e]
-
-    train.main_with_config(smoke_config(tmp_path / "straight", num_epochs=6, **settings))
+    # A high learning rate and no plateau patience: val_loss rises after epoch 4, the last
+    # before the split, and the scheduler step that halves the rate then is the resume's to take.
+    settings = {"learning_rate": 0.1, "lr_patience": 0, "patience": 10}
+    train.main_with_config(smoke_config(tmp_path / "straight", num_epochs=7, **settings))
     (straight,) = (tmp_path / "straight").glob("smoke_*")
-    # The split run also keeps its 2 latest epochs, which a resume must not mistake for last.
-    train.main_with_config(smoke_config(tmp_path / "split", num_epochs=3, keep_last_n=2, **settings))
+    # The split run also keeps its 3 latest epochs, which a resume must not mistake for last.
+    train.main_with_config(smoke_config(tmp_path / "split", num_epochs=5, keep_last_n=3, **settings))
     (split,) = (tmp_path / "split").glob("smoke_*")
     train.main_with_config(
-        smoke_config(tmp_path / "split", num_epochs=6, keep_last_n=2, **settings),
+        smoke_config(tmp_path / "split", num_epochs=7, keep_last_n=3, **settings),
         resume_from=split / "checkpoints" / "last.ckpt",
     )
-    (straight_losses, straight_lrs), (split_losses, split_lrs) = history(straight), history(split)
-    assert split_losses == pytest.approx(straight_losses, rel=1e-5)
-    assert split_lrs == pytest.approx(straight_lrs) and min(straight_lrs) < settings["learning_rate"]
+    assert_same_history(split, history(straight))
+    assert history(straight)[2][5] < settings["learning_rate"]
     assert len(json.loads((split / "run.json").read_text())["history"]) == 2
     kept = sorted(path.name for path in (split / "checkpoints").glob("epoch=*.ckpt"))
-    assert [name.split("-")[0] for name in kept] == ["epoch=4", "epoch=5"]  # across the resume
+    assert [name.split("-")[0] for name in kept] == ["epoch=4", "epoch=5", "epoch=6"]  # across the resume
     assert all(torch.load(split / "checkpoints" / name, weights_only=True)["epoch"] for name in kept)
 
 
@@ -261,6 +275,93 @@ def test_a_resume_that_would_stretch_the_schedule_is_refused(scheduled_runs, tmp
     longer = smoke_config(tmp_path, **{**SCHEDULED, "scheduler": "cosine", "num_epochs": 3})
     with pytest.raises(ConfigError, match=r"spans 20 optimizer steps.* would make the run 30"):
         train.main_with_config(longer, resume_from=resume_from)
+
+
+# Mid-epoch checkpoints (RES-1): validation every 4 steps and last.ckpt every 2, in epochs of
+# 9 steps; as above, the learning rate halves along the way.
+EVERY_N_STEPS = {"num_epochs": 6, "learning_rate": 0.05, "lr_patience": 0, "patience": 100}
+EVERY_N_STEPS |= {"val_every_n_steps": 4, "checkpoint_every_n_steps": 2}
+
+
+@pytest.fixture(scope="module")
+def every_n_steps_run(tmp_path_factory):
+    """An uninterrupted run with these settings: (run directory, history)."""
+    base_dir = tmp_path_factory.mktemp("every_n_steps")
+    train.main_with_config(smoke_config(base_dir, **EVERY_N_STEPS))
+    (run_dir,) = base_dir.glob("smoke_*")
+    return run_dir, history(run_dir)
+
+
+@slow
+def test_validation_every_n_steps_is_n_steps_apart_across_epochs(every_n_steps_run):  # RES-1, CB-1
+    run_dir, (steps, _, lrs) = every_n_steps_run
+    trained = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=True)["global_step"]
+    assert trained == 6 * 9  # training ended between validations: last.ckpt still holds its last step
+    assert steps == list(range(3, trained, 4))  # logged at the step before the count (Lightning's)
+    assert min(lrs) < EVERY_N_STEPS["learning_rate"]
+
+
+@slow
+def test_a_run_killed_in_validation_resumes_and_validates(tmp_path, monkeypatch, every_n_steps_run):  # RES-1
+    # During the validation after step 24, in epoch 2, whose end halves the learning rate.
+    kill_next_run(monkeypatch, "on_validation_batch_start", lambda trainer: trainer.global_step == 24)
+    with pytest.raises(Killed):
+        train.main_with_config(smoke_config(tmp_path, **EVERY_N_STEPS))
+    (run_dir,) = tmp_path.glob("smoke_*")
+    last = run_dir / "checkpoints" / "last.ckpt"
+    # The checkpoint of step 22: none is taken just before a validation, which a resume would skip.
+    assert torch.load(last, weights_only=True)["global_step"] == 22
+    train.main_with_config(smoke_config(tmp_path, **EVERY_N_STEPS), resume_from=last)
+    assert_same_history(run_dir, every_n_steps_run[1])
+
+
+@slow
+def test_checkpoint_minutes_rewrite_last_mid_epoch(tmp_path, monkeypatch):  # RES-1
+    # A clock always due: last.ckpt at each logging step (every 3), mid-epoch (9 steps) too.
+    kill_next_run(monkeypatch, "on_train_batch_start", lambda trainer: trainer.global_step == 13)
+    with pytest.raises(Killed):
+        train.main_with_config(smoke_config(tmp_path, checkpoint_minutes=1e-9))
+    (run_dir,) = tmp_path.glob("smoke_*")
+    assert torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=True)["global_step"] == 12
+
+
+@slow
+def test_a_run_killed_mid_epoch_resumes_as_if_never_stopped(tmp_path, every_n_steps_run):  # RES-1
+    flags = [f"--{name.replace('_', '-')}={value}" for name, value in EVERY_N_STEPS.items()]
+    command = [sys.executable, "-m", f"{PARTS['sl_neural']}.train", "--config", "smoke", *flags]
+    command += ["--wandb-mode", "disabled", "--output.base-dir", str(tmp_path)]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    killed_at = kill_at_a_mid_epoch_checkpoint(process, tmp_path, after_step=20)
+    (run_dir,) = tmp_path.glob("smoke_*")
+    last = run_dir / "checkpoints" / "last.ckpt"
+    train.main_with_config(smoke_config(tmp_path, **EVERY_N_STEPS), resume_from=last)
+    assert killed_at > 20 and len(json.loads((run_dir / "run.json").read_text())["history"]) == 2
+    assert_same_history(run_dir, every_n_steps_run[1])
+
+
+def kill_at_a_mid_epoch_checkpoint(process: subprocess.Popen, base_dir, after_step: int) -> int:
+    """kill -9 the run once its last.ckpt was taken within an epoch, after `after_step`;
+    returns that checkpoint's step."""
+    deadline = time.monotonic() + 600
+    while process.poll() is None and time.monotonic() < deadline:
+        if (mid_epoch_step(base_dir) or 0) > after_step:
+            process.send_signal(signal.SIGSTOP)  # last.ckpt cannot change while it is read again
+            if (step := mid_epoch_step(base_dir) or 0) > after_step:
+                process.kill()
+                process.wait()
+                return step
+            process.send_signal(signal.SIGCONT)
+        time.sleep(0.005)
+    pytest.fail("the run ended before a mid-epoch checkpoint could be seen")
+
+
+def mid_epoch_step(base_dir) -> int | None:
+    """The step of the run's last.ckpt where it was taken within an epoch."""
+    with contextlib.suppress(OSError, RuntimeError, StopIteration):
+        checkpoint = torch.load(next(base_dir.glob("smoke_*/checkpoints/last.ckpt")), weights_only=True)
+        if not checkpoint["loops"]["fit_loop"]["epoch_loop.batch_progress"]["is_last_batch"]:
+            return checkpoint["global_step"]
+    return None
 
 
 @slow

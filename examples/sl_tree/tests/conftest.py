@@ -8,13 +8,16 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
+import lightning as L
 import pytest
 import torch
 
 from src.config import RLConfig, SLNeuralConfig, SLTreeConfig
+from src.training import trainer as trainer_module
 
 ROOT = Path(__file__).resolve().parents[1]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -104,6 +107,32 @@ def run_python(args: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess,
     timed = [line.rsplit("|", 1)[-1].strip() for line in lines if line.startswith("import time:")]
     result.stderr = "\n".join(line for line in lines if not line.startswith("import time:"))
     return result, {module.split(".")[0] for module in timed[1:]}
+
+
+class Killed(BaseException):
+    """Stands for a kill -9: neither Lightning nor the run handles it, so nothing is written after it."""
+
+
+def kill_next_run(monkeypatch, hook: str, when: Callable[[L.Trainer], bool]) -> None:
+    """The next run of a Lightning part stops as if killed, raising Killed from the
+    Lightning callback hook `hook` once `when(trainer)` holds."""
+
+    class Kill(L.Callback):
+        pass
+
+    def kill(self, trainer: L.Trainer, *args) -> None:
+        if when(trainer):
+            raise Killed
+
+    setattr(Kill, hook, kill)
+    # train.py imports build_trainer when a run starts: the run gets this module's.
+    build_trainer = trainer_module.build_trainer
+
+    def with_kill(*args, extra_callbacks=(), **kwargs):
+        monkeypatch.setattr(trainer_module, "build_trainer", build_trainer)  # the next run only
+        return build_trainer(*args, extra_callbacks=[*extra_callbacks, Kill()], **kwargs)
+
+    monkeypatch.setattr(trainer_module, "build_trainer", with_kill)
 
 
 slow = pytest.mark.slow  # trains or starts Python processes: deselect with -m "not slow"

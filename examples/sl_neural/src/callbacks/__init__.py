@@ -4,6 +4,7 @@ from src.callbacks.batch_metrics import BatchMetricsCallback
 from src.callbacks.epoch_summary import EpochSummaryCallback
 from src.callbacks.finite_loss import FiniteLossCallback
 from src.callbacks.moved_run import MovedRunCallback
+from src.callbacks.periodic_checkpoint import PeriodicCheckpointCallback
 from src.callbacks.plateau_resume import PlateauResumeCallback
 from src.callbacks.progress_bar import ProgressBar
 from src.callbacks.resumed_metrics import ResumedMetricsCallback
@@ -22,6 +23,7 @@ __all__ = [
     "EpochSummaryCallback",
     "FiniteLossCallback",
     "MovedRunCallback",
+    "PeriodicCheckpointCallback",
     "PlateauResumeCallback",
     "ProgressBar",
     "ResumedMetricsCallback",

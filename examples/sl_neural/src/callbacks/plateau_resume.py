@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import lightning as L
 
 
 class PlateauResumeCallback(L.Callback):
-    """Checkpoints are written after validation but before Lightning steps
-    ReduceLROnPlateau with that validation's metric, and on resume Lightning skips
-    that step (the metric is not in the checkpoint). This callback stores the
-    monitored values in the checkpoint and replays the step when training resumes,
-    so the learning rate follows the uninterrupted run's."""
+    """Lightning steps ReduceLROnPlateau at the end of an epoch, after that epoch's
+    checkpoints are written, and a resumed run skips that step (the monitored metric is
+    not in the checkpoint): for a checkpoint taken after the epoch's last validation it
+    moves on to the next epoch, for one taken within the epoch it finishes the epoch
+    first. This callback stores the monitored values in the checkpoint and takes the
+    step itself when training resumes, or when that epoch ends with the value logged
+    since, so the learning rate follows the uninterrupted run's."""
 
     def __init__(self) -> None:
         self._trainer: L.Trainer | None = None
@@ -32,7 +35,18 @@ class PlateauResumeCallback(L.Callback):
         self._to_replay = state_dict.get("monitored")
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if not trainer.fit_loop.restarting:  # resumed at the start of the next epoch
+            self._replay(trainer, {})
+
+    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if trainer.fit_loop.restarting:  # the epoch the checkpoint was taken in ends
+            self._replay(trainer, trainer.callback_metrics)
+
+    def _replay(self, trainer: L.Trainer, logged: Mapping[str, Any]) -> None:
         monitored, self._to_replay = self._to_replay, None
-        for config in trainer.lr_scheduler_configs if monitored else ():
+        if monitored is None:
+            return
+        monitored |= {name: float(value) for name, value in logged.items()}
+        for config in trainer.lr_scheduler_configs:
             if config.reduce_on_plateau and config.interval == "epoch" and config.monitor in monitored:
                 config.scheduler.step(monitored[config.monitor])

@@ -25,6 +25,7 @@ from src.callbacks import (
     EpochSummaryCallback,
     FiniteLossCallback,
     MovedRunCallback,
+    PeriodicCheckpointCallback,
     PlateauResumeCallback,
     ProgressBar,
     ResumedMetricsCallback,
@@ -99,6 +100,11 @@ def build_callbacks(
         FiniteLossCallback(monitor=monitor),  # a NaN loss fails the run, never saved as best
         StopFileCallback(stop_file_paths(cfg.stop_file, run_dir)),  # `touch STOP` (CB-4)
         WallClockTimer(cfg.max_wall_clock_hours),  # CFG-4 budget, mid-epoch
+        # RES-1: last.ckpt mid-epoch too. After the Timer, so that it sees a step that ends
+        # training, which is validated and then checkpointed by the callbacks above.
+        PeriodicCheckpointCallback(
+            run_dir / "checkpoints" / "last.ckpt", cfg.checkpoint_every_n_steps, cfg.checkpoint_minutes
+        ),
         TimingCallback(fetch_section=fetch_section),  # timing/ (PRF-2..4)
         TrackingCallback(monitor=monitor, mode=mode),  # tracking/ (LOG-4)
         BatchMetricsCallback(),  # batch/ (LOG-4)
@@ -152,6 +158,9 @@ def build_trainer(
     profiler_cls = AdvancedProfiler if cfg.profiler == "advanced" else SimpleProfiler
     callbacks = build_callbacks(cfg, run_dir, monitor, mode, stopping_threshold, fetch_section)
     devices, num_nodes = trainer_processes(current_launch(), cfg.devices, cfg.num_nodes)
+    if cfg.val_every_n_steps:  # counted in batches by Lightning, across epoch ends
+        batches = cfg.val_every_n_steps * trainer_args.get("accumulate_grad_batches", 1)
+        trainer_args |= {"val_check_interval": batches, "check_val_every_n_epoch": None}
     # Rich's bar on a terminal; a detached run gets EpochSummaryCallback's lines alone.
     on_terminal = sys.stderr.isatty()
     return L.Trainer(

@@ -46,8 +46,9 @@ def best_score(trainer: L.Trainer) -> float:
     callback = trainer.checkpoint_callback
     if callback is None or not callback.best_model_path or callback.best_model_score is None:
         raise ConfigError(
-            "training stopped before its first validation (its time budget ran out, or a stop "
-            "file asked it to), so there is no best checkpoint to test; give it more max_wall_clock_hours"
+            "training stopped before its first validation (its time budget ran out, a stop file "
+            "asked it to, or it trained fewer steps than val_every_n_steps), so there is no best "
+            "checkpoint to test; give it more max_wall_clock_hours or fewer val_every_n_steps"
         )
     return float(callback.best_model_score)
 
