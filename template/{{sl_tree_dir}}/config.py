@@ -42,6 +42,8 @@ class DiabetesConfig(SLTreeConfig):
         reg_alpha: L1 regularization of leaf weights.
         checkpoint_minutes: Minutes between rewrites of checkpoints/last.ubj, the model a
             resume starts from.
+        keep_last_n: Earlier checkpoints to keep beside last.ubj, as checkpoints/round=R.ubj,
+            one per checkpoint_minutes; the oldest goes once a newer one is written.
         device: Where XGBoost trains: auto is cuda where a GPU is present, else cpu.
         num_threads: CPU threads XGBoost uses; 0 uses every core.
     """
@@ -64,6 +66,7 @@ class DiabetesConfig(SLTreeConfig):
     reg_lambda: float = 1.0
     reg_alpha: float = 0.0
     checkpoint_minutes: float = 5.0  # RES-1: how often checkpoints/last.ubj is rewritten
+    keep_last_n: int = 0
     device: Literal["auto", "cpu", "cuda"] = "auto"  # auto: cuda where a GPU is present
     num_threads: int = 0  # 0: every core
 
@@ -81,7 +84,7 @@ class DiabetesConfig(SLTreeConfig):
             found.append(f"subsample {self.subsample}, colsample_bytree {self.colsample_bytree}: need (0, 1]")
         negative = {
             name: getattr(self, name)
-            for name in ("min_child_weight", "reg_lambda", "reg_alpha", "num_threads")
+            for name in ("min_child_weight", "reg_lambda", "reg_alpha", "num_threads", "keep_last_n")
             if getattr(self, name) < 0
         }
         found += [f"{name} {value}: must be 0 or more" for name, value in negative.items()]

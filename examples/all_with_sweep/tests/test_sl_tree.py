@@ -168,6 +168,11 @@ def test_a_resumed_run_stops_where_an_uninterrupted_one_does(tmp_path, uninterru
     assert rounds_logged(split_dir) == list(range(split["rounds_trained"]))
 
 
+def kept_rounds(run_dir):
+    """The rounds of the checkpoints kept beside last.ubj (round=R.ubj holds rounds 0..R)."""
+    return sorted(int(p.stem.removeprefix("round=")) for p in (run_dir / "checkpoints").glob("round=*.ubj"))
+
+
 class CrashAfter(xgb.callback.TrainingCallback):
     def __init__(self, rounds):
         self.rounds = rounds
@@ -182,16 +187,21 @@ def test_a_run_killed_between_checkpoints_resumes_without_losing_or_repeating_a_
     cfg = smoke_config(tmp_path, num_boost_round=12, early_stopping_rounds=100, checkpoint_minutes=1e-9)
     matrices = model.training_matrices(data.load_split(cfg))
     straight = model.train_booster(cfg, *matrices)
-    callbacks = round_callbacks(cfg, tmp_path, RoundLoggers(), cfg.eval_metric, cfg.checkpoint_minutes)
+    # A checkpoint every round, the latest three kept beside last.ubj (RES-1, keep-last-n).
+    callbacks = round_callbacks(cfg, tmp_path, RoundLoggers(), cfg.eval_metric, cfg.checkpoint_minutes, 3)
     callbacks[0].flush_every = 1  # round 7's metrics reach the file; its trees never reach last.ubj
     callbacks.insert(-1, CrashAfter(rounds=8))
     with pytest.raises(RuntimeError, match="killed"):
         model.train_booster(cfg, *matrices, callbacks)
     checkpoint = tmp_path / "checkpoints" / "last.ubj"
     assert model.load_model(checkpoint).num_boosted_rounds() == 7
-    callbacks = round_callbacks(cfg, tmp_path, RoundLoggers(), cfg.eval_metric, cfg.checkpoint_minutes)
+    assert kept_rounds(tmp_path) == [4, 5, 6]
+    callbacks = round_callbacks(cfg, tmp_path, RoundLoggers(), cfg.eval_metric, cfg.checkpoint_minutes, 3)
     resumed = model.train_booster(cfg, *matrices, callbacks, previous=model.load_model(checkpoint))
     assert rounds_logged(tmp_path) == list(range(12))
+    assert kept_rounds(tmp_path) == [9, 10, 11]  # the resumed run went on removing the oldest
+    kept = model.load_model(tmp_path / "checkpoints" / "round=10.ubj")
+    assert kept.num_boosted_rounds() == 11
     features = data.load_split(cfg).test_features
     np.testing.assert_allclose(resumed.inplace_predict(features), straight.inplace_predict(features))
 

@@ -63,7 +63,9 @@ def main_with_config(cfg: DiabetesConfig, resume_from: Path | None = None) -> di
                 "gpu_name": gpu_name(),
             },
         )
-        callbacks = round_callbacks(cfg, run.dir, loggers, cfg.eval_metric, cfg.checkpoint_minutes)
+        callbacks = round_callbacks(
+            cfg, run.dir, loggers, cfg.eval_metric, cfg.checkpoint_minutes, cfg.keep_last_n
+        )
         # Every tree grown; checkpoints/last.ubj keeps them all for --resume. A run whose
         # training ended in an earlier session grows none: test and save remain (RES-1).
         grow = not training_ended(run.dir)

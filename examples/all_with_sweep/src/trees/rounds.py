@@ -160,12 +160,18 @@ class LatestModel(xgb.callback.TrainingCallback):
     training time so far, rewritten every `every_minutes` and when training ends. A
     kill loses at most `every_minutes`. `before_save` runs first (the metrics still
     buffered are written), so a resumed run's metrics.jsonl neither misses a round
-    nor repeats one."""
+    nor repeats one. With `keep_last_n`, each save also leaves round=R.ubj beside it,
+    and the oldest of those goes once there are more than `keep_last_n`."""
 
     def __init__(
-        self, path: Path, every_minutes: float, before_save: Callable[[], None] = lambda: None
+        self,
+        path: Path,
+        every_minutes: float,
+        before_save: Callable[[], None] = lambda: None,
+        keep_last_n: int = 0,
     ) -> None:
         self.path, self.interval, self.before_save = path, every_minutes * 60, before_save
+        self.keep_last_n = keep_last_n
         self._started = time.monotonic()
         self._next_save = self._started + self.interval
 
@@ -189,6 +195,16 @@ class LatestModel(xgb.callback.TrainingCallback):
         model.set_attr(**{TRAIN_SECONDS: f"{time.monotonic() - self._started:.3f}"})
         if writes_files():
             save_booster(model, self.path)
+            if self.keep_last_n:
+                self._keep(model)
+
+    def _keep(self, model: xgb.Booster) -> None:
+        # Removed only after the new one is written in full (save_booster is atomic), and
+        # by the round in their names, so a resumed run goes on removing the right ones.
+        save_booster(model, self.path.with_name(f"round={model.num_boosted_rounds() - 1}.ubj"))
+        kept = sorted(self.path.parent.glob("round=*.ubj"), key=lambda p: int(p.stem.removeprefix("round=")))
+        for old in kept[: -self.keep_last_n]:
+            old.unlink(missing_ok=True)
 
 
 @dataclass
@@ -307,7 +323,12 @@ class RoundMetrics(xgb.callback.TrainingCallback):
 
 
 def round_callbacks(
-    cfg: SLTreeConfig, run_dir: Path, loggers: RoundLoggers, eval_metric: str, checkpoint_minutes: float
+    cfg: SLTreeConfig,
+    run_dir: Path,
+    loggers: RoundLoggers,
+    eval_metric: str,
+    checkpoint_minutes: float,
+    keep_last_n: int = 0,
 ) -> list[xgb.callback.TrainingCallback]:
     """The callbacks of a tree run, in the order they act after each round."""
     metrics = RoundMetrics(run_dir / "metrics.jsonl", loggers, monitor=f"val_{eval_metric}")
@@ -316,7 +337,7 @@ def round_callbacks(
         EarlyStoppingRounds(cfg.early_stopping_rounds, data_name="val", metric=eval_metric),
         StopFileRounds(stop_file_paths(cfg.stop_file, run_dir)),
         WallClockRounds(cfg.max_wall_clock_hours),
-        LatestModel(run_dir / "checkpoints" / "last.ubj", checkpoint_minutes, before_save=metrics.flush),
+        LatestModel(run_dir / "checkpoints" / "last.ubj", checkpoint_minutes, metrics.flush, keep_last_n),
     ]
 
 
