@@ -6,6 +6,7 @@ import dataclasses
 import importlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -25,6 +26,12 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # Tests never talk to a W&B server; the tests that check W&B files use offline mode.
 os.environ.setdefault("WANDB_MODE", "disabled")
 os.environ.setdefault("WANDB_SILENT", "true")
+
+# A shell starts a background job (`nox -s tests &`) with Ctrl-C ignored, and every program
+# it starts inherits that. The tests that press Ctrl-C need it delivered: here, and, since
+# exec resets a handler but keeps an ignored signal ignored, in the runs they start.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def parts_by_kind() -> dict[str, str]:
