@@ -91,12 +91,22 @@ def assert_report(run_dir: Path, figures: list[str]) -> str:
 
 def killed_copy(run_dir: Path, checkpoint: str, folder: Path) -> Path:
     """The run as a kill right after one of its checkpoints (`checkpoint`, in checkpoints/)
-    would have left it, copied into `folder`: its config.json and that checkpoint as
-    last.ckpt, the file to resume from, which this returns."""
+    would have left it, copied into `folder`: its config.json, that checkpoint as
+    last.ckpt, the file to resume from, which this returns, and as best.ckpt if it was
+    the best so far (the test after training loads the best)."""
     checkpoints = folder / run_dir.name / "checkpoints"
     checkpoints.mkdir(parents=True)
     shutil.copy(run_dir / "config.json", checkpoints.parent)
-    return Path(shutil.copy(run_dir / "checkpoints" / checkpoint, checkpoints / "last.ckpt"))
+    last = Path(shutil.copy(run_dir / "checkpoints" / checkpoint, checkpoints / "last.ckpt"))
+    callbacks = torch.load(last, map_location="cpu", weights_only=False).get("callbacks", {})
+    if any(
+        Path(state.get("best_model_path", "")).name == "best.ckpt"
+        and state.get("current_score") is not None
+        and bool(state["current_score"] == state["best_model_score"])
+        for state in callbacks.values()
+    ):
+        shutil.copy(last, checkpoints / "best.ckpt")
+    return last
 
 
 def run_python(args: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess, set[str]]:

@@ -1,11 +1,13 @@
-"""Frames per second: ParallelEnv against SerialEnv, and the Lightning PPO loop
+"""Frames per second: layouts of the environments, and the Lightning PPO loop
 against a plain TorchRL loop, on the same config in the same run.
 
-    python -m <this part>.benchmark --config baseline [--batches 20] [--epochs 3]
+    python -m <this part>.benchmark --config baseline [--batches 20] [--epochs 3] [--json FILE]
 
-1. Environments: a Collector with a random policy over `num_envs` envs stepping in
-   worker processes (ParallelEnv, what training uses) and in this process one after
-   another (SerialEnv), `--batches` collections each after one warm-up collection.
+1. Environments: a Collector with a random policy over `num_envs` envs laid out as
+   `env_workers` worker processes (ParallelEnv) of num_envs / env_workers each, for
+   the config's layout, all in this process (0), two workers, and one worker per env;
+   `--batches` collections each after one warm-up collection, and the seconds to
+   start (to the first collection) and to shut down.
 2. PPO: this part's pipeline (build_trainer with every callback, `--epochs` epochs,
    one evaluation episode per epoch) against a plain loop of the same Collector,
    GAE, ClipPPOLoss and AdamW with the same minibatch updates and clipping, and no
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -25,28 +28,37 @@ from pathlib import Path
 import lightning as L
 import torch
 from torchrl.collectors import Collector
-from torchrl.envs import EnvBase, ParallelEnv, SerialEnv
 
+from src.ops.benchmarks import alternate, medians, recorded
+from src.runs.lifetime import start_run
 from src.training.optim import adamw
 from src.training.trainer import build_trainer
 
 from .config import CONFIGS, CartPoleConfig
-from .data import RolloutDataModule, make_env, with_episode_stats
+from .data import RolloutDataModule, make_training_env
 from .model import build_model
 
 
-def environment_fps(cfg: CartPoleConfig, batched_env_cls: type[EnvBase], batches: int) -> float:
-    env = with_episode_stats(batched_env_cls(cfg.num_envs, functools.partial(make_env, cfg.env_name)))
-    collector = Collector(env, None, frames_per_batch=cfg.frames_per_batch, total_frames=-1)
-    try:
-        frames = iter(collector)
-        next(frames)  # warm-up: workers started, first reset done
-        started = time.perf_counter()
-        for _ in range(batches):
-            next(frames)
-        return batches * cfg.frames_per_batch / (time.perf_counter() - started)
-    finally:
-        collector.shutdown()
+def environment_fps(cfg: CartPoleConfig, batches: int) -> tuple[float, float, float]:
+    """Frames per second of a random policy, and the seconds to start and to shut down."""
+    started = time.perf_counter()
+    collector = Collector(make_training_env(cfg, cfg.seed), None, frames_per_batch=cfg.frames_per_batch)
+    frames = iter(collector)
+    next(frames)  # warm-up: workers started, first reset done
+    start_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    for _ in range(batches):
+        next(frames)
+    fps = batches * cfg.frames_per_batch / (time.perf_counter() - started)
+    started = time.perf_counter()
+    collector.shutdown()
+    return fps, start_seconds, time.perf_counter() - started
+
+
+def layouts(cfg: CartPoleConfig) -> list[int]:
+    """env_workers values to compare: the config's, 0, 2 and one per env, where they divide."""
+    counts = dict.fromkeys([cfg.env_workers, 0, 2, cfg.num_envs])
+    return [count for count in counts if count == 0 or cfg.num_envs % count == 0]
 
 
 class SteadyStateClock(L.Callback):
@@ -61,17 +73,27 @@ class SteadyStateClock(L.Callback):
         self.fps = (pl_module.frames - self.first_frames) / (time.perf_counter() - self.started)
 
 
-def pipeline_fps(cfg: CartPoleConfig, run_dir: Path) -> float:
-    L.seed_everything(cfg.seed)
-    datamodule = RolloutDataModule(cfg)
-    model = build_model(cfg, *datamodule.observation_and_action_sizes())
-    trainer = build_trainer(cfg, run_dir, None, monitor="val_episode_reward", mode="max")
-    clock = SteadyStateClock()
-    trainer.callbacks.append(clock)
-    try:
-        trainer.fit(model, datamodule=datamodule)
-    finally:
-        datamodule.close()
+def pipeline_fps(cfg: CartPoleConfig) -> float:
+    with start_run(cfg) as run:  # the run directory and run.json that the callbacks write to
+        L.seed_everything(cfg.seed)
+        datamodule = RolloutDataModule(cfg)
+        model = build_model(cfg, *datamodule.observation_and_action_sizes())
+        trainer = build_trainer(
+            cfg,
+            run.dir,
+            None,
+            monitor="val_episode_reward",
+            mode="max",
+            fetch_section="env_step",
+            limit_train_batches=cfg.iterations_per_epoch,  # as train.py: the collector is endless
+            num_sanity_val_steps=0,
+        )
+        clock = SteadyStateClock()
+        trainer.callbacks.append(clock)
+        try:
+            trainer.fit(model, datamodule=datamodule)
+        finally:
+            datamodule.close()
     return clock.fps
 
 
@@ -86,8 +108,7 @@ def plain_torchrl_fps(cfg: CartPoleConfig, iterations: int) -> float:
         module.loss_module,
     )
     optimizer = adamw(module, cfg.learning_rate, cfg.weight_decay)
-    env = with_episode_stats(ParallelEnv(cfg.num_envs, functools.partial(make_env, cfg.env_name)))
-    collector = Collector(env, policy, frames_per_batch=cfg.frames_per_batch, total_frames=-1)
+    collector = Collector(make_training_env(cfg, cfg.seed), policy, frames_per_batch=cfg.frames_per_batch)
     frames = 0
     try:
         for iteration, batch in zip(range(iterations), collector, strict=False):
@@ -112,37 +133,70 @@ def plain_torchrl_fps(cfg: CartPoleConfig, iterations: int) -> float:
         collector.shutdown()
 
 
+def layout_name(cfg: CartPoleConfig, workers: int) -> str:
+    return f"{workers} workers x {cfg.num_envs // workers} envs" if workers else "this process"
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default="baseline", choices=list(CONFIGS))
-    parser.add_argument("--batches", type=int, default=20, help="collections timed per environment kind")
+    parser.add_argument("--batches", type=int, default=20, help="collections timed per environment layout")
     parser.add_argument("--epochs", type=int, default=3, help="Lightning epochs of PPO timed")
+    parser.add_argument("--repeats", type=int, default=3, help="timings of each contender, taken in turn")
+    parser.add_argument("--json", type=Path, help="write the figures to this file")
     args = parser.parse_args(argv)
     cfg = CONFIGS[args.config]()
 
-    parallel = environment_fps(cfg, ParallelEnv, args.batches)
-    serial = environment_fps(cfg, SerialEnv, args.batches)
-    setting = f"{cfg.num_envs} x {cfg.env_name}, random policy, {cfg.frames_per_batch} frames a batch"
-    print(f"environments: {setting}")
-    print(f"  ParallelEnv {parallel:9.0f} frames/s   SerialEnv {serial:9.0f} frames/s")
-    print(f"  ParallelEnv / SerialEnv = {parallel / serial:.2f}")
+    with recorded(args.json) as figures, tempfile.TemporaryDirectory() as scratch:
+        setting = f"{cfg.num_envs} x {cfg.env_name}, random policy, {cfg.frames_per_batch} frames a batch"
+        print(f"environments: {setting}")
+        start_stop: dict[str, list[tuple[float, float]]] = {}
 
-    with tempfile.TemporaryDirectory() as scratch:
+        def layout_fps(workers: int) -> list[float]:
+            fps, start, stop = environment_fps(dataclasses.replace(cfg, env_workers=workers), args.batches)
+            start_stop.setdefault(layout_name(cfg, workers), []).append((start, stop))
+            return [fps]
+
+        layout_runs = {layout_name(cfg, w): functools.partial(layout_fps, w) for w in layouts(cfg)}
+        env_fps = medians(alternate(layout_runs, args.repeats))
+        for name, fps in env_fps.items():
+            start = statistics.median(start for start, _ in start_stop[name])
+            stop = statistics.median(stop for _, stop in start_stop[name])
+            chosen = " (the config's)" if name == layout_name(cfg, cfg.env_workers) else ""
+            print(f"  {name:>22} {fps:9.0f} frames/s   start {start:5.1f} s   stop {stop:5.1f} s{chosen}")
+
         timed = dataclasses.replace(
             cfg,
             num_epochs=args.epochs,
             target_reward=None,
-            target_kl=float("inf"),  # the same number of updates in both loops
+            target_kl=1e9,  # never reached: the same number of updates in both loops
             eval_episodes=1,
             wandb_mode="disabled",
+            output=dataclasses.replace(cfg.output, base_dir=scratch),
         )
-        pipeline = pipeline_fps(timed, Path(scratch))
-        plain = plain_torchrl_fps(timed, args.epochs * timed.iterations_per_epoch)
-    print(
-        f"PPO ({args.epochs} epochs of {cfg.iterations_per_epoch} collections, {cfg.ppo_epochs} passes each)"
-    )
-    print(f"  Lightning pipeline {pipeline:9.0f} frames/s   plain TorchRL loop {plain:9.0f} frames/s")
-    print(f"  pipeline / plain TorchRL = {pipeline / plain:.2f}")
+        collections = args.epochs * timed.iterations_per_epoch
+        loops = {
+            "Lightning pipeline": lambda: [pipeline_fps(timed)],
+            "plain TorchRL loop": lambda: [plain_torchrl_fps(timed, collections)],
+        }
+        ppo_fps = medians(alternate(loops, args.repeats))
+        updates = f"{collections} collections in {args.epochs} epochs, {cfg.ppo_epochs} passes each"
+        print(f"PPO ({updates}), medians of {args.repeats}:")
+        for name, fps in ppo_fps.items():
+            print(f"  {name:<20} {fps:9.0f} frames/s")
+        ratio = ppo_fps["Lightning pipeline"] / ppo_fps["plain TorchRL loop"]
+        print(f"  pipeline / plain TorchRL = {ratio:.2f}")
+        figures.update(
+            setting=f"config {cfg.name}, {setting}; PPO {updates}",
+            environment_frames_per_s=env_fps,
+            environment_start_stop_s={
+                name: [statistics.median(column) for column in zip(*runs, strict=True)]
+                for name, runs in start_stop.items()
+            },
+            ppo_frames_per_s=ppo_fps,
+            pipeline_over_plain_torchrl=ratio,
+            repeats=args.repeats,
+        )
 
 
 if __name__ == "__main__":

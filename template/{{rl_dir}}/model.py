@@ -3,7 +3,6 @@ own GAE and clipped objective (LIT-1, LIT-3, RL-11..13)."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,8 @@ from src.training.stopwatch import Stopwatch
 
 from .config import CartPoleConfig
 
-LOGGED_LOSS_TERMS = ("loss_objective", "loss_critic", "loss_entropy", "kl_approx", "clip_fraction", "entropy")
+LOSS_TERMS = ("loss_objective", "loss_critic", "loss_entropy", "kl_approx", "clip_fraction", "entropy")
+LOGGED_TERMS = (*LOSS_TERMS, "loss", "actor_grad_norm", "critic_grad_norm")
 
 
 class PPOModule(L.LightningModule):
@@ -90,7 +90,8 @@ class PPOModule(L.LightningModule):
             self.advantage(batch)
         with self.stopwatch("data"):
             frames = batch.reshape(-1)
-        sums: dict[str, float] = defaultdict(float)
+        # The logged terms are summed on the device and read once, after the updates.
+        sums = torch.zeros(len(LOGGED_TERMS), device=frames.device)
         updates = skipped = 0
         for indices in self._minibatches(frames.numel(), frames.device):
             with self.stopwatch("inference"):
@@ -101,28 +102,27 @@ class PPOModule(L.LightningModule):
             kl, finite = self.trainer.strategy.reduce(
                 torch.stack([terms["kl_approx"].detach().float(), torch.isfinite(loss).float()]),
                 reduce_op="mean",
-            )
-            if updates and kl.item() > self.hparams.target_kl:
+            ).tolist()
+            if updates and kl > self.hparams.target_kl:
                 break  # RL-12: the policy has moved far enough from the collecting one
-            grad_norms = self._update(loss) if finite.item() == 1.0 else None
+            grad_norms = self._update(loss) if finite == 1.0 else None
             if grad_norms is None:  # RL-12: a non-finite loss or gradient is skipped, not applied
                 skipped += 1
                 continue
             updates += 1  # RL-11: the updates really made
-            for key in LOGGED_LOSS_TERMS:
-                sums[key] += terms[key].item()
-            sums["loss"] += loss.item()
-            sums["actor_grad_norm"] += grad_norms[0]
-            sums["critic_grad_norm"] += grad_norms[1]
+            values = [*(terms[key] for key in LOSS_TERMS), loss, *grad_norms]
+            sums += torch.stack([value.detach().float() for value in values])
         self.lr_schedulers().step()  # once per collection, however many updates KL early stopping left
-        self._log_step(batch, sums, updates, skipped)
+        # No update made, nothing to average: the batch's loss is logged as NaN.
+        made = dict(zip(LOGGED_TERMS, sums.tolist(), strict=True)) if updates else {}
+        self._log_step(batch, made, updates, skipped)
 
     def _minibatches(self, size: int, device: torch.device) -> Iterator[torch.Tensor]:
         """Indices of `ppo_epochs` shuffled passes over a batch of `size` frames."""
         for _ in range(self.hparams.ppo_epochs):
             yield from torch.randperm(size, device=device).split(self.batch_size)
 
-    def _update(self, loss: torch.Tensor) -> tuple[float, float] | None:
+    def _update(self, loss: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
         """Backward, clip actor and critic, step; None (nothing applied) if a gradient
         norm is not finite (the same on every rank: DDP has averaged the gradients)."""
         optimizer = self.optimizers()
@@ -132,11 +132,11 @@ class PPOModule(L.LightningModule):
             # RL-13: clip_grad_norm_ really called, separately for actor and critic.
             actor_norm = nn.utils.clip_grad_norm_(self.policy.parameters(), self.hparams.max_grad_norm)
             critic_norm = nn.utils.clip_grad_norm_(self.critic.parameters(), self.hparams.max_grad_norm)
-            if not (torch.isfinite(actor_norm) and torch.isfinite(critic_norm)):
+            if not (torch.isfinite(actor_norm) & torch.isfinite(critic_norm)):  # one read of the device
                 optimizer.zero_grad()
                 return None
             optimizer.step()
-        return float(actor_norm), float(critic_norm)
+        return actor_norm, critic_norm
 
     def _log_step(self, batch: TensorDictBase, sums: dict[str, float], updates: int, skipped: int) -> None:
         self.frames += batch.numel() * self.trainer.world_size  # every DDP rank collects a batch
@@ -161,20 +161,19 @@ class PPOModule(L.LightningModule):
                 "episode_reward", mean, on_step=True, on_epoch=True, batch_size=int(count), sync_dist=True
             )
 
-    def validation_step(self, episode: TensorDictBase, batch_idx: int) -> None:
-        self._log_episode("val", episode)
+    def validation_step(self, episodes: TensorDictBase, batch_idx: int) -> None:
+        self._log_episodes("val", episodes)
 
-    def test_step(self, episode: TensorDictBase, batch_idx: int) -> None:
-        self._log_episode("test", episode)
+    def test_step(self, episodes: TensorDictBase, batch_idx: int) -> None:
+        self._log_episodes("test", episodes)
 
-    def _log_episode(self, stage: str, episode: TensorDictBase) -> None:
-        # One batch is one whole episode; the epoch's value is the mean over episodes.
-        # DDP ranks play different episodes: the epoch's mean is over all of them.
-        final = episode["next"][-1]
-        self.log(
-            f"{stage}_episode_reward", final["episode_reward"].float().sum(), batch_size=1, sync_dist=True
-        )
-        self.log(f"{stage}_episode_length", final["step_count"].float().sum(), batch_size=1, sync_dist=True)
+    def _log_episodes(self, stage: str, episodes: TensorDictBase) -> None:
+        # One batch is the last steps of whole episodes; the epoch's value is the mean over
+        # episodes. DDP ranks play different episodes: the epoch's mean is over all of them.
+        final = episodes["next"]
+        reward, length = final["episode_reward"].float().mean(), final["step_count"].float().mean()
+        self.log(f"{stage}_episode_reward", reward, batch_size=episodes.numel(), sync_dist=True)
+        self.log(f"{stage}_episode_length", length, batch_size=episodes.numel(), sync_dist=True)
 
     def configure_optimizers(self) -> dict:
         optimizer = adamw(self, self.hparams.learning_rate, self.hparams.weight_decay)

@@ -1,6 +1,6 @@
 """Data of this part: the environments. Training batches are rollouts collected from
-`num_envs` environments stepping in parallel worker processes; validation and test
-batches are whole evaluation episodes of the current policy."""
+`num_envs` environments, stepping in this process or in `env_workers` worker processes;
+validation and test batches are whole evaluation episodes of the current policy."""
 
 from __future__ import annotations
 
@@ -15,7 +15,15 @@ import torch
 from tensordict import TensorDictBase
 from tensordict.nn import TensorDictModuleBase
 from torchrl.collectors import Collector
-from torchrl.envs import EnvBase, ExplorationType, GymEnv, ParallelEnv, RewardSum, StepCounter, TransformedEnv
+from torchrl.envs import (
+    EnvBase,
+    ExplorationType,
+    GymWrapper,
+    ParallelEnv,
+    RewardSum,
+    StepCounter,
+    TransformedEnv,
+)
 from torchrl.envs.utils import set_exploration_type
 
 from src.config import ConfigError
@@ -26,11 +34,15 @@ from .envs import LineWalk
 
 # Evaluation episodes end on their own (CartPole-v1 after 500 steps); this bounds one that never does.
 EVAL_MAX_STEPS = 10_000
+MAX_EVAL_ENVS = 32  # evaluation episodes played at once, at most: the envs' memory
+EPISODE_END = (("next", "episode_reward"), ("next", "step_count"), ("next", "done"))
 
 
-def make_env(env_name: str) -> EnvBase:
-    """RL-2: the env factory is a module-level function, so ParallelEnv can pickle it
-    (with functools.partial) into its worker processes."""
+def make_env(env_name: str, num_envs: int = 1) -> EnvBase:
+    """`num_envs` envs stepping as one batch in the calling process: gymnasium's
+    SyncVectorEnv for a gymnasium id, a batched TorchRL env for LineWalk. RL-2: a
+    module-level function, so ParallelEnv can pickle it (with functools.partial) into
+    its worker processes."""
     if multiprocessing.parent_process() is not None:
         # In a ParallelEnv worker. Ctrl-C, or a `kill` of the process group (a scheduler's
         # SIGTERM), reaches every process; the main process stops at the end of its step
@@ -38,8 +50,12 @@ def make_env(env_name: str) -> EnvBase:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if env_name == LineWalk.name:
-        return LineWalk()
-    return GymEnv(env_name, categorical_action_encoding=True)
+        return LineWalk(num_envs)
+    # An ended episode waits for the reset TorchRL asks for (DISABLED), so that its last
+    # step reaches the collector before the env starts the next one.
+    autoreset = {"autoreset_mode": gymnasium.vector.AutoresetMode.DISABLED}
+    envs = gymnasium.make_vec(env_name, num_envs, vectorization_mode="sync", vector_kwargs=autoreset)
+    return GymWrapper(envs, categorical_action_encoding=True)
 
 
 def with_episode_stats(env: EnvBase) -> TransformedEnv:
@@ -50,8 +66,14 @@ def with_episode_stats(env: EnvBase) -> TransformedEnv:
 
 
 def make_training_env(cfg: CartPoleConfig, seed: int) -> TransformedEnv:
-    # RL-1: ParallelEnv, not SerialEnv: the envs step in num_envs processes at once.
-    env = ParallelEnv(cfg.num_envs, functools.partial(make_env, cfg.env_name), device="cpu")
+    if cfg.env_workers:
+        # RL-1: ParallelEnv, never SerialEnv, where stepping is expensive: the workers step
+        # at once, each a batch of num_envs / env_workers envs.
+        each = cfg.num_envs // cfg.env_workers
+        env = ParallelEnv(cfg.env_workers, functools.partial(make_env, cfg.env_name, each), device="cpu")
+    else:
+        # Cheap envs: one batch in this process, no worker to start or to pass steps to.
+        env = make_env(cfg.env_name, cfg.num_envs)
     env = with_episode_stats(env)
     env.set_seed(seed)
     return env
@@ -59,8 +81,9 @@ def make_training_env(cfg: CartPoleConfig, seed: int) -> TransformedEnv:
 
 class EvaluationEpisodes:
     """This process's share of `episodes` whole episodes of the policy taking its most
-    likely action, one rollout per item. Each episode starts from a seed of its own, so
-    the episodes, and their mean, are the same however many DDP ranks share them."""
+    likely action, played as many at a time as `env` holds. Episode i starts from seed
+    `seed + i` (element j of a batched env seeded s starts from s + j), so the episodes,
+    and their mean, are the same however many DDP ranks share them."""
 
     def __init__(
         self, env: EnvBase, policy: TensorDictModuleBase, seed: int, episodes: int, trainer: L.Trainer
@@ -71,19 +94,36 @@ class EvaluationEpisodes:
                 "process one at least (eval_episodes, test_episodes)"
             )
         self.env, self.policy, self.seed = env, policy, seed
-        self.indices = range(trainer.global_rank, episodes, trainer.world_size)
+        rank, processes, size = trainer.global_rank, trainer.world_size, env.batch_size.numel()
+        first, end = episodes * rank // processes, episodes * (rank + 1) // processes
+        self.batches = [range(start, min(start + size, end)) for start in range(first, end, size)]
 
     def __len__(self) -> int:
-        return len(self.indices)
+        return len(self.batches)
 
     def __iter__(self) -> Iterator[TensorDictBase]:
-        for index in self.indices:
-            self.env.set_seed(derived_seed(self.seed, index))
-            with set_exploration_type(ExplorationType.DETERMINISTIC), torch.no_grad():
-                episode = self.env.rollout(
-                    EVAL_MAX_STEPS, self.policy, auto_cast_to_device=True, break_when_any_done=True
-                )
-            yield episode  # outside the no_grad block: a suspended generator must not hold it
+        for batch in self.batches:
+            self.env.set_seed(self.seed + batch.start)
+            yield first_episodes(self.env, self.policy, len(batch))
+
+
+def first_episodes(env: EnvBase, policy: TensorDictModuleBase, count: int) -> TensorDictBase:
+    """The last step of the first episode of each of the first `count` envs (its "next"
+    RewardSum and StepCounter entries). The batch steps on until each of them has ended
+    an episode; an env whose episode ended is reset and steps with the others."""
+    device = next(policy.parameters()).device
+    steps, ended = [], torch.zeros(count, dtype=torch.bool)
+    with set_exploration_type(ExplorationType.DETERMINISTIC), torch.no_grad():
+        state = env.reset()
+        while not ended.all() and len(steps) < EVAL_MAX_STEPS:
+            step, state = env.step_and_maybe_reset(policy(state.to(device)))
+            steps.append(step[:count].select(*EPISODE_END))
+            ended |= step["next", "done"][:count].view(count)
+    played = torch.stack(steps, dim=-1)  # envs x steps
+    # Each env's first done step; the last step played where an episode never ended.
+    first_done = played["next", "done"].view(count, -1).int().argmax(-1)
+    last = torch.where(ended, first_done, len(steps) - 1)
+    return played[torch.arange(count), last]
 
 
 class RolloutDataModule(L.LightningDataModule):
@@ -99,8 +139,7 @@ class RolloutDataModule(L.LightningDataModule):
         self.num_val_samples = cfg.eval_episodes
         self.env: EnvBase | None = None
         self.collector: Collector | None = None
-        self.val_env: EnvBase | None = None
-        self.test_env: EnvBase | None = None
+        self.eval_env: EnvBase | None = None
 
     def observation_and_action_sizes(self) -> tuple[int, int]:
         """The policy's input and output sizes; a ConfigError for an env this part cannot train."""
@@ -141,18 +180,20 @@ class RolloutDataModule(L.LightningDataModule):
         return self.collector
 
     def val_dataloader(self) -> EvaluationEpisodes:
-        if self.val_env is None:
-            self.val_env = with_episode_stats(make_env(self.cfg.env_name))
-        return self._episodes(self.val_env, seed=self.cfg.seed + 1, episodes=self.cfg.eval_episodes)
+        return self._episodes(seed=derived_seed(self.cfg.seed, 1), episodes=self.cfg.eval_episodes)
 
     def test_dataloader(self) -> EvaluationEpisodes:
-        # Its own seed: the test episodes are not the validation episodes played again.
-        if self.test_env is None:
-            self.test_env = with_episode_stats(make_env(self.cfg.env_name))
-        return self._episodes(self.test_env, seed=self.cfg.seed + 2, episodes=self.cfg.test_episodes)
+        # Seeds of its own: the test episodes are not the validation episodes played again.
+        return self._episodes(seed=derived_seed(self.cfg.seed, 2), episodes=self.cfg.test_episodes)
 
-    def _episodes(self, env: EnvBase, seed: int, episodes: int) -> EvaluationEpisodes:
-        return EvaluationEpisodes(env, self.trainer.lightning_module.policy, seed, episodes, self.trainer)
+    def _episodes(self, seed: int, episodes: int) -> EvaluationEpisodes:
+        if self.eval_env is None:
+            # Validation and test share one batch in this process: the episodes step together,
+            # so that twenty take little longer than the longest of them.
+            width = min(max(self.cfg.eval_episodes, self.cfg.test_episodes), MAX_EVAL_ENVS)
+            self.eval_env = with_episode_stats(make_env(self.cfg.env_name, width))
+        policy = self.trainer.lightning_module.policy
+        return EvaluationEpisodes(self.eval_env, policy, seed, episodes, self.trainer)
 
     def teardown(self, stage: str) -> None:
         self.close()
@@ -163,7 +204,7 @@ class RolloutDataModule(L.LightningDataModule):
         if self.collector is not None:
             self.collector.shutdown()  # closes self.env too
             self.collector = None
-        for env in (self.env, self.val_env, self.test_env):
+        for env in (self.env, self.eval_env):
             if env is not None and not env.is_closed:
                 env.close(raise_if_closed=False)
-        self.env = self.val_env = self.test_env = None
+        self.env = self.eval_env = None

@@ -21,10 +21,10 @@ ARCHITECTURES = {
 
 SEARCH_SPACE = {
     "architecture": {"values": list(ARCHITECTURES)},
-    "learning_rate": {"distribution": "log_uniform_values", "min": 1e-4, "max": 1e-3},
+    "learning_rate": {"distribution": "log_uniform_values", "min": 3e-4, "max": 3e-3},
     "clip_epsilon": {"values": [0.1, 0.2, 0.3]},
     "ppo_epochs": {"values": [4, 10]},
-    "gae_lambda": {"values": [0.9, 0.95, 0.98]},
+    "gae_lambda": {"values": [0.8, 0.9, 0.95]},
 }
 
 SPEC = SweepSpec(

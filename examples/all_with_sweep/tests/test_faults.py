@@ -187,8 +187,8 @@ def damage(path: Path, how: str) -> None:
 
 
 # Every damage on the neural part (the RL part where it is alone), one on the other:
-# telling a damaged file is shared code (src/runs/checkpoint_checks.py), and each RL run
-# pays for starting its environment workers.
+# telling a damaged file is shared code (src/runs/checkpoint_checks.py), and an RL run
+# costs more than a neural one.
 THOROUGH = "sl_neural" if "sl_neural" in PARTS else "rl"
 DAMAGES = [
     (kind, how)

@@ -37,7 +37,7 @@ from src.runs.directory import RUN_DIR_ENV
 LINES_PER_PART = 105  # 315 in a project of all three kinds of part
 SWEEP_SHARE = 0.24  # of a part's lines, where it has a sweep
 # Random lines that pass the checks and so train, per part: what bounds the test's time.
-# RL's are few: each starts its environment workers, some 20 s on two CPU cores.
+# RL's are few: a line that asks for environment workers waits seconds for them to start.
 TRAINING_LINES = {"rl": 1}
 TRAINING_LINES_DEFAULT = 8
 BUDGET = ["--max-wall-clock-hours", "0.0003"]  # about a second of training
@@ -60,6 +60,7 @@ PROCESS_COUNTS = ["0", "-1", "1", "2", "abc", "", "1.5"]
 LIMITED = {
     "num_workers": PROCESS_COUNTS,
     "num_envs": PROCESS_COUNTS,
+    "env_workers": PROCESS_COUNTS,
     "num_threads": PROCESS_COUNTS,
     "num_nodes": ["0", "-1", "1", "abc", "", "1.5"],
     "devices": ["auto", "1", "0", "abc", "", " ", "1.5"]

@@ -28,6 +28,11 @@ model = part_module("rl", "model")
 train = part_module("rl", "train")
 
 
+# The smoke config steps its envs in this process; the tests of closing env workers ask
+# for two, each stepping two envs.
+WORKERS = {"env_workers": 2}
+
+
 def smoke_config(tmp_path, **overrides):
     base = config.CONFIGS["smoke"]()
     output = dataclasses.replace(base.output, base_dir=str(tmp_path))
@@ -100,15 +105,10 @@ def test_model_artifact_reaches_the_offline_wandb_run(smoke_run):  # LOG-1, LOG-
 
 
 @slow
-def test_no_worker_outlives_a_run(smoke_run):  # RL-3
-    assert worker_processes() == []
-
-
-@slow
 def test_stop_file_ends_the_run_and_closes_the_workers(tmp_path):  # CB-4, RL-3
     stop = tmp_path / "STOP"
     stop.touch()
-    train.main_with_config(smoke_config(tmp_path, num_epochs=50, stop_file=str(stop)))
+    train.main_with_config(smoke_config(tmp_path, num_epochs=50, stop_file=str(stop), **WORKERS))
     (run_dir,) = tmp_path.glob("smoke_*")
     assert [e["epoch"] for e in read_jsonl(run_dir / "metrics.jsonl") if "val_episode_reward" in e] == [0]
     assert worker_processes() == []
@@ -122,7 +122,7 @@ def test_a_run_that_raises_closes_the_workers(tmp_path, monkeypatch):  # RL-3
 
     monkeypatch.setattr(model.PPOModule, "training_step", failing_step)
     with pytest.raises(RuntimeError, match="broken update"):
-        train.main_with_config(smoke_config(tmp_path))
+        train.main_with_config(smoke_config(tmp_path, **WORKERS))
     (run_dir,) = tmp_path.glob("smoke_*")
     assert json.loads((run_dir / "run.json").read_text())["status"] == "failed"
     assert worker_processes() == []
@@ -132,7 +132,7 @@ def test_a_run_that_raises_closes_the_workers(tmp_path, monkeypatch):  # RL-3
 
 @slow
 def test_a_spent_wall_clock_budget_ends_the_run_and_closes_the_workers(tmp_path):  # CFG-4, RL-3
-    train.main_with_config(smoke_config(tmp_path, num_epochs=50, max_wall_clock_hours=1e-6))
+    train.main_with_config(smoke_config(tmp_path, num_epochs=50, max_wall_clock_hours=1e-6, **WORKERS))
     (run_dir,) = tmp_path.glob("smoke_*")
     assert json.loads((run_dir / "run.json").read_text())["status"] == "finished"
     assert len([e for e in read_jsonl(run_dir / "metrics.jsonl") if "frames" in e]) == 1
@@ -143,13 +143,14 @@ def test_a_spent_wall_clock_budget_ends_the_run_and_closes_the_workers(tmp_path)
 @pytest.mark.parametrize("signal_number", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_an_interrupted_run_leaves_no_worker_behind(tmp_path, signal_number):  # RL-3
     command = [sys.executable, "-m", f"{PARTS['rl']}.train", "--config", "smoke", "--num-epochs", "1000"]
+    command += ["--env-workers", str(WORKERS["env_workers"])]
     command += ["--wandb-mode", "disabled", "--output.base-dir", str(tmp_path)]
     process = subprocess.Popen(
         command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
     deadline = time.monotonic() + 120
     workers: list[psutil.Process] = []
-    while len(workers) < 2 and time.monotonic() < deadline:  # smoke runs two env workers
+    while len(workers) < WORKERS["env_workers"] and time.monotonic() < deadline:
         time.sleep(0.5)
         workers = [
             w
@@ -215,7 +216,6 @@ def test_a_run_killed_mid_epoch_resumes_its_frame_count(tmp_path, monkeypatch): 
     kill_next_run(monkeypatch, "on_train_batch_start", lambda t: t.fit_loop.total_batch_idx == 5)
     with pytest.raises(Killed):
         train.main_with_config(smoke_config(tmp_path, **settings))
-    assert worker_processes() == []
     (run_dir,) = tmp_path.glob("smoke_*")
     frames = config.CONFIGS["smoke"]().frames_per_batch
     last = run_dir / "checkpoints" / "last.ckpt"
@@ -236,24 +236,44 @@ def test_custom_env_passes_torchrl_spec_checks():  # RL-5, RL-7, RL-10
     check_env_specs(env)
 
 
-@slow
-def test_diagnostic_field_survives_the_parallel_collector(tmp_path):  # RL-1, RL-2, RL-5
-    cfg = smoke_config(tmp_path, env_name="LineWalk")
+@pytest.mark.parametrize(
+    ("env_workers", "batch"),
+    [pytest.param(2, (2, 2), marks=slow, id="two-workers"), pytest.param(0, (4,), id="this-process")],
+)
+def test_diagnostic_field_survives_the_collector(tmp_path, env_workers, batch):  # RL-1, RL-2, RL-5
+    cfg = smoke_config(tmp_path, env_name="LineWalk", num_envs=4, env_workers=env_workers)
     env = data.make_training_env(cfg, cfg.seed)
     collector = Collector(env, None, frames_per_batch=32)
     try:
-        batch = next(iter(collector))
+        frames = next(iter(collector))
     finally:
         collector.shutdown()
-    assert batch["next", "distance"].shape == (2, 16, 1)
-    assert batch["next", "episode_reward"].shape == (2, 16, 1)  # RL-4
+    assert frames["next", "distance"].shape == (*batch, 8, 1)
+    assert frames["next", "episode_reward"].shape == (*batch, 8, 1)  # RL-4
     assert worker_processes() == []
+
+
+@pytest.mark.parametrize("env_name", ["CartPole-v1", "LineWalk"])
+def test_an_evaluation_episode_is_the_same_in_any_batch(env_name):
+    # Episode i starts from seed + i whichever batch plays it, so DDP ranks sharing the
+    # episodes, or a wider batch, play the same ones.
+    cfg = config.CONFIGS["smoke"](env_name=env_name)
+    policy = model.build_model(cfg, *data.RolloutDataModule(cfg).observation_and_action_sizes()).policy
+
+    def played(width: int, seed: int, count: int) -> list[float]:
+        env = data.with_episode_stats(data.make_env(env_name, width))
+        env.set_seed(seed)
+        return data.first_episodes(env, policy, count)["next", "episode_reward"].flatten().tolist()
+
+    five = played(5, seed=7, count=5)
+    assert five[2:] == played(3, seed=9, count=3) and five[:2] == played(5, seed=7, count=2)
 
 
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
         ({"frames_per_batch": 255}, "must be a multiple of num_envs"),
+        ({"env_workers": 3}, "env_workers 3: use 0 or a divisor of num_envs 4"),
         ({"batch_size": 4096}, "at most frames_per_batch"),
         ({"clip_epsilon": 1.5}, "clip_epsilon 1.5"),
         ({"critic_coef": 0.0}, "critic_coef 0.0: must be positive"),

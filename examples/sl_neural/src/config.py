@@ -355,7 +355,11 @@ class RLConfig(LightningConfig):
     its policy updates; evaluation episodes are the validation.
 
     Attributes:
-        num_envs: Environments stepped in parallel, one worker process each.
+        num_envs: Environments stepping together; a collection takes frames_per_batch / num_envs
+            steps of each.
+        env_workers: Worker processes stepping them (ParallelEnv), num_envs / env_workers each
+            as one batch; 0 steps them all in this process. Give an env that is slow to step
+            workers, up to one per free core; a fast one like CartPole, 0.
         frames_per_batch: Frames collected across all environments before each round of
             policy updates.
         iterations_per_epoch: Collections (each followed by its updates) per epoch;
@@ -376,7 +380,10 @@ class RLConfig(LightningConfig):
             collections; 0 never does on a step count.
     """
 
-    num_envs: int = 4  # RL-1: ParallelEnv workers
+    num_envs: int = 8
+    # RL-1: process parallelism where stepping costs more than passing the steps between
+    # processes; in this process, a batch of cheap envs steps faster than any workers.
+    env_workers: int = 0
     frames_per_batch: int = 1024
     iterations_per_epoch: int = 5
     gamma: float = 0.99
@@ -400,6 +407,8 @@ class RLConfig(LightningConfig):
             for name, value in (("eval_episodes", self.eval_episodes), ("test_episodes", self.test_episodes))
             if value > MAX_EPISODES
         ]
+        if self.env_workers < 0 or (self.env_workers and self.num_envs % self.env_workers):
+            found.append(f"env_workers {self.env_workers}: use 0 or a divisor of num_envs {self.num_envs}")
         if self.num_envs >= 1 and self.frames_per_batch % self.num_envs:
             found.append(
                 f"frames_per_batch {self.frames_per_batch}: must be a multiple of num_envs {self.num_envs}"

@@ -97,7 +97,7 @@ def refused(kind: str, args: list[str], capsys) -> str:
             "observation is Categorical of shape (), not one flat vector",
             "LineWalk",
         ),
-        ("rl", ["--env-name", "Blackjack-v1"], "observation is Stacked of shape (3,)", "Acrobot-v1"),
+        ("rl", ["--env-name", "Blackjack-v1"], "observation is not one flat vector", "Acrobot-v1"),
         (
             "rl",
             ["--env-name", "Pendulum-v1"],

@@ -231,7 +231,7 @@ class FirstRollouts(L.Callback):
         if trainer.global_rank == 0:
             open(sys.argv[1], "w").write(json.dumps(sums))
 
-if __name__ == "__main__":  # the environments' worker processes import this file again
+if __name__ == "__main__":  # processes started for DDP or environment workers import this file again
     cfg = CONFIGS["smoke"]()
     datamodule = RolloutDataModule(cfg)
     model = build_model(cfg, *datamodule.observation_and_action_sizes())

@@ -24,8 +24,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import wandb
-
 from src.config import USED_KEY, BaseConfig
 from src.runs.atomic import WriteFailed, translate_write_errors, write_text_atomic
 from src.runs.console import tee_console, write_log
@@ -83,7 +81,8 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
                 write_log(log_file, traceback.format_exc())
                 _record_end(run_dir, status, resume_from, config_path, previous_config, error)
                 _write_report(run_dir)  # a run cut short gets one too, for what it did
-            if wandb.run is not None:
+            wandb = sys.modules.get("wandb")  # not imported, no W&B run to end; --help loads none
+            if wandb is not None and wandb.run is not None:
                 wandb.finish(exit_code=1)
             if _ctrl_c(error):
                 print(f"interrupted: saved files are kept; continue with --resume {run_dir}", file=sys.stderr)

@@ -22,12 +22,10 @@ from src.ops.gpu_lock import GpuLock
 from src.runs.atomic import write_text_atomic
 from src.runs.directory import STAMP_FORMAT
 from src.runs.lifetime import sigterm_unwinds
-from src.sweep.local import run_local
 from src.sweep.records import CONFIG_FILE, SUMMARY_FILE, SweepState
 from src.sweep.resume import find_sweep, join_sweep, saved_config, try_lock
 from src.sweep.runner import Sweep
 from src.sweep.spec import SweepSpec, optuna_distributions
-from src.sweep.wandb_sweep import create_wandb_sweep, require_wandb_login, run_wandb
 
 DEFAULT_TRIALS, DEFAULT_MAX_HOURS, DEFAULT_SEED = 20, 24.0, 0
 
@@ -90,10 +88,15 @@ def main(spec: SweepSpec, argv: Sequence[str] | None = None, prog: str | None = 
             else:
                 found = None if args.resume is None else find_sweep(base, args.resume)
             sweep_id = args.sweep_id
-            if args.engine == "wandb" and sweep_id is None:
-                sweep_id = create_wandb_sweep(spec, base)
-            elif args.engine == "wandb":
-                require_wandb_login(base)
+            if args.engine == "wandb":
+                # Each engine's module is loaded once it is chosen: wandb and Optuna take a
+                # second to load, and --help or a refused option needs neither.
+                from src.sweep.wandb_sweep import create_wandb_sweep, require_wandb_login
+
+                if sweep_id is None:
+                    sweep_id = create_wandb_sweep(spec, base)
+                else:
+                    require_wandb_login(base)
         if found is not None:
             sweep_dir, state, lock = found
             # As `train --resume`: the sweep's saved base config, and the flags given now over it.
@@ -148,8 +151,12 @@ def _run(sweep: Sweep, engine: str, trials: int, seed: int, sweep_id: str | None
             if engine == "local":
                 if len(sweep.trials) >= trials:
                     print(f"sweep: it has {len(sweep.trials)} trials already; --trials is the total")
+                from src.sweep.local import run_local
+
                 run_local(sweep, trials, seed, joined)
             else:
+                from src.sweep.wandb_sweep import run_wandb
+
                 run_wandb(sweep, trials, sweep_id)
     except BaseException as error:
         code = _stop_status(error)

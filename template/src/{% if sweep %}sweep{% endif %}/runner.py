@@ -16,10 +16,7 @@ from typing import Any
 
 from src.cli import bad_input_message
 from src.config import BaseConfig
-from src.ops.memory import cleanup_vram
-from src.report.comparison import compare_runs
-from src.report.run_files import RunFiles
-from src.report.run_report import REPORT_FILE
+from src.report.run_files import REPORT_FILE, RunFiles
 from src.runs.atomic import write_text_atomic
 from src.runs.directory import intact_checkpoint
 from src.sweep.records import COMPARISON_DIR, SUMMARY_FILE, TRIALS_FILE, SweepState, Trial, jsonl_line
@@ -126,6 +123,8 @@ class Sweep:
                 traceback.print_exc()
             print(f"sweep trial {trial.number} failed ({trial.error}); the sweep goes on")
         # SWP-7: only now is nothing of the trial referenced: free its memory before the next.
+        from src.ops.memory import cleanup_vram  # here: torch takes a second to load, --help none
+
         cleanup_vram()
         gc.collect()
         gc.collect()
@@ -177,6 +176,8 @@ class Sweep:
         if len(best) < 2:
             return
         try:
+            from src.report.comparison import compare_runs  # here: matplotlib is slow to load
+
             runs = [RunFiles.read(Path(trial.run_dir)) for trial in best]
             compare_runs(
                 runs, self.dir / COMPARISON_DIR, f"Sweep {self.dir.name}: the best {len(best)} trials"

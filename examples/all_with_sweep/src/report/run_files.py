@@ -14,6 +14,7 @@ from typing import Any
 from src.runs.metrics_jsonl import higher_is_better, read_jsonl
 
 CONFUSION_FILE = "confusion_matrix.json"
+REPORT_FILE = "report.md"
 # Keys that are bookkeeping, or drawn in a figure of their own, not learning curves.
 NOT_CURVES = ("time", "event", "step", "epoch", "round", "frames")
 OWN_FIGURES = ("timing/", "system/", "tracking/", "batch/", "lr", "test_")

@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from src.report import figures
-from src.report.run_files import RunFiles
+from src.report.run_files import REPORT_FILE, RunFiles
 from src.runs.atomic import write_text_atomic
 
-REPORT_FILE = "report.md"
 FIGURES_DIR = "report"
 
 

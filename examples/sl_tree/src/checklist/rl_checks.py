@@ -52,17 +52,19 @@ def update_code(project: Project, part: Part) -> tuple[str, ast.AST]:
     return path, project.tree(path)
 
 
-@check("RL-1", "ParallelEnv(num_workers=cfg.num_envs), never SerialEnv", "rl")
+@check("RL-1", "ParallelEnv(num_workers=<a config field>) for worker processes, never SerialEnv", "rl")
 def parallel_env(project: Project) -> str:
+    # The config lays the envs out: worker processes (ParallelEnv) for an env that is slow
+    # to step, a batch in the main process for a cheap one; never one after another.
     for part in rl_parts(project):
         never_uses(project, project.code(part), "SerialEnv", "ParallelEnv steps envs in parallel")
         path, env = the_call(project, part, "ParallelEnv")
-        workers = source(keyword(env, "num_workers") or (env.args[0] if env.args else None))
+        workers = keyword(env, "num_workers") or (env.args[0] if env.args else None)
         require(
-            workers.endswith("num_envs"),
-            f"{path}: ParallelEnv's num_workers is {workers!r}, not cfg.num_envs",
+            isinstance(workers, ast.Attribute) and source(workers.value) == "cfg",
+            f"{path}: ParallelEnv's num_workers is {source(workers)!r}, not a config field",
         )
-    return "ParallelEnv(cfg.num_envs, ...)"
+    return "worker processes as ParallelEnv(cfg.<field>, ...); no SerialEnv"
 
 
 @check("RL-2", "the env factory is picklable: a module-level function or functools.partial", "rl")
