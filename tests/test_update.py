@@ -36,7 +36,7 @@ GIT_ENV = {
 HYPERPARAMETER_EDITS = {
     "sl_neural": ("dropout: float = 0.2", "dropout: float = 0.25"),
     "sl_tree": ("max_depth: int = 2", "max_depth: int = 3"),
-    "rl": ("entropy_coef: float = 0.0", "entropy_coef: float = 0.01"),
+    "rl": ("max_grad_norm: float = 0.5", "max_grad_norm: float = 1.0"),
 }
 CONFLICT_MARKERS = ("<<<<<<< ", ">>>>>>> ")
 # The user's files once rendered (data.py, envs.py): an update leaves them as they are.
@@ -239,7 +239,7 @@ def test_an_updated_project_still_smoke_trains_every_part(template_repo, tmp_pat
         run_dir = max((project / "output").glob("smoke_*"))
         assert (run_dir / "config.json").is_file()
     trained = json.loads(max((project / "output").glob("smoke_*")).joinpath("config.json").read_text())
-    assert trained["entropy_coef"] == 0.01  # the user's default survived the update
+    assert trained["max_grad_norm"] == 1.0  # the user's default survived the update
 
 
 def test_a_conflicting_edit_is_reported_with_markers_or_a_rej_file(template_repo, tmp_path):

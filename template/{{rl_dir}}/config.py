@@ -106,8 +106,11 @@ def env_problem(env_name: str) -> str | None:
         problem = "its observation is not one flat vector of continuous values: TorchRL cannot batch it"
         return f"env_name {env_name!r}: {problem}; {TRAINABLE}"
     try:
-        # The specs of one env of the batch make_env made.
-        observation, action = env.observation_spec[0].get("observation", None), env.action_spec[0]
+        # The specs of one env: of the batch make_env made (an older data.py's makes one).
+        observation, action = env.observation_spec, env.action_spec
+        if env.batch_size:
+            observation, action = observation[0], action[0]
+        observation = observation.get("observation", None)
         if not hasattr(action.space, "n"):  # continuous, or several choices at once
             problem = f"its actions are {_describe(action)}, not one choice of n"
         # A discrete observation (FrozenLake's cell, Blackjack's tuple) or an image is none.

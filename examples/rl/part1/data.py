@@ -109,7 +109,7 @@ class EvaluationEpisodes:
 
 def first_episodes(env: EnvBase, policy: TensorDictModuleBase, count: int) -> TensorDictBase:
     """The last step of the first episode of each of the first `count` envs (its "next"
-    RewardSum and StepCounter entries). The batch steps on until each of them has ended
+    RewardSum, StepCounter and done entries). The batch steps on until each of them has ended
     an episode; an env whose episode ended is reset and steps with the others."""
     device = next(policy.parameters()).device
     steps, ended = [], torch.zeros(count, dtype=torch.bool)
@@ -123,7 +123,9 @@ def first_episodes(env: EnvBase, policy: TensorDictModuleBase, count: int) -> Te
     # Each env's first done step; the last step played where an episode never ended.
     first_done = played["next", "done"].view(count, -1).int().argmax(-1)
     last = torch.where(ended, first_done, len(steps) - 1)
-    return played[torch.arange(count), last]
+    final = played[torch.arange(count), last]
+    final["next", "done"] = torch.ones_like(final["next", "done"])  # EVAL_MAX_STEPS ends the rest
+    return final
 
 
 class RolloutDataModule(L.LightningDataModule):
