@@ -171,13 +171,13 @@ class PPOModule(L.LightningModule):
         # A batch holds the last steps of whole episodes, the steps marked done; the epoch's
         # value is the mean over episodes, of every DDP rank's. (A data.py rendered before
         # v0.3.0 yields one episode's every step: its last, done, step is the one counted.)
-        steps = episodes["next"].reshape(-1)
-        ends = steps["done"].reshape(-1).clone()
+        ends = episodes["next", "done"].reshape(-1).clone()
         ends[-1] |= not ends.any()  # an episode that never ended counts where it stopped
-        final = steps[ends]
-        reward, length = final["episode_reward"].float().mean(), final["step_count"].float().mean()
-        self.log(f"{stage}_episode_reward", reward, batch_size=final.numel(), sync_dist=True)
-        self.log(f"{stage}_episode_length", length, batch_size=final.numel(), sync_dist=True)
+        rewards = episodes["next", "episode_reward"].reshape(-1)[ends].float()
+        lengths = episodes["next", "step_count"].reshape(-1)[ends].float()
+        count = int(ends.sum())
+        self.log(f"{stage}_episode_reward", rewards.mean(), batch_size=count, sync_dist=True)
+        self.log(f"{stage}_episode_length", lengths.mean(), batch_size=count, sync_dist=True)
 
     def configure_optimizers(self) -> dict:
         optimizer = adamw(self, self.hparams.learning_rate, self.hparams.weight_decay)
