@@ -77,7 +77,9 @@ class PPOModule(L.LightningModule):
             entropy_coeff=entropy_coef,
             critic_coeff=critic_coef,
             loss_critic_type="l2",
+            functional=False,  # the networks themselves, not functional copies: a faster update
         )
+        self.register_load_state_dict_pre_hook(_from_functional_loss)
         self.stopwatch = Stopwatch()  # PRF-2: this step's inference / backward / data seconds
         self.frames = 0  # environment frames trained on, kept in checkpoints
 
@@ -191,6 +193,13 @@ class PPOModule(L.LightningModule):
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         self.frames = checkpoint.get("frames", 0)
+
+
+def _from_functional_loss(module: nn.Module, state_dict: dict[str, Any], prefix: str, *args: Any) -> None:
+    """Checkpoints saved before v0.3.0 name the loss's parameters as its functional copies."""
+    old = [key for key in state_dict if key.startswith(f"{prefix}loss_module.") and "_network_params." in key]
+    for key in old:
+        state_dict[key.replace("_network_params.", "_network.")] = state_dict.pop(key)
 
 
 def build_model(cfg: CartPoleConfig, num_observations: int, num_actions: int) -> PPOModule:

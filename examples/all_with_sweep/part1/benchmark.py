@@ -5,12 +5,13 @@
 Times the epochs of this part's pipeline (build_trainer: every callback, the
 profiler, the checkpoints and metrics.jsonl; W&B off) against a bare
 `lightning.Trainer` (no logger, checkpoint, callback or profiler of ours) fitting
-the same module on the same DataModule, and against a plain PyTorch loop (the same
-model, AdamW and data loaders, no Lightning), alternating the three, and prints the
-ratios of their median epoch times. Validation is part of every epoch; each fit's
-first epoch (warm-up) is left out. --scale K repeats the table's rows K times: the
-per-step share of the cost shows on an epoch of many steps. --json FILE writes the
-figures.
+the same module on the same DataModule, against the bare Trainer on a default
+DataLoader (rows collated one at a time, as a bare script would serve them), and
+against a plain PyTorch loop (the same model, AdamW and data loaders, no Lightning),
+alternating the four, and prints the ratios of their median epoch times.
+Validation is part of every epoch; each fit's first epoch (warm-up) is left out.
+--scale K repeats the table's rows K times: the per-step share of the cost shows on
+an epoch of many steps. --json FILE writes the figures.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import lightning as L
 import pandas as pd
 import torch
 import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
 
 from src.ops.benchmarks import alternate, medians, recorded
 from src.runs.lifetime import start_run
@@ -58,10 +60,23 @@ class EpochClock(L.Callback):
         return [end - start for start, end in zip(self.marks[1:], self.marks[2:], strict=False)]
 
 
-def fit_epochs(cfg: DigitsConfig, pipeline: bool) -> tuple[list[float], int]:
+class DefaultLoaderDataModule(DigitsDataModule):
+    """The same split served as a bare Lightning script serves it: a default DataLoader
+    over a TensorDataset, collating a batch from single rows."""
+
+    def train_dataloader(self) -> DataLoader:
+        rows = TensorDataset(*self.train_dataset.tensors)
+        return DataLoader(rows, batch_size=self.batch_size, shuffle=True, drop_last=True)
+
+    def val_dataloader(self) -> DataLoader:
+        return DataLoader(TensorDataset(*self.val_dataset.tensors), batch_size=self.batch_size)
+
+
+def fit_epochs(cfg: DigitsConfig, pipeline: bool, default_loader: bool = False) -> tuple[list[float], int]:
     """The steady epochs' seconds, and the batches of an epoch."""
     L.seed_everything(cfg.seed)
-    datamodule, model, clock = DigitsDataModule(cfg), build_model(cfg), EpochClock()
+    datamodule = (DefaultLoaderDataModule if default_loader else DigitsDataModule)(cfg)
+    model, clock = build_model(cfg), EpochClock()
     arguments = {
         "accumulate_grad_batches": cfg.gradient_accumulation_steps,
         "gradient_clip_val": cfg.gradient_clip_val,
@@ -134,21 +149,22 @@ def main(argv: list[str] | None = None) -> None:
             output=dataclasses.replace(cfg.output, base_dir=scratch),
         )
 
-        def lightning_epochs(pipeline: bool) -> list[float]:
-            epochs, batches["an epoch"] = fit_epochs(timed, pipeline)
+        def lightning_epochs(pipeline: bool, default_loader: bool = False) -> list[float]:
+            epochs, batches["an epoch"] = fit_epochs(timed, pipeline, default_loader)
             return epochs
 
         contenders = {
             "plain PyTorch loop": lambda: plain_loop_epochs(timed),
             "bare Trainer": lambda: lightning_epochs(pipeline=False),
+            "bare Trainer, default DataLoader": lambda: lightning_epochs(pipeline=False, default_loader=True),
             "pipeline": lambda: lightning_epochs(pipeline=True),
         }
         seconds = alternate(contenders, args.repeats)
         median = medians(seconds)
         for name in contenders:
-            print(f"{name:<18} median epoch {median[name] * 1000:8.1f} ms  of {len(seconds[name])} epochs")
+            print(f"{name:<32} median epoch {median[name] * 1000:8.1f} ms  of {len(seconds[name])} epochs")
         setting = f"config {cfg.name}, {batches['an epoch']} batches an epoch, rows x{args.scale}"
-        for baseline in ("bare Trainer", "plain PyTorch loop"):
+        for baseline in ("bare Trainer", "bare Trainer, default DataLoader", "plain PyTorch loop"):
             ratio = median["pipeline"] / median[baseline]
             added = (median["pipeline"] - median[baseline]) * 1000
             print(f"pipeline / {baseline} = {ratio:.3f}  ({added:+.1f} ms an epoch)")
@@ -158,6 +174,9 @@ def main(argv: list[str] | None = None) -> None:
             median_epoch_s=median,
             epochs_timed={name: len(times) for name, times in seconds.items()},
             pipeline_over_bare_trainer=median["pipeline"] / median["bare Trainer"],
+            pipeline_over_bare_trainer_default_loader=(
+                median["pipeline"] / median["bare Trainer, default DataLoader"]
+            ),
             pipeline_over_plain_loop=median["pipeline"] / median["plain PyTorch loop"],
         )
 

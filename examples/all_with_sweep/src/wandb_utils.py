@@ -12,11 +12,10 @@ import json
 import netrc
 import os
 import re
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
-
-import wandb
 
 from src.config import BaseConfig, ConfigError, first_line
 from src.runs.launch import is_rank_zero
@@ -47,12 +46,14 @@ def setup_run(cfg: BaseConfig, run_dir: Path) -> Any | None:
     Inside a W&B sweep the agent has already started the run: it is reused and
     given the full config instead of a second wandb.init() (SWP-3).
     """
-    if wandb.run is not None and wandb.run.sweep_id:
-        wandb.run.config.update(_config(cfg, run_dir), allow_val_change=True)
-        return wandb.run
+    if (run := _current_run()) is not None and run.sweep_id:
+        run.config.update(_config(cfg, run_dir), allow_val_change=True)
+        return run
     mode = chosen_wandb_mode(cfg)
     if mode == "disabled" or not is_rank_zero():
         return None
+    import wandb  # here: a run with W&B off never waits for it to load
+
     try:
         run = wandb.init(
             project=cfg.wandb_project or None,
@@ -89,8 +90,8 @@ def _config(cfg: BaseConfig, run_dir: Path) -> dict[str, Any]:
 def finish_run() -> None:
     """End the W&B run at the end of training (MAIN-1), unless it is a sweep agent's:
     the agent records the trial's score in it first, then ends it (SWP-3)."""
-    if wandb.run is not None and not wandb.run.sweep_id:
-        wandb.finish()
+    if (run := _current_run()) is not None and not run.sweep_id:
+        run.finish()
 
 
 def create_wandb_logger(cfg: BaseConfig, run_dir: Path) -> WandbLogger | None:
@@ -108,12 +109,20 @@ def create_wandb_logger(cfg: BaseConfig, run_dir: Path) -> WandbLogger | None:
 def log_model_artifact(path: Path | None, name: str, metadata: dict[str, Any] | None = None) -> bool:
     """LOG-6: log the trained model once, at the end of the run. False when W&B is off
     (or on a DDP rank other than zero)."""
-    if wandb.run is None or path is None:
+    if (run := _current_run()) is None or path is None:
         return False
+    import wandb
+
     artifact = wandb.Artifact(re.sub(r"[^A-Za-z0-9_.-]", "-", name), type="model", metadata=metadata)
     artifact.add_file(str(path))
-    wandb.run.log_artifact(artifact)
+    run.log_artifact(artifact)
     return True
+
+
+def _current_run() -> Any | None:
+    """The W&B run of this process, if any: none before wandb is imported."""
+    wandb = sys.modules.get("wandb")
+    return None if wandb is None else wandb.run
 
 
 def api_key_configured() -> bool:

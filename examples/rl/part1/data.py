@@ -141,7 +141,7 @@ class RolloutDataModule(L.LightningDataModule):
         self.num_val_samples = cfg.eval_episodes
         self.env: EnvBase | None = None
         self.collector: Collector | None = None
-        self.eval_env: EnvBase | None = None
+        self.eval_envs: dict[int, EnvBase] = {}  # by width: episodes played at once
 
     def observation_and_action_sizes(self) -> tuple[int, int]:
         """The policy's input and output sizes; a ConfigError for an env this part cannot train."""
@@ -189,13 +189,14 @@ class RolloutDataModule(L.LightningDataModule):
         return self._episodes(seed=derived_seed(self.cfg.seed, 2), episodes=self.cfg.test_episodes)
 
     def _episodes(self, seed: int, episodes: int) -> EvaluationEpisodes:
-        if self.eval_env is None:
-            # Validation and test share one batch in this process: the episodes step together,
-            # so that twenty take little longer than the longest of them.
-            width = min(max(self.cfg.eval_episodes, self.cfg.test_episodes), MAX_EVAL_ENVS)
-            self.eval_env = with_episode_stats(make_env(self.cfg.env_name, width))
+        # This process's share of the episodes steps as one batch in this process, so that
+        # twenty take little longer than the longest of them; validation and test share the
+        # batch when their shares are the same size.
+        width = min(-(-episodes // self.trainer.world_size), MAX_EVAL_ENVS)
+        if width not in self.eval_envs:
+            self.eval_envs[width] = with_episode_stats(make_env(self.cfg.env_name, width))
         policy = self.trainer.lightning_module.policy
-        return EvaluationEpisodes(self.eval_env, policy, seed, episodes, self.trainer)
+        return EvaluationEpisodes(self.eval_envs[width], policy, seed, episodes, self.trainer)
 
     def teardown(self, stage: str) -> None:
         self.close()
@@ -206,7 +207,7 @@ class RolloutDataModule(L.LightningDataModule):
         if self.collector is not None:
             self.collector.shutdown()  # closes self.env too
             self.collector = None
-        for env in (self.env, self.eval_env):
+        for env in (self.env, *self.eval_envs.values()):
             if env is not None and not env.is_closed:
                 env.close(raise_if_closed=False)
-        self.env = self.eval_env = None
+        self.env, self.eval_envs = None, {}

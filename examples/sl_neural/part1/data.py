@@ -50,6 +50,22 @@ def table_schema(cfg: DigitsConfig, columns: list[str]) -> pa.DataFrameSchema:
     )
 
 
+class InMemoryTable(TensorDataset):
+    """Rows held as tensors and served a batch at a time: the loader asks for a batch's
+    indices at once and gets one indexed tensor per column, instead of gathering and
+    stacking batch_size single rows. `table[i]` still gives one row. A per-row transform
+    added here must work on a batch of rows."""
+
+    def __getitems__(self, indices: list[int]) -> tuple[torch.Tensor, ...]:
+        rows = torch.as_tensor(indices)
+        return tuple(tensor[rows] for tensor in self.tensors)
+
+
+def whole_batch(batch: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+    """The loader's collate function: InMemoryTable has already made the batch."""
+    return batch
+
+
 class DigitsDataModule(L.LightningDataModule):
     def __init__(self, cfg: DigitsConfig) -> None:
         super().__init__()
@@ -69,8 +85,8 @@ class DigitsDataModule(L.LightningDataModule):
         labels = table[self.cfg.label_column].to_numpy(dtype=np.int64)
         train_idx, val_idx, test_idx = self._split(labels)
 
-        def subset(index: np.ndarray) -> TensorDataset:
-            return TensorDataset(torch.from_numpy(features[index]), torch.from_numpy(labels[index]))
+        def subset(index: np.ndarray) -> InMemoryTable:
+            return InMemoryTable(torch.from_numpy(features[index]), torch.from_numpy(labels[index]))
 
         self.train_dataset = subset(train_idx)
         self.val_dataset = subset(val_idx)
@@ -100,6 +116,7 @@ class DigitsDataModule(L.LightningDataModule):
             dataset,
             batch_size=self.batch_size,
             sampler=sampler,
+            collate_fn=whole_batch,
             # Starting each epoch draws a seed for the workers: from a generator of the training
             # loader's own, so that the global one, which dropout draws from, resumes exactly.
             generator=torch.Generator().manual_seed(self.cfg.seed) if train else None,

@@ -518,6 +518,20 @@ def test_no_training_batch_has_a_single_example_for_batchnorm(tmp_path):
     assert sum(len(labels) for _, labels in datamodule.val_dataloader()) == len(datamodule.val_dataset)
 
 
+def test_batches_are_the_rows_a_default_loader_would_collate():
+    datamodule = data.DigitsDataModule(config.DigitsConfig(batch_size=32))
+    datamodule.prepare_data()
+    datamodule.setup("fit")
+    for served in (datamodule.train_dataloader(), datamodule.val_dataloader()):
+        rows = torch.utils.data.TensorDataset(*served.dataset.tensors)  # collated one row at a time
+        collated = torch.utils.data.DataLoader(
+            rows, batch_size=32, sampler=served.sampler, drop_last=served.drop_last
+        )
+        pairs = list(zip(served, collated, strict=True))
+        assert len(pairs) > 1
+        assert all(torch.equal(a, b) for batch in pairs for a, b in zip(*batch, strict=True))
+
+
 def test_own_csv_trains_like_the_bundled_data(tmp_path):
     path = tmp_path / "digits.csv"
     data.load_table(config.DigitsConfig()).to_csv(path, index=False)

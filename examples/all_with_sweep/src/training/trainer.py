@@ -24,6 +24,7 @@ from src.callbacks import (
     BatchMetricsCallback,
     EpochSummaryCallback,
     FiniteLossCallback,
+    FrozenHeapCallback,
     MovedRunCallback,
     PeriodicCheckpointCallback,
     PlateauResumeCallback,
@@ -118,6 +119,7 @@ def build_callbacks(
         MovedRunCallback(),  # RES-1: a run directory moved elsewhere still resumes
         EpochSummaryCallback(),
         TrainingEndCallback(run_dir),  # a resume after training ended only tests and saves
+        FrozenHeapCallback(),  # the garbage collector walks only what a step makes
     ]
 
 

@@ -3,6 +3,7 @@
 from src.callbacks.batch_metrics import BatchMetricsCallback
 from src.callbacks.epoch_summary import EpochSummaryCallback
 from src.callbacks.finite_loss import FiniteLossCallback
+from src.callbacks.frozen_heap import FrozenHeapCallback
 from src.callbacks.moved_run import MovedRunCallback
 from src.callbacks.periodic_checkpoint import PeriodicCheckpointCallback
 from src.callbacks.plateau_resume import PlateauResumeCallback
@@ -22,6 +23,7 @@ __all__ = [
     "BatchMetricsCallback",
     "EpochSummaryCallback",
     "FiniteLossCallback",
+    "FrozenHeapCallback",
     "MovedRunCallback",
     "PeriodicCheckpointCallback",
     "PlateauResumeCallback",
