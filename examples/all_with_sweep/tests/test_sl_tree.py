@@ -85,20 +85,32 @@ def test_model_artifact_reaches_the_offline_wandb_run(smoke_run):  # LOG-1, LOG-
     assert b"smoke-model" in history.read_bytes()
 
 
+def round_metrics(item: dict) -> dict:
+    """A W&B history row without W&B's own keys (_step, _runtime...) and the table's (rounds.path...)."""
+    return {key: value for key, value in item.items() if key[0] != "_" and not key.startswith("rounds.")}
+
+
 @slow
-def test_the_offline_wandb_run_holds_every_round_as_metrics_jsonl_does(smoke_run):  # LOG-1, LOG-4
+def test_the_offline_wandb_run_charts_rounds_and_tables_every_one_as_metrics_jsonl(smoke_run):  # LOG-1, LOG-4
     run_dir, _, events = smoke_run
     (offline_run,) = (run_dir / "wandb").glob("offline-run-*")
+    rounds = {e["step"]: e for e in events if e["event"] == "metrics"}
+    rounds = {step: {k: v for k, v in e.items() if k not in ("event", "time")} for step, e in rounds.items()}
+    assert list(rounds) == list(range(len(rounds)))
     # W&B's own reader of the run's .wandb file, which needs no server.
     inspect = [sys.executable, "-m", "wandb", "leet", "inspect", "--json", str(offline_run)]
     output = subprocess.run(inspect, capture_output=True, text=True, check=True).stdout
     history = [record["history"] for record in map(json.loads, output.splitlines()) if "history" in record]
-    # W&B's own keys (_step, _runtime, _timestamp) left out.
-    logged = {row["step"]["num"]: {k: v for k, v in row["item"].items() if k[0] != "_"} for row in history}
-    rounds = {e["step"]: e for e in events if e["event"] == "metrics"}
-    assert list(logged) == list(rounds) == list(range(len(rounds)))  # every round, at its own step
-    for step, event in rounds.items():
-        assert logged[step] == {k: v for k, v in event.items() if k not in ("event", "step", "time")}
+    charted = {row["step"]["num"]: round_metrics(row["item"]) for row in history}
+    every, last = config.CONFIGS["smoke"]().wandb_every_n_rounds, len(rounds) - 1
+    assert {*range(0, last, every), last} <= set(charted) and len(charted) < len(rounds) / 2
+    for step, metrics in charted.items():  # each at its own round, with that round's values
+        assert metrics == {k: v for k, v in rounds[step].items() if k != "step"}
+    # Every round, in the table the run logs as it ends.
+    (table,) = offline_run.glob("files/media/table/rounds_*.table.json")
+    content = json.loads(table.read_text())
+    rows = [dict(zip(content["columns"], row, strict=True)) for row in content["data"]]
+    assert [{k: v for k, v in row.items() if v is not None} for row in rows] == list(rounds.values())
 
 
 def test_predictions_equal_a_plain_xgb_train(tmp_path):

@@ -52,7 +52,7 @@ def main_with_config(cfg: DiabetesConfig, resume_from: Path | None = None) -> di
     with start_run(cfg, resume_from) as run:
         split = load_split(cfg)  # validated (DATA-1) and split
         # LOG-1: W&B directly, TensorBoard and CSV through Lightning's loggers, as --loggers chose.
-        loggers = RoundLoggers(setup_run(cfg, run.dir), file_loggers(cfg, run.dir))
+        loggers = RoundLoggers(setup_run(cfg, run.dir), file_loggers(cfg, run.dir), cfg.wandb_every_n_rounds)
         log_start_of_run(
             run.dir / "metrics.jsonl",
             loggers,
@@ -99,7 +99,7 @@ def main_with_config(cfg: DiabetesConfig, resume_from: Path | None = None) -> di
         actual = split.test_labels.to_numpy()
         predicted_vs_actual(predicted, actual, plots / "predicted_vs_actual.png")
         shap_summary(model, split.test_features, plots / "shap_summary.png")
-        loggers.finish(summary, last_round=booster.num_boosted_rounds() - 1)
+        loggers.finish(summary, booster.num_boosted_rounds() - 1, run.dir / "metrics.jsonl")
         log_model_artifact(model_path, f"{cfg.name}-model", metadata=summary)  # once, at the end (LOG-6)
         print(" | ".join(f"{key} {value:.4g}" for key, value in summary.items()))
         finish_run()  # wandb.finish(), except in a sweep agent's run

@@ -302,6 +302,9 @@ class SLTreeConfig(BaseConfig):
         cluster: Train on a Dask cluster through xgboost.dask: local (or local:N) starts N
             worker processes here, tcp://host:8786 joins a running scheduler; empty trains in
             this process.
+        wandb_every_n_rounds: W&B charts every this many rounds (a W&B call costs about a
+            small round); every round still reaches metrics.jsonl and, at the end, W&B's
+            `rounds` table.
     """
 
     # The tree reading of CFG-5: a high round cap; early stopping is the binding limit.
@@ -311,9 +314,13 @@ class SLTreeConfig(BaseConfig):
     test_fraction: float = 0.15
     split_seed: int = 0
     cluster: str = ""
+    wandb_every_n_rounds: int = 10
 
     def problems(self) -> list[str]:
-        found = [*super().problems(), *_at_least(self, num_boost_round=1, early_stopping_rounds=1)]
+        found = [
+            *super().problems(),
+            *_at_least(self, num_boost_round=1, early_stopping_rounds=1, wandb_every_n_rounds=1),
+        ]
         found += _cluster_problems(self.cluster)
         if (launch := current_launch()).world_size > 1:  # each would grow the same trees (DDP-1)
             found.append(

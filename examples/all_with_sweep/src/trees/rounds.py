@@ -209,16 +209,20 @@ class LatestModel(xgb.callback.TrainingCallback):
 
 @dataclass
 class RoundLoggers:
-    """Where a tree run's rounds go beside metrics.jsonl (LOG-1): the W&B run, at each
-    round as its step, and the TensorBoard and CSV loggers of src.runs.loggers."""
+    """Where a tree run's rounds go beside metrics.jsonl (LOG-1): the W&B run, with every
+    `wandb_every`-th round (and the last of each batch written) at its round as its step,
+    and every round in a `rounds` table at the end; and the TensorBoard and CSV loggers of
+    src.runs.loggers, every round. A W&B call costs about as much as a small round."""
 
     wandb_run: Any | None = None
     lightning: list[Logger] = field(default_factory=list)
+    wandb_every: int = 1
 
     def log_rounds(self, events: list[dict[str, Any]]) -> None:
-        for event in events:
+        for index, event in enumerate(events):
             metrics = {k: v for k, v in event.items() if k not in ("event", "step", "time")}
-            if self.wandb_run is not None:
+            charted = event["step"] % self.wandb_every == 0 or index == len(events) - 1
+            if self.wandb_run is not None and charted:
                 self.wandb_run.log(metrics, step=event["step"])
             numbers = {k: v for k, v in metrics.items() if isinstance(v, int | float)}  # no None
             for logger in self.lightning:
@@ -230,13 +234,23 @@ class RoundLoggers:
         for logger in self.lightning:
             logger.log_hyperparams(facts)
 
-    def finish(self, summary: dict[str, float], last_round: int) -> None:
-        """The run's summary, as the last round's metrics outside W&B; files written out."""
+    def finish(self, summary: dict[str, float], last_round: int, jsonl_path: Path) -> None:
+        """The run's summary, as the last round's metrics outside W&B; in W&B, every round
+        of metrics.jsonl (a resumed run's earlier sessions included) as the `rounds` table."""
         if self.wandb_run is not None:
+            self.wandb_run.log({"rounds": _rounds_table(jsonl_path)}, step=last_round)
             self.wandb_run.summary.update(summary)
         for logger in self.lightning:
             logger.log_metrics(summary, step=last_round)
             logger.finalize("success")
+
+
+def _rounds_table(jsonl_path: Path) -> Any:
+    import wandb  # here: only a run with W&B gets this far
+
+    rounds = [event for event in read_jsonl(jsonl_path) if event.get("event") == "metrics"]
+    columns = list(dict.fromkeys(key for event in rounds for key in event if key not in ("event", "time")))
+    return wandb.Table(columns=columns, data=[[event.get(key) for key in columns] for event in rounds])
 
 
 class RoundMetrics(xgb.callback.TrainingCallback):
