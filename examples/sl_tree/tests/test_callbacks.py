@@ -1,15 +1,18 @@
-"""Shared callbacks on a real Lightning fit (Lightning's own BoringModel), where what
-they do shows outside the run's files."""
+"""Shared Lightning pieces (callbacks, the profiler) on a real fit of Lightning's own
+BoringModel, where what they do shows outside a run's files."""
 
 from __future__ import annotations
 
 import gc
+import pickle
+import re
 
 import lightning as L
 import pytest
 from lightning.pytorch.demos.boring_classes import BoringModel
 
 from src.callbacks import FrozenHeapCallback
+from src.training.profiler import BoundedSimpleProfiler
 
 
 class FreezeProbe(L.Callback):
@@ -56,3 +59,27 @@ def test_a_fit_that_fails_gives_its_objects_back_to_gc(tmp_path):
     with pytest.raises(RuntimeError, match="a step that fails"):
         fit(tmp_path, FailingModel())
     assert gc.get_freeze_count() == 0
+
+
+def test_the_profiler_reports_every_call_in_memory_that_does_not_grow(tmp_path):  # PRF-1
+    sizes, reports = [], []
+    for steps in (4, 40):
+        profiler = BoundedSimpleProfiler(dirpath=tmp_path, filename=f"profile{steps}")
+        trainer = L.Trainer(
+            default_root_dir=tmp_path,
+            max_steps=steps,
+            limit_val_batches=0,
+            profiler=profiler,
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+        )
+        trainer.fit(BoringModel())
+        sizes.append(len(pickle.dumps(dict(profiler.recorded_durations))))
+        reports.append((tmp_path / f"fit-profile{steps}.txt").read_text())
+    assert sizes[0] == sizes[1]  # ten times the steps, the same memory
+    for steps, report in zip((4, 40), reports, strict=True):  # calls counted, seconds summed
+        row = re.search(r"\|\s+run_training_batch\s+\|\s+([\d.e-]+)\s+\|\s+(\d+)\s+\|\s+([\d.e-]+)", report)
+        mean, calls, total = float(row[1]), int(row[2]), float(row[3])
+        assert calls == steps and total > 0 and mean == pytest.approx(total / steps, rel=1e-3)

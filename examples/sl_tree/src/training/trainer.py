@@ -17,7 +17,7 @@ from lightning.pytorch.callbacks import (
     ModelCheckpoint,
 )
 from lightning.pytorch.loggers import Logger
-from lightning.pytorch.profilers import AdvancedProfiler, SimpleProfiler
+from lightning.pytorch.profilers import AdvancedProfiler
 from lightning.pytorch.utilities import rank_zero_info
 
 from src.callbacks import (
@@ -47,6 +47,7 @@ from src.runs.loggers import file_loggers
 from src.training.checkpoints import AtomicCheckpointIO
 from src.training.jsonl_logger import JsonlLogger
 from src.training.precision import choose_precision
+from src.training.profiler import BoundedSimpleProfiler
 
 # Raised inside Lightning 2.6 by newer torch on every run; nothing in this project to act on.
 warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)")
@@ -157,7 +158,7 @@ def build_trainer(
         *file_loggers(cfg, run_dir),  # TensorBoard and CSV, as --loggers chose (LOG-1)
         JsonlLogger(run_dir / "metrics.jsonl"),  # a copy W&B cannot lose (OUT-4)
     ]
-    profiler_cls = AdvancedProfiler if cfg.profiler == "advanced" else SimpleProfiler
+    profiler_cls = AdvancedProfiler if cfg.profiler == "advanced" else BoundedSimpleProfiler
     callbacks = build_callbacks(cfg, run_dir, monitor, mode, stopping_threshold, fetch_section)
     devices, num_nodes = trainer_processes(current_launch(), cfg.devices, cfg.num_nodes)
     if cfg.val_every_n_steps:  # counted in batches by Lightning, across epoch ends
