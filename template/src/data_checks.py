@@ -19,7 +19,11 @@ def read_table(path: str | Path) -> pd.DataFrame:
     """A user's table from a CSV or Parquet file; a missing, empty or unreadable file
     is a DataValidationError that names it."""
     path = Path(path)
-    if not path.is_file():
+    try:
+        found = path.is_file()
+    except OSError as error:  # a name the file system refuses: too long, say
+        raise DataValidationError(f"--data-path {path}: {error.strerror.lower()}") from None
+    if not found:
         raise DataValidationError(f"--data-path {path}: no such file")
     try:
         return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)

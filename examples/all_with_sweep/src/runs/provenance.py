@@ -97,7 +97,14 @@ def data_files(cfg: BaseConfig) -> list[Path]:
     """The files a config reads: every field named `*_path` that names an existing file
     (`data_path` in the supervised parts, or one of your own)."""
     values = [getattr(cfg, field.name) for field in dataclasses.fields(cfg) if field.name.endswith("_path")]
-    return [Path(value) for value in values if isinstance(value, str) and value and Path(value).is_file()]
+    return [Path(value) for value in values if isinstance(value, str) and value and _is_file(value)]
+
+
+def _is_file(value: str) -> bool:
+    try:
+        return Path(value).is_file()
+    except OSError:  # a name too long for the file system: reading the data says so
+        return False
 
 
 def data_file(path: Path) -> dict[str, Any]:
