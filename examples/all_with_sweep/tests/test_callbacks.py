@@ -83,3 +83,14 @@ def test_the_profiler_reports_every_call_in_memory_that_does_not_grow(tmp_path):
         row = re.search(r"\|\s+run_training_batch\s+\|\s+([\d.e-]+)\s+\|\s+(\d+)\s+\|\s+([\d.e-]+)", report)
         mean, calls, total = float(row[1]), int(row[2]), float(row[3])
         assert calls == steps and total > 0 and mean == pytest.approx(total / steps, rel=1e-3)
+
+
+def test_the_profiler_times_an_action_that_a_signal_handler_starts_again_inside_it(tmp_path):  # PRF-1
+    profiler = BoundedSimpleProfiler(dirpath=tmp_path, filename="profile")
+    # The inner one: Lightning's SLURM handler saving a checkpoint on SIGUSR1, mid-save.
+    with profiler.profile("save_checkpoint"), profiler.profile("save_checkpoint"):
+        pass
+    with profiler.profile("save_checkpoint"):
+        pass
+    assert len(profiler.recorded_durations["save_checkpoint"]) == 2
+    assert not profiler.current_actions

@@ -1,9 +1,10 @@
 """PRF-1: Lightning's SimpleProfiler, in memory that stays the same size however long
-the run."""
+the run, and safe to enter again from a signal handler."""
 
 from __future__ import annotations
 
-from collections import defaultdict
+import time
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from typing import Any
 
@@ -33,8 +34,27 @@ class RunningDurations:
 class BoundedSimpleProfiler(SimpleProfiler):
     """SimpleProfiler keeps every duration of every action: Lightning times each hook of
     each callback, about 150 actions a step, so a week of training would hold billions
-    of floats. This one keeps each action's count and total, all its report shows."""
+    of floats. This one keeps each action's count and total, all its report shows.
+
+    It also times an action that starts again inside itself as one: Lightning's SLURM
+    handler saves a checkpoint on SIGUSR1, and when the signal lands inside a checkpoint
+    save, SimpleProfiler's "already started" error, then "never started", ended the run."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.recorded_durations = defaultdict(RunningDurations)
+        self.depth: Counter[str] = Counter()  # how many times each action is open
+
+    def start(self, action_name: str) -> None:
+        if not self.depth[action_name]:
+            self.current_actions[action_name] = time.perf_counter()
+        self.depth[action_name] += 1
+
+    def stop(self, action_name: str) -> None:
+        end = time.perf_counter()
+        if not self.depth[action_name]:
+            return  # closed already, by a signal handler's profile of the same action
+        self.depth[action_name] -= 1
+        # Read without failing: a handler that ran in between may have recorded it.
+        if not self.depth[action_name] and (started := self.current_actions.pop(action_name, None)):
+            self.recorded_durations[action_name].append(end - started)
