@@ -168,7 +168,7 @@ STATIC_BREAKS = [
     ("OUT-1", None, "src", replace('"%Y%m%d_%H%M%S"', '"%Y%m%d"')),
     ("SWP-1", "any", "{part}/sweep.py", DELETE),
     ("SWP-2", "any", "{part}", replace("        main_with_config(cfg, resume_from)", "        print(cfg)")),
-    ("SWP-3", None, "src", replace("if (run := _current_run()) is not None and run.sweep_id:", "if False:")),
+    ("SWP-3", None, "src", replace("if (run := current_run()) is not None and run.sweep_id:", "if False:")),
     ("SWP-4", "any", "{part}", replace('"architecture": {"values": list(ARCHITECTURES)},', "")),
     ("SWP-5", None, "src", replace("max_hours", "max_trial_hours")),
     ("SWP-6", None, "README.md", replace("tmux new -s sweep", "screen -S sweep")),

@@ -46,7 +46,7 @@ def setup_run(cfg: BaseConfig, run_dir: Path) -> Any | None:
     Inside a W&B sweep the agent has already started the run: it is reused and
     given the full config instead of a second wandb.init() (SWP-3).
     """
-    if (run := _current_run()) is not None and run.sweep_id:
+    if (run := current_run()) is not None and run.sweep_id:
         run.config.update(_config(cfg, run_dir), allow_val_change=True)
         return run
     mode = chosen_wandb_mode(cfg)
@@ -90,7 +90,7 @@ def _config(cfg: BaseConfig, run_dir: Path) -> dict[str, Any]:
 def finish_run() -> None:
     """End the W&B run at the end of training (MAIN-1), unless it is a sweep agent's:
     the agent records the trial's score in it first, then ends it (SWP-3)."""
-    if (run := _current_run()) is not None and not run.sweep_id:
+    if (run := current_run()) is not None and not run.sweep_id:
         run.finish()
 
 
@@ -109,7 +109,7 @@ def create_wandb_logger(cfg: BaseConfig, run_dir: Path) -> WandbLogger | None:
 def log_model_artifact(path: Path | None, name: str, metadata: dict[str, Any] | None = None) -> bool:
     """LOG-6: log the trained model once, at the end of the run. False when W&B is off
     (or on a DDP rank other than zero)."""
-    if (run := _current_run()) is None or path is None:
+    if (run := current_run()) is None or path is None:
         return False
     import wandb
 
@@ -119,7 +119,7 @@ def log_model_artifact(path: Path | None, name: str, metadata: dict[str, Any] | 
     return True
 
 
-def _current_run() -> Any | None:
+def current_run() -> Any | None:
     """The W&B run of this process, if any: none before wandb is imported."""
     wandb = sys.modules.get("wandb")
     return None if wandb is None else wandb.run

@@ -11,7 +11,7 @@ class FrozenHeapCallback(L.Callback):
     """From the start of fitting to its end, the objects alive when it starts (the
     model, the data, Lightning's and every library's own) sit in gc's permanent
     generation. A step makes many short-lived objects, TorchRL's tensordicts above all,
-    and each of the collector's full passes would otherwise walk that whole heap again:
+    and each of gc's full passes would otherwise walk that whole heap again:
     about a tenth of a CPU PPO step. Garbage made during the fit is collected as usual."""
 
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:

@@ -37,6 +37,7 @@ from src.runs.directory import (
 )
 from src.runs.launch import agreed, current_launch, is_rank_zero
 from src.runs.provenance import provenance
+from src.wandb_utils import current_run
 
 
 @dataclass
@@ -81,9 +82,8 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
                 write_log(log_file, traceback.format_exc())
                 _record_end(run_dir, status, resume_from, config_path, previous_config, error)
                 _write_report(run_dir)  # a run cut short gets one too, for what it did
-            wandb = sys.modules.get("wandb")  # not imported, no W&B run to end; --help loads none
-            if wandb is not None and wandb.run is not None:
-                wandb.finish(exit_code=1)
+            if (wandb_run := current_run()) is not None:
+                wandb_run.finish(exit_code=1)
             if _ctrl_c(error):
                 print(f"interrupted: saved files are kept; continue with --resume {run_dir}", file=sys.stderr)
                 raise SystemExit(130) from None
