@@ -13,8 +13,8 @@ from conftest import QUESTIONS, TEMPLATE, every_variant, run, variant_id
 
 SRC_MODULES = """
     __init__ cli config data_checks errors project wandb_utils
-    training/__init__ training/checkpoints training/evaluation training/jsonl_logger training/optim
-    training/precision training/profiler training/schedules training/seeding training/stopwatch
+    training/__init__ training/batch_hooks training/checkpoints training/evaluation training/jsonl_logger
+    training/optim training/precision training/profiler training/schedules training/seeding training/stopwatch
     training/trainer
     runs/__init__ runs/atomic runs/checkpoint_checks runs/console runs/directory
     runs/launch runs/lifetime runs/loggers runs/metrics_jsonl runs/provenance

@@ -105,7 +105,7 @@ def fit_epochs(cfg: DigitsConfig, pipeline: bool, default_loader: bool = False) 
 
 def plain_loop_epochs(cfg: DigitsConfig) -> list[float]:
     """The same model, AdamW and loaders in a loop of plain PyTorch: forward, loss,
-    backward, step, then a validation pass, for the same number of epochs."""
+    backward, gradient clipping, step, then a validation pass, for the same epochs."""
     L.seed_everything(cfg.seed)
     datamodule, model = DigitsDataModule(cfg), build_model(cfg)
     datamodule.setup("fit")
@@ -118,6 +118,8 @@ def plain_loop_epochs(cfg: DigitsConfig) -> list[float]:
         for features, labels in train_loader:
             optimizer.zero_grad(set_to_none=True)
             F.cross_entropy(model(features), labels).backward()
+            if cfg.gradient_clip_val:  # as the Trainers do
+                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.gradient_clip_val)
             optimizer.step()
         model.eval()
         with torch.no_grad():

@@ -12,6 +12,7 @@ import pytest
 from lightning.pytorch.demos.boring_classes import BoringModel
 
 from src.callbacks import FrozenHeapCallback
+from src.training.batch_hooks import skip_inherited_batch_hooks
 from src.training.profiler import BoundedSimpleProfiler
 
 
@@ -30,6 +31,17 @@ class FailingModel(BoringModel):
         if batch_idx == 2:
             raise RuntimeError("a step that fails")
         return super().training_step(batch, batch_idx)
+
+
+class StepCounter(L.Callback):
+    def __init__(self) -> None:
+        self.steps = self.validation_batches = 0
+
+    def on_train_batch_end(self, *args) -> None:
+        self.steps += 1
+
+    def on_validation_batch_end(self, *args) -> None:
+        self.validation_batches += 1
 
 
 def fit(tmp_path, model: L.LightningModule) -> FreezeProbe:
@@ -94,3 +106,27 @@ def test_the_profiler_times_an_action_that_a_signal_handler_starts_again_inside_
         pass
     assert len(profiler.recorded_durations["save_checkpoint"]) == 2
     assert not profiler.current_actions
+
+
+def test_lightning_calls_only_the_batch_hooks_a_callback_defines(tmp_path):
+    counter, profiler = StepCounter(), BoundedSimpleProfiler(dirpath=tmp_path, filename="profile")
+    trainer = L.Trainer(
+        default_root_dir=tmp_path,
+        max_steps=6,
+        val_check_interval=3,
+        limit_val_batches=2,
+        num_sanity_val_steps=0,
+        callbacks=[counter],
+        profiler=profiler,
+        logger=False,
+        enable_progress_bar=False,
+    )
+    skip_inherited_batch_hooks(trainer.callbacks)
+    trainer.fit(BoringModel())
+    assert (counter.steps, counter.validation_batches) == (6, 4)  # its own hooks all ran
+    timed = profiler.recorded_durations
+    assert timed["[Callback]StepCounter.on_train_batch_end"].count == 6
+    callback_hooks = {action.split(".")[-1] for action in timed if action.startswith("[Callback]")}
+    # Lightning's ModelCheckpoint and ModelSummary, and the counter, define no other batch hook.
+    assert callback_hooks & {"on_train_batch_start", "on_before_backward", "on_before_zero_grad"} == set()
+    assert {"on_fit_start", "on_train_epoch_end"} <= callback_hooks  # the other hooks untouched

@@ -44,6 +44,7 @@ from src.config import SPANNING_SCHEDULES, LightningConfig
 from src.runs.directory import stop_file_paths
 from src.runs.launch import current_launch, trainer_processes
 from src.runs.loggers import file_loggers
+from src.training.batch_hooks import skip_inherited_batch_hooks
 from src.training.checkpoints import AtomicCheckpointIO
 from src.training.jsonl_logger import JsonlLogger
 from src.training.precision import choose_precision
@@ -166,7 +167,7 @@ def build_trainer(
         trainer_args |= {"val_check_interval": batches, "check_val_every_n_epoch": None}
     # Rich's bar on a terminal; a detached run gets EpochSummaryCallback's lines alone.
     on_terminal = sys.stderr.isatty()
-    return L.Trainer(
+    trainer = L.Trainer(
         default_root_dir=run_dir,  # Lightning's own files land in the run too (OUT-1)
         logger=loggers,
         callbacks=[*callbacks, *extra_callbacks, *([ProgressBar()] if on_terminal else [])],
@@ -183,3 +184,5 @@ def build_trainer(
         enable_progress_bar=on_terminal,
         **trainer_args,
     )
+    skip_inherited_batch_hooks(trainer.callbacks)  # Lightning's own callbacks too
+    return trainer
