@@ -18,13 +18,19 @@ its own (a fraction of a millisecond, the first ones of a run more), as long as 
 small table's round, so the pipeline charts every `wandb_every_n_rounds`-th; the
 table of every round it logs as a run ends is not timed. --json FILE writes the
 figures.
+
+Then, unless --end-to-end-repeats is 0, a whole run in this process (`main_with_config`:
+run directory, metrics, checkpoint, test, model, plots, SHAP and report; W&B off)
+against a bare script's load, split, train and predict on the same data.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import functools
+import io
 import tempfile
 import time
 from collections.abc import Callable
@@ -38,9 +44,10 @@ from wandb.integration.xgboost import WandbCallback
 from src.ops.benchmarks import alternate, medians, recorded
 from src.trees.rounds import RoundLoggers, round_callbacks
 
-from .config import CONFIGS
+from .config import CONFIGS, DiabetesConfig
 from .data import load_split
-from .model import booster_params, train_booster, training_matrices
+from .model import booster_params, predict, train_booster, training_matrices
+from .train import main_with_config
 
 QUIET = wandb.Settings(silent=True)  # no banner and summary around every timed call
 
@@ -51,6 +58,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--scale", type=int, default=1, help="repeat the training rows this many times")
     parser.add_argument("--with-wandb", action="store_true", help="log the rounds to offline W&B runs too")
+    parser.add_argument(
+        "--end-to-end-repeats", type=int, default=5, help="whole runs against a bare script (0: none)"
+    )
     parser.add_argument("--json", type=Path, help="write the figures to this file")
     args = parser.parse_args(argv)
 
@@ -126,6 +136,46 @@ def main(argv: list[str] | None = None) -> None:
                 if name != "pipeline"
             },
         )
+        if args.end_to_end_repeats:
+            figures["end_to_end"] = end_to_end(cfg, args.end_to_end_repeats, run_dir / "runs")
+
+
+def end_to_end(cfg: DiabetesConfig, repeats: int, base_dir: Path) -> dict:
+    """Seconds of a whole run in this process against a bare script's, medians printed."""
+    run_cfg = dataclasses.replace(
+        cfg, wandb_mode="disabled", output=dataclasses.replace(cfg.output, base_dir=str(base_dir))
+    )
+
+    def whole_run() -> None:
+        with contextlib.redirect_stdout(io.StringIO()):  # its round lines and summary
+            main_with_config(run_cfg)
+
+    def bare_script() -> None:
+        split = load_split(cfg)
+        train, val = training_matrices(split)
+        booster = xgb.train(
+            booster_params(cfg),
+            train,
+            num_boost_round=cfg.num_boost_round,
+            evals=[(val, "val")],
+            early_stopping_rounds=cfg.early_stopping_rounds,
+            verbose_eval=False,
+        )
+        predict(booster[: booster.best_iteration + 1], split.test_features)
+
+    def timed(run: Callable[[], None]) -> list[float]:
+        started = time.perf_counter()
+        run()
+        return [time.perf_counter() - started]
+
+    whole_run()  # warm-up: the first run loads matplotlib's fonts and XGBoost's plotting
+    runs = {"whole run": whole_run, "bare script": bare_script}
+    median = medians(alternate({name: functools.partial(timed, run) for name, run in runs.items()}, repeats))
+    for name, seconds in median.items():
+        print(f"{name:<20} median {seconds * 1000:8.1f} ms  of {repeats}")
+    ratio = median["whole run"] / median["bare script"]
+    print(f"whole run / bare script (load, split, train, predict) = {ratio:.2f}")
+    return {"median_s": median, "repeats": repeats, "whole_run_over_bare_script": ratio}
 
 
 if __name__ == "__main__":
