@@ -176,7 +176,7 @@ def race(session: nox.Session) -> None:
 
 def _race(session: nox.Session, project: Path, output: Path) -> None:
     # stable-baselines3 gets a venv of its own: it is no dependency of a rendered project.
-    sb3 = Path(session.create_tmp()) / "sb3-venv"
+    sb3 = Path(session.create_tmp()).resolve() / "sb3-venv"  # absolute: the race runs elsewhere
     if not (sb3 / "bin" / "python").exists():
         session.run("python", "-m", "venv", str(sb3))
         pip = [str(sb3 / "bin" / "python"), "-m", "pip", "install", "-q", "-c", str(CONSTRAINTS)]
