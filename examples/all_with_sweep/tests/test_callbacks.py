@@ -9,6 +9,7 @@ import re
 
 import lightning as L
 import pytest
+from lightning.pytorch.callbacks import LambdaCallback
 from lightning.pytorch.demos.boring_classes import BoringModel
 
 from src.callbacks import FrozenHeapCallback
@@ -110,23 +111,26 @@ def test_the_profiler_times_an_action_that_a_signal_handler_starts_again_inside_
 
 def test_lightning_calls_only_the_batch_hooks_a_callback_defines(tmp_path):
     counter, profiler = StepCounter(), BoundedSimpleProfiler(dirpath=tmp_path, filename="profile")
+    lambda_steps = []  # a hook set on the object, not its class, is the callback's own too
+    on_the_object = LambdaCallback(on_train_batch_start=lambda *args: lambda_steps.append(1))
     trainer = L.Trainer(
         default_root_dir=tmp_path,
         max_steps=6,
         val_check_interval=3,
         limit_val_batches=2,
         num_sanity_val_steps=0,
-        callbacks=[counter],
+        callbacks=[counter, on_the_object],
         profiler=profiler,
         logger=False,
         enable_progress_bar=False,
     )
     skip_inherited_batch_hooks(trainer.callbacks)
     trainer.fit(BoringModel())
-    assert (counter.steps, counter.validation_batches) == (6, 4)  # its own hooks all ran
+    assert (counter.steps, counter.validation_batches, len(lambda_steps)) == (6, 4, 6)  # their own hooks ran
     timed = profiler.recorded_durations
     assert timed["[Callback]StepCounter.on_train_batch_end"].count == 6
     callback_hooks = {action.split(".")[-1] for action in timed if action.startswith("[Callback]")}
-    # Lightning's ModelCheckpoint and ModelSummary, and the counter, define no other batch hook.
-    assert callback_hooks & {"on_train_batch_start", "on_before_backward", "on_before_zero_grad"} == set()
+    # Lightning's ModelCheckpoint and ModelSummary and the two above define no other batch hook.
+    assert callback_hooks & {"on_before_backward", "on_after_backward", "on_before_zero_grad"} == set()
+    assert timed["[Callback]LambdaCallback.on_train_batch_start"].count == 6
     assert {"on_fit_start", "on_train_epoch_end"} <= callback_hooks  # the other hooks untouched

@@ -27,8 +27,10 @@ def skip_inherited_batch_hooks(callbacks: Iterable[L.Callback]) -> None:
     profiler context, the empty ones a callback inherits from Callback included: about
     140 calls a step with the checklist's callbacks, most of what they add to a step.
     Lightning passes over a hook that is not callable, so each inherited batch hook is
-    set to None on the callback; the hooks it defines run as before."""
+    set to None on the callback; the hooks it defines, in its class or on the object
+    itself (Lightning's LambdaCallback), run as before."""
     for callback in callbacks:
         for hook in BATCH_HOOKS:
-            if getattr(type(callback), hook) is getattr(L.Callback, hook):
+            inherited = getattr(type(callback), hook) is getattr(L.Callback, hook)
+            if inherited and hook not in vars(callback):
                 setattr(callback, hook, None)
