@@ -85,15 +85,8 @@ def main(argv: list[str] | None = None) -> None:
 
         def bare(wandb_callback: bool = False) -> xgb.Booster:
             # W&B's own callback for XGBoost logs a history row every round, as the pipeline does.
-            return xgb.train(
-                params,
-                train,
-                num_boost_round=cfg.num_boost_round,
-                evals=[(train, "train"), (val, "val")],
-                early_stopping_rounds=cfg.early_stopping_rounds,
-                verbose_eval=False,
-                callbacks=[WandbCallback(log_feature_importance=False)] if wandb_callback else None,
-            )
+            callbacks = [WandbCallback(log_feature_importance=False)] if wandb_callback else None
+            return bare_xgb_train(cfg, params, train, val, callbacks)
 
         contenders: dict[str, Callable[[], xgb.Booster]] = {"bare xgb.train": bare}
         if args.with_wandb:
@@ -140,6 +133,26 @@ def main(argv: list[str] | None = None) -> None:
             figures["end_to_end"] = end_to_end(cfg, args.end_to_end_repeats, run_dir / "runs")
 
 
+def bare_xgb_train(
+    cfg: DiabetesConfig,
+    params: dict,
+    train: xgb.DMatrix,
+    val: xgb.DMatrix,
+    callbacks: list[xgb.callback.TrainingCallback] | None = None,
+) -> xgb.Booster:
+    """`xgb.train` with the pipeline's parameters, evaluation sets (train and val, each
+    round, as train_booster) and early stopping, and none of its callbacks."""
+    return xgb.train(
+        params,
+        train,
+        num_boost_round=cfg.num_boost_round,
+        evals=[(train, "train"), (val, "val")],
+        early_stopping_rounds=cfg.early_stopping_rounds,
+        verbose_eval=False,
+        callbacks=callbacks,
+    )
+
+
 def end_to_end(cfg: DiabetesConfig, repeats: int, base_dir: Path) -> dict:
     """Seconds of a whole run in this process against a bare script's, medians printed."""
     run_cfg = dataclasses.replace(
@@ -152,15 +165,7 @@ def end_to_end(cfg: DiabetesConfig, repeats: int, base_dir: Path) -> dict:
 
     def bare_script() -> None:
         split = load_split(cfg)
-        train, val = training_matrices(split)
-        booster = xgb.train(
-            booster_params(cfg),
-            train,
-            num_boost_round=cfg.num_boost_round,
-            evals=[(train, "train"), (val, "val")],  # as train_booster: both, each round
-            early_stopping_rounds=cfg.early_stopping_rounds,
-            verbose_eval=False,
-        )
+        booster = bare_xgb_train(cfg, booster_params(cfg), *training_matrices(split))
         predict(booster[: booster.best_iteration + 1], split.test_features)
 
     def timed(run: Callable[[], None]) -> list[float]:
