@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import gymnasium
 import lightning as L
 import torch
-from tensordict import TensorDictBase
+from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModuleBase
 from torchrl.collectors import Collector
 from torchrl.envs import (
@@ -35,7 +35,6 @@ from .envs import LineWalk
 # Evaluation episodes end on their own (CartPole-v1 after 500 steps); this bounds one that never does.
 EVAL_MAX_STEPS = 10_000
 MAX_EVAL_ENVS = 32  # evaluation episodes played at once, at most: the envs' memory
-EPISODE_END = (("next", "episode_reward"), ("next", "step_count"), ("next", "done"))
 
 
 def make_env(env_name: str, num_envs: int = 1) -> EnvBase:
@@ -118,27 +117,31 @@ class EvaluationEpisodes:
 
 
 def first_episodes(env: EnvBase, policy: TensorDictModuleBase, count: int) -> TensorDictBase:
-    """The last step of the first episode of each of the first `count` envs (its "next"
-    RewardSum, StepCounter and done entries). The batch steps on until each of them has ended
-    an episode; an env whose episode ended is reset and steps with the others."""
+    """The return and length of the first episode of each of the first `count` envs, as
+    the ("next", "episode_reward"), ("next", "step_count") and ("next", "done") entries
+    of a batch of `count`. The batch steps on until each of them has ended an episode; an
+    env whose episode ended is reset and steps with the others. The sums are kept here,
+    not by RewardSum and StepCounter transforms: a fifth of an evaluation step."""
     device = next(policy.parameters()).device
     # The envs step on the CPU. Moving their steps to the CPU would copy each one into a
     # TensorDict that checks the device of every later write: a tenth of a CartPole step.
     move = device.type != "cpu"
-    steps, ended = [], torch.zeros(count, dtype=torch.bool)
+    returns, lengths = torch.zeros(count), torch.zeros(count, dtype=torch.int64)
+    ended = torch.zeros(count, dtype=torch.bool)
     with set_exploration_type(ExplorationType.DETERMINISTIC), torch.no_grad():
         state = env.reset()
-        while not ended.all() and len(steps) < EVAL_MAX_STEPS:
+        for _ in range(EVAL_MAX_STEPS):
             step, state = env.step_and_maybe_reset(policy(state.to(device) if move else state))
-            steps.append(step[:count].select(*EPISODE_END))
-            ended |= step["next", "done"][:count].view(count)
-    played = torch.stack(steps, dim=-1)  # envs x steps
-    # Each env's first done step; the last step played where an episode never ended.
-    first_done = played["next", "done"].view(count, -1).int().argmax(-1)
-    last = torch.where(ended, first_done, len(steps) - 1)
-    final = played[torch.arange(count), last]
-    final["next", "done"] = torch.ones_like(final["next", "done"])  # EVAL_MAX_STEPS ends the rest
-    return final
+            playing = ~ended
+            # RL-9: the step's reward and done flag are in its "next" entry.
+            returns += step["next", "reward"][:count].reshape(count) * playing
+            lengths += playing
+            ended |= step["next", "done"][:count].reshape(count)
+            if ended.all():
+                break
+    # An episode that EVAL_MAX_STEPS cut off counts as ended where it stopped.
+    episode_end = {"episode_reward": returns, "step_count": lengths, "done": torch.ones_like(ended)}
+    return TensorDict({"next": {key: value.unsqueeze(-1) for key, value in episode_end.items()}}, [count])
 
 
 class RolloutDataModule(L.LightningDataModule):
@@ -205,7 +208,7 @@ class RolloutDataModule(L.LightningDataModule):
         # batch when their shares are the same size.
         width = min(-(-episodes // self.trainer.world_size), MAX_EVAL_ENVS)
         if width not in self.eval_envs:
-            self.eval_envs[width] = with_episode_stats(make_env(self.cfg.env_name, width))
+            self.eval_envs[width] = make_env(self.cfg.env_name, width)  # first_episodes sums its episodes
         policy = self.trainer.lightning_module.policy
         return EvaluationEpisodes(self.eval_envs[width], policy, seed, episodes, self.trainer)
 
