@@ -99,6 +99,8 @@ INSTALLED = {"defaults": {}, "all-parts-with-sweep": {"parts": AVAILABLE_PARTS, 
 # part kind; the default project, whose one part it contains, its fast tier, which checks
 # its own rendering and configs without training that part a second time.
 OWN_SUITE_OPTIONS = {"defaults": ["-m", "not slow"], "all-parts-with-sweep": []}
+# Each suite's log ends with its slowest tests: that suite is most of CI's time.
+SUITE_REPORT = ["--durations=25"]
 
 
 @pytest.fixture(scope="session")
@@ -114,11 +116,8 @@ def installed_projects(copie_session, tmp_path_factory) -> Iterator[dict[str, Pr
         python = install_into_venv(result.project_dir, tmp_path_factory.mktemp("venv"))
         log = tmp_path_factory.mktemp("own-suite") / "pytest.log"
         with log.open("w") as output:
-            suite = start(
-                [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *OWN_SUITE_OPTIONS[name]],
-                result.project_dir,
-                output,
-            )
+            command = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *SUITE_REPORT]
+            suite = start([*command, *OWN_SUITE_OPTIONS[name]], result.project_dir, output)
         projects[name] = Project(result.project_dir, python, answers.get("parts", ["sl_neural"]), suite, log)
     yield projects
     for project in projects.values():  # a test that failed before it waited for the suite

@@ -4,11 +4,13 @@ of each part, and each of its checks fails on a copy broken on purpose."""
 from __future__ import annotations
 
 import ast
+import gc
 import json
 import re
 import shutil
 import subprocess
 import sys
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +18,7 @@ import pytest
 from conftest import PARTS, ROOT, slow
 
 from src.checklist.__main__ import check_project
+from src.checklist.project import Project
 from src.checklist.registry import CHECKS
 
 KIND_GROUPS = {"any": list(PARTS), "nn": ["sl_neural", "rl"], "sl": ["sl_neural", "sl_tree"]}
@@ -234,6 +237,18 @@ def test_the_project_passes_its_static_checks():
     report = check_project(ROOT, [])
     assert [r for r in report.results if r.status == "fail"] == []
     assert len(report.automated) > 0 and len(report.manual) > 0
+
+
+def test_a_checked_project_is_freed_with_its_syntax_trees():
+    # A process that checks many projects (this suite checks dozens of broken copies) must
+    # not keep them: their trees are millions of objects, and every full collection of gc
+    # (two per sweep trial, MEM-4 and SWP-7) walks what is kept. Trees were once kept so.
+    project = Project.load(ROOT)
+    trees = [weakref.ref(project.tree(path)) for path in project.code()]
+    assert project.parts and trees
+    del project
+    gc.collect()
+    assert [ref for ref in trees if ref() is not None] == []
 
 
 def test_the_command_line_needs_no_torch():

@@ -9,10 +9,11 @@ checks look for library APIs and checklist names wherever the user put them."""
 from __future__ import annotations
 
 import ast
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from src.checklist.registry import Failed
 
@@ -203,6 +204,23 @@ def _calls_xgboost_train(tree: ast.Module) -> bool:
 # Small `ast` queries; each tree is walked once, since checks ask many questions of it.
 
 
+def per_tree(query: Callable[[ast.AST], Any]) -> Callable[[ast.AST], Any]:
+    """`query` answered once per tree, the answer kept on the tree itself: it lives as long
+    as the tree does. A cache keyed by trees would keep every tree it ever saw alive, millions
+    of objects that each of gc's full collections walks, in a process that checks many projects."""
+    attribute = f"_checklist_{query.__name__}"
+
+    @functools.wraps(query)
+    def answered(tree: ast.AST) -> Any:
+        try:
+            return tree.__dict__[attribute]
+        except KeyError:
+            answer = tree.__dict__[attribute] = query(tree)
+            return answer
+
+    return answered
+
+
 def name_of(node: ast.AST | None) -> str:
     """The last name of a called or referenced object: `a.b.C(...)` -> "C"."""
     if isinstance(node, ast.Call):
@@ -212,12 +230,12 @@ def name_of(node: ast.AST | None) -> str:
     return node.id if isinstance(node, ast.Name) else ""
 
 
-@cache
+@per_tree
 def nodes(tree: ast.AST) -> tuple[ast.AST, ...]:
     return tuple(ast.walk(tree))
 
 
-@cache
+@per_tree
 def _calls(tree: ast.AST) -> dict[str, list[ast.Call]]:
     index: dict[str, list[ast.Call]] = {}
     for node in nodes(tree):
@@ -233,7 +251,7 @@ def calls(tree: ast.AST, name: str) -> list[ast.Call]:
     return list(_calls(tree).get(name, []))
 
 
-@cache
+@per_tree
 def names(tree: ast.AST) -> frozenset[str]:
     """Every name and attribute used or imported."""
     found = set()
