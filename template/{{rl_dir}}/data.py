@@ -128,6 +128,7 @@ def first_episodes(env: EnvBase, policy: TensorDictModuleBase, count: int) -> Te
     move = device.type != "cpu"
     returns, lengths = torch.zeros(count), torch.zeros(count, dtype=torch.int64)
     ended = torch.zeros(count, dtype=torch.bool)
+    # A probabilistic policy takes its most likely action; the part's greedy_policy() does so anyway.
     with set_exploration_type(ExplorationType.DETERMINISTIC), torch.no_grad():
         state = env.reset()
         for _ in range(EVAL_MAX_STEPS):
@@ -209,7 +210,7 @@ class RolloutDataModule(L.LightningDataModule):
         width = min(-(-episodes // self.trainer.world_size), MAX_EVAL_ENVS)
         if width not in self.eval_envs:
             self.eval_envs[width] = make_env(self.cfg.env_name, width)  # first_episodes sums its episodes
-        policy = self.trainer.lightning_module.policy
+        policy = self.trainer.lightning_module.greedy_policy()
         return EvaluationEpisodes(self.eval_envs[width], policy, seed, episodes, self.trainer)
 
     def teardown(self, stage: str) -> None:

@@ -14,8 +14,10 @@ import psutil
 import pytest
 import torch
 from conftest import PARTS, ROOT, Killed, assert_report, gpu, kill_next_run, killed_copy, part_module, slow
+from tensordict import TensorDict
 from torchrl.collectors import Collector
-from torchrl.envs.utils import check_env_specs
+from torchrl.envs import ExplorationType
+from torchrl.envs.utils import check_env_specs, set_exploration_type
 
 from src.cli import parse_cli
 from src.config import ConfigError
@@ -267,6 +269,18 @@ def test_an_evaluation_episode_is_the_same_in_any_batch(env_name):
 
     five = played(5, seed=7, count=5)
     assert five[2:] == played(3, seed=9, count=3) and five[:2] == played(5, seed=7, count=2)
+
+
+def test_evaluation_plays_the_action_the_deterministic_policy_takes():
+    # greedy_policy() skips the distribution; it must pick what the policy itself would.
+    cfg = config.CONFIGS["smoke"]()
+    ppo = model.build_model(cfg, *data.RolloutDataModule(cfg).observation_and_action_sizes())
+    torch.nn.init.normal_(ppo.actor[-1].weight, std=3.0)  # confident, varied choices, not near-ties
+    observations = TensorDict({"observation": torch.randn(256, 4)}, [256])
+    with set_exploration_type(ExplorationType.DETERMINISTIC), torch.no_grad():
+        expected = ppo.policy(observations.clone())["action"]
+        greedy = ppo.greedy_policy()(observations.clone())["action"]
+    assert expected.unique().numel() == 2 and torch.equal(greedy, expected)
 
 
 @pytest.mark.parametrize(
