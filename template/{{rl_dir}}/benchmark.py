@@ -125,7 +125,12 @@ def plain_torchrl_fps(cfg: CartPoleConfig, iterations: int) -> float:
         module.loss_module,
     )
     optimizer = adamw(module, cfg.learning_rate, cfg.weight_decay)
-    collector = Collector(make_training_env(cfg, cfg.seed), policy, frames_per_batch=cfg.frames_per_batch)
+    collector = Collector(
+        make_training_env(cfg, cfg.seed),
+        policy,
+        frames_per_batch=cfg.frames_per_batch,
+        auto_register_policy_transforms=False,  # as the pipeline's collector (data.py)
+    )
     frames = 0
     try:
         for iteration, batch in zip(range(iterations), collector, strict=False):
