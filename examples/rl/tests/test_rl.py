@@ -41,18 +41,28 @@ def smoke_config(tmp_path, **overrides):
     return dataclasses.replace(base, output=output, **{"wandb_mode": "disabled", **overrides})
 
 
-def worker_processes() -> list[psutil.Process]:
-    """Live worker processes multiprocessing started (ParallelEnv's), not counting its
-    resource tracker, which lives as long as this process by design."""
+def worker_processes(parent: psutil.Process | None = None) -> list[psutil.Process]:
+    """Live worker processes multiprocessing started (ParallelEnv's) below `parent` (this
+    process if None), not counting its resource tracker, which lives as long as this
+    process by design. A child that exits while it is read is skipped: psutil raises
+    ZombieProcess, a NoSuchProcess, for the command line of a process that has exited."""
     workers = []
-    for child in psutil.Process().children(recursive=True):
+    for child in (parent or psutil.Process()).children(recursive=True):
         try:
-            command = " ".join(child.cmdline())
-            if child.status() != psutil.STATUS_ZOMBIE and "spawn_main" in command:
+            if "spawn_main" in " ".join(child.cmdline()) and still_running(child):
                 workers.append(child)
         except psutil.NoSuchProcess:
             pass
     return workers
+
+
+def still_running(process: psutil.Process) -> bool:
+    """False once the process has exited: a zombie that its parent (init, once the run that
+    started it has ended) has yet to collect, or gone altogether."""
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 @pytest.fixture(scope="module")
@@ -154,18 +164,14 @@ def test_an_interrupted_run_leaves_no_worker_behind(tmp_path, signal_number):  #
     workers: list[psutil.Process] = []
     while len(workers) < WORKERS["env_workers"] and time.monotonic() < deadline:
         time.sleep(0.5)
-        workers = [
-            w
-            for w in psutil.Process(process.pid).children(recursive=True)
-            if "spawn_main" in " ".join(w.cmdline())
-        ]
+        workers = worker_processes(psutil.Process(process.pid))
     assert workers, "the run never started its env workers"
     time.sleep(2)  # well into training
     process.send_signal(signal_number)
     _, stderr = process.communicate(timeout=120)
     assert process.returncode != 0
     _, alive = psutil.wait_procs(workers, timeout=1)  # closed by the run, not orphaned and dying later
-    assert [w for w in alive if w.status() != psutil.STATUS_ZOMBIE] == [], stderr[-2000:]
+    assert [w for w in alive if still_running(w)] == [], stderr[-2000:]
     (run_dir,) = tmp_path.glob("smoke_*")
     assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
 
