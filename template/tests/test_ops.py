@@ -86,6 +86,30 @@ def test_a_lock_path_that_cannot_be_a_file_is_one_clear_line(tmp_path, where):
     assert result.stderr.startswith(f"error: cannot use the GPU lock file {path}: ")
 
 
+@pytest.mark.parametrize("planted", ["symlink", "hard link", "fifo"])
+def test_a_lock_path_planted_by_someone_else_changes_nothing(tmp_path, planted):  # OPS-1
+    """The lock's folder is writable by every user: whatever stands at the path is refused
+    in one line, and a file it leads to keeps its content and its mode."""
+    victim, path = tmp_path / "victim.txt", tmp_path / "gpu.lock"
+    victim.write_text("someone's work\n")
+    victim.chmod(0o600)
+    plant = {"symlink": path.symlink_to, "hard link": path.hardlink_to, "fifo": lambda _: os.mkfifo(path)}
+    plant[planted](victim)
+    result = take_lock(path)
+    assert result.returncode == 2 and result.stdout == "", result.stderr
+    assert result.stderr.startswith(f"error: cannot use the GPU lock file {path}: ")
+    assert len(result.stderr.splitlines()) == 1
+    assert victim.read_text() == "someone's work\n" and victim.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_lock_file_left_by_an_earlier_job_is_reused(tmp_path):
+    path = tmp_path / "gpu.lock"
+    assert take_lock(path).returncode == 0
+    result = take_lock(path)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
+    assert path.read_text() == ""  # the holder's line goes with the holder
+
+
 def make_run(tmp_path, status="running", pid=None, val_losses=(1.0, 0.8, 0.7), linger=0.0):
     """A run directory as a run leaves it; its command writes its arguments to `marker`."""
     run_dir = tmp_path / "output" / "baseline_20260101_120000"
