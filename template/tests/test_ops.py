@@ -310,6 +310,28 @@ def test_detach_script_starts_an_unbuffered_background_job(tmp_path):
     assert "usage" in log.read_text()
 
 
+def detach(tmp_path, *args: str) -> subprocess.CompletedProcess:
+    command = ["bash", str(ROOT / "scripts" / "detach.sh"), *args]
+    return subprocess.run(
+        command, cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "PYTHON": sys.executable}
+    )
+
+
+@pytest.mark.parametrize("config_args", [["--config", "a/b c"], ["--config=a/b c"]])
+def test_detach_names_the_log_safely_whatever_the_config_is_called(tmp_path, config_args):  # OPS-2
+    result = detach(tmp_path, "json.tool", "--help", *config_args)
+    assert result.returncode == 0, result.stderr
+    (log,) = (tmp_path / "output").glob("json_tool_a_b_c_*.txt")
+    assert f"(log: output/{log.name})" in result.stdout
+
+
+def test_detach_refuses_a_config_flag_without_a_name(tmp_path):
+    result = detach(tmp_path, "json.tool", "--config")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith("error: --config needs a config name") and "unbound" not in result.stderr
+    assert not (tmp_path / "output").exists()
+
+
 def test_metrics_jsonl_stays_json_when_a_value_is_not_finite(tmp_path):  # OUT-4
     path = tmp_path / "metrics.jsonl"
     append_jsonl(path, {"loss": float("nan"), "grad": torch.tensor(float("inf")), "lr": [1.0, float("-inf")]})
