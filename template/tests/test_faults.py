@@ -348,14 +348,16 @@ def test_metrics_jsonl_has_each_step_once_after_a_resume(kind, tmp_path):
     assert sum(line["event"] == "hyperparams" for line in lines) == 1
 
 
-# Ctrl-C and SIGTERM: one line, the status they give, no traceback (workers included),
+# Ctrl-C, SIGTERM and SIGHUP: one line, the status they give, no traceback (workers included),
 # no partial file, run.json "interrupted".
 
 
 @slow
 @pytest.mark.parametrize("kind", sorted(PARTS))
-@pytest.mark.parametrize(("signal_number", "exit_status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_ctrl_c_and_sigterm_end_a_run_quietly(kind, signal_number, exit_status, tmp_path):
+@pytest.mark.parametrize(
+    ("signal_number", "exit_status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)]
+)
+def test_ctrl_c_sigterm_and_sighup_end_a_run_quietly(kind, signal_number, exit_status, tmp_path):
     process = start(kind, tmp_path, *TRAINS_ON[kind], "--max-wall-clock-hours", "0.05")
     assert wait_until(lambda: last_checkpoint(tmp_path) is not None, process)
     time.sleep(0.5)

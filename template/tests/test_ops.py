@@ -269,8 +269,10 @@ def test_a_failed_resume_gives_the_run_its_config_back(tmp_path):
 
 
 @slow
-# RES-1, OPS-3: SIGTERM keeps what was saved and tells the babysitter why the run ended.
-def test_sigterm_unwinds_the_run_and_records_it_as_interrupted(tmp_path):
+# RES-1, OPS-3: SIGTERM and SIGHUP (a closed terminal) keep what was saved and tell the
+# babysitter why the run ended.
+@pytest.mark.parametrize(("signal_name", "exit_status"), [("SIGTERM", 143), ("SIGHUP", 129)])
+def test_sigterm_and_sighup_unwind_the_run_and_record_it_as_interrupted(tmp_path, signal_name, exit_status):
     script = f"""
 import dataclasses, os, signal, time
 from src.config import BaseConfig
@@ -278,17 +280,50 @@ from src.runs.lifetime import start_run
 cfg = BaseConfig(name="terminated", wandb_mode="disabled")
 cfg = dataclasses.replace(cfg, output=dataclasses.replace(cfg.output, base_dir={str(tmp_path)!r}))
 with start_run(cfg):
-    os.kill(os.getpid(), signal.SIGTERM)
+    os.kill(os.getpid(), signal.{signal_name})
     time.sleep(60)
 """
     started = time.monotonic()
     finished = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True)
-    assert finished.returncode == 143, finished.stderr
+    assert finished.returncode == exit_status, finished.stderr
     assert time.monotonic() - started < 30  # unwound at once, not after the sleep
     (run_dir,) = tmp_path.glob("terminated_*")
     record = json.loads((run_dir / "run.json").read_text())
     assert record["status"] == "interrupted" and "Terminated" in record["error"]
     assert "Terminated" in (run_dir / "console.log").read_text()
+    assert (run_dir / "report.md").is_file()
+
+
+# Signals that come while a run writes its last files (run.json, the report): sent from
+# inside the report writer, so they land there whatever the machine's speed.
+SIGNALLED_DURING_REPORT = """
+import dataclasses, os, signal, sys
+from src.config import BaseConfig
+from src.runs import lifetime
+write_report = lifetime._write_report
+def signalled_write_report(run_dir):
+    for signum in (signal.SIGINT, signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        os.kill(os.getpid(), signum)
+    write_report(run_dir)
+lifetime._write_report = signalled_write_report
+cfg = BaseConfig(name="signalled", wandb_mode="disabled")
+cfg = dataclasses.replace(cfg, output=dataclasses.replace(cfg.output, base_dir=sys.argv[1]))
+with lifetime.start_run(cfg):
+    if sys.argv[2] == "interrupted":
+        raise KeyboardInterrupt
+"""
+
+
+@pytest.mark.parametrize("ending", ["interrupted", "finished"])
+def test_signals_while_the_report_is_written_wait_for_it(tmp_path, ending):
+    command = [sys.executable, "-c", SIGNALLED_DURING_REPORT, str(tmp_path), ending]
+    finished = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert finished.returncode == 130, finished.stderr  # 128 + SIGINT, the first to come
+    assert "Traceback" not in finished.stderr
+    assert finished.stderr.count("the run is saving its last files") == 1
+    (run_dir,) = tmp_path.glob("signalled_*")
+    assert json.loads((run_dir / "run.json").read_text())["status"] == ending
+    assert (run_dir / "report.md").read_text().strip()
 
 
 # OPS-2: one command starts a run detached, with unbuffered output.
