@@ -211,6 +211,32 @@ def test_a_damaged_last_checkpoint_falls_back_to_best(kind, how, copied_run):
 
 
 @slow
+@pytest.mark.parametrize("kind", LIGHTNING_KINDS)
+def test_a_damaged_best_checkpoint_is_not_tested(kind, copied_run):
+    """Killed during its final test, with best.ckpt left cut: the resumed run tests
+    last.ckpt and says so; with last.ckpt damaged too, one line."""
+    run_dir = copied_run(kind)
+    record = status(run_dir)
+    (run_dir / "run.json").write_text(json.dumps({**record, "training_ended": True}))
+    damage(run_dir / "checkpoints" / "best.ckpt", "truncated")
+    resumed = train(kind, run_dir.parent, "--resume", str(run_dir / "checkpoints" / "last.ckpt"))
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "Traceback" not in resumed.stderr
+    assert "warning: best.ckpt is damaged" in resumed.stderr and "testing last.ckpt instead" in resumed.stderr
+    assert status(run_dir)["status"] == "finished"
+    assert checkpoint_problem(run_dir / "model.pt") is None
+
+    record = {**status(run_dir), "training_ended": True, "status": "running"}
+    (run_dir / "run.json").write_text(json.dumps(record))
+    shutil.copy(run_dir / "checkpoints" / "last.ckpt", run_dir / "resume.ckpt")
+    damage(run_dir / "checkpoints" / "last.ckpt", "truncated")
+    resumed = train(kind, run_dir.parent, "--resume", str(run_dir / "resume.ckpt"))
+    assert resumed.returncode == 2 and "Traceback" not in resumed.stderr
+    (line,) = error_lines(resumed.stderr)
+    assert "best.ckpt is damaged" in line and "no other intact checkpoint" in line
+
+
+@slow
 @pytest.mark.parametrize("kind", sorted(PARTS))
 def test_a_run_with_no_intact_checkpoint_is_one_line(kind, copied_run):
     run_dir = copied_run(kind)
