@@ -290,6 +290,43 @@ def test_a_budget_spent_before_the_first_validation_is_one_line(kind, tmp_path):
     assert status(run_dir_in(tmp_path))["status"] == "failed"
 
 
+# A checkpoint taken after an epoch's last batch and before its validation (SLURM's
+# SIGUSR1 can land there): the process saves it and dies at exactly that point.
+CUT_BEFORE_VALIDATION = """
+import os, sys
+import lightning as L
+from src.training import trainer as trainer_module
+
+
+class SaveBeforeValidation(L.Callback):
+    def on_train_batch_end(self, trainer, *args):
+        if trainer.current_epoch == 1 and trainer.is_last_batch:
+            trainer.save_checkpoint(os.path.join(os.environ["TRAIN_RUN_DIR"], "before_validation.ckpt"))
+            os._exit(9)
+
+
+build = trainer_module.build_trainer
+trainer_module.build_trainer = lambda *args, extra_callbacks=(), **kwargs: build(
+    *args, extra_callbacks=[*extra_callbacks, SaveBeforeValidation()], **kwargs
+)
+__import__(sys.argv.pop(1) + ".train", fromlist=["main"]).main()
+"""
+
+
+@slow
+@pytest.mark.parametrize("kind", LIGHTNING_KINDS)
+def test_a_run_resumed_from_before_an_epochs_validation_trains_on(kind, tmp_path):  # RES-1, CB-1
+    flags = ["--num-epochs", "3", "--patience", "100"]
+    script = [sys.executable, "-c", CUT_BEFORE_VALIDATION, PARTS[kind], *command(kind, tmp_path, *flags)[3:]]
+    cut = subprocess.run(script, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert cut.returncode == 9, cut.stderr[-2000:]
+    run_dir = run_dir_in(tmp_path)
+    resumed = train(kind, tmp_path, *flags, "--resume", str(run_dir / "before_validation.ckpt"))
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "Traceback" not in resumed.stderr
+    assert status(run_dir)["status"] == "finished"
+
+
 # kill -9 after training ended, during the test or the final save (RES-1): the resumed
 # run tests and saves, and trains no further.
 
