@@ -146,6 +146,14 @@ def bad_input_message(error: Exception) -> str | None:
             f"out of memory ({detail}): the config's sizes need more memory than this machine has; "
             "lower the batch, model or data sizes"
         )
+    if isinstance(error, RuntimeError) and text.startswith("Error(s) in loading state_dict"):
+        # torch's words when a checkpoint's weights do not fit the model: a resume whose
+        # flags changed the model's shape (its layer sizes, say).
+        detail = next((line.strip() for line in text.splitlines()[1:] if line.strip()), text)[:200]
+        return (
+            f"the checkpoint does not fit the model this config builds ({detail}); "
+            "resume with the model settings it was trained with, or start a new run"
+        )
     return None
 
 

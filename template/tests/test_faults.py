@@ -281,6 +281,24 @@ def test_a_damaged_config_or_another_parts_run_is_one_line(kind, copied_run):
 
 @slow
 @pytest.mark.parametrize("kind", LIGHTNING_KINDS)
+def test_a_resume_that_would_change_the_model_or_a_field_type_is_one_line(kind, copied_run):  # RES-1, CFG-2
+    run_dir = copied_run(kind)
+    saved = (run_dir / "config.json").read_text()
+    resumed = train(kind, run_dir.parent, "--resume", str(run_dir), "--hidden-sizes", "7")
+    assert resumed.returncode == 2 and "Traceback" not in resumed.stderr
+    (line,) = error_lines(resumed.stderr)
+    assert "the checkpoint does not fit the model this config builds (" in line
+    assert (run_dir / "config.json").read_text() == saved  # nothing lost: --resume works again
+
+    (run_dir / "config.json").write_text(json.dumps({**json.loads(saved), "batch_size": "lots"}))
+    resumed = train(kind, run_dir.parent, "--resume", str(run_dir))
+    assert resumed.returncode == 2 and "Traceback" not in resumed.stderr
+    (line,) = error_lines(resumed.stderr)
+    assert 'batch_size "lots": not an int' in line
+
+
+@slow
+@pytest.mark.parametrize("kind", LIGHTNING_KINDS)
 def test_a_budget_spent_before_the_first_validation_is_one_line(kind, tmp_path):
     # No validation ran, so no checkpoint was chosen for the test: the budget was too short.
     result = train(kind, tmp_path, "--max-wall-clock-hours", "1e-12")
