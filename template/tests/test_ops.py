@@ -3,6 +3,7 @@ written, and the detach script starts a job that outlives it."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
@@ -15,11 +16,13 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from conftest import ROOT, slow
+from conftest import PARTS, ROOT, slow
 
+from src.cli import parse_cli
 from src.config import BaseConfig, OutputConfig
 from src.ops import babysit, records
 from src.ops.gpu_lock import GpuLock
+from src.runs.directory import marked_if_never_checkpointed
 from src.runs.lifetime import start_run
 from src.runs.metrics_jsonl import append_jsonl
 
@@ -324,6 +327,40 @@ def test_signals_while_the_report_is_written_wait_for_it(tmp_path, ending):
     (run_dir,) = tmp_path.glob("signalled_*")
     assert json.loads((run_dir / "run.json").read_text())["status"] == ending
     assert (run_dir / "report.md").read_text().strip()
+
+
+KILLED_BEFORE_ITS_FIRST_CHECKPOINT = """
+import dataclasses, importlib, sys, time
+from src.runs.lifetime import start_run
+cfg = importlib.import_module(sys.argv[1] + ".config").CONFIGS["smoke"]()
+output = dataclasses.replace(cfg.output, base_dir=sys.argv[2])
+cfg = dataclasses.replace(cfg, wandb_mode="disabled", output=output)
+with start_run(cfg):
+    print("started", flush=True)
+    time.sleep(120)
+"""
+
+
+# RES-1, OPS-3: a run killed before its first checkpoint is marked as such, not left "running".
+def test_a_run_killed_before_its_first_checkpoint_is_marked_and_passed_over(tmp_path, capsys):
+    part = sorted(PARTS.values())[0]
+    command = [sys.executable, "-c", KILLED_BEFORE_ITS_FIRST_CHECKPOINT, part, str(tmp_path)]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    assert any(line == "started\n" for line in process.stdout)  # after start_run's own lines
+    (run_dir,) = tmp_path.glob("smoke_*")
+    assert not marked_if_never_checkpointed(run_dir)  # alive: it may yet write one
+    process.kill()
+    process.wait()
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "running"
+
+    configs = importlib.import_module(f"{part}.config").CONFIGS
+    argv = ["--config", "smoke", "--resume", "auto", "--output.base-dir", str(tmp_path)]
+    assert parse_cli(configs, argv)[1] is None  # a new run, not that one
+    assert "passing over 1 run(s) that died before their first checkpoint" in capsys.readouterr().err
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "never_checkpointed"
+    (process_finding, *_) = babysitter(tmp_path, run_dir, restart=True).check()
+    assert process_finding.level == "FAIL" and "died before its first checkpoint" in process_finding.message
+    assert not process_finding.restartable
 
 
 # OPS-2: one command starts a run detached, with unbuffered output.
