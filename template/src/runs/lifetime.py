@@ -76,12 +76,11 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
             yield Run(run_dir, resume_from)
         except BaseException as error:
             # Lightning turns Ctrl-C into SystemExit after saving what it can.
-            interrupted = isinstance(error, SystemExit) or _ctrl_c(error)
-            with signals_wait_for_cleanup(keep_waiting=interrupted):
+            status = "interrupted" if isinstance(error, SystemExit) or _ctrl_c(error) else "failed"
+            with signals_wait_for_cleanup():
                 if log_file is not None:
                     # The terminal gets the traceback when it propagates; the log gets it now.
                     write_log(log_file, traceback.format_exc())
-                    status = "interrupted" if interrupted else "failed"
                     _record_end(run_dir, status, resume_from, config_path, previous_config, error)
                     _write_report(run_dir)  # a run cut short gets one too, for what it did
                 if (wandb_run := current_run()) is not None:
@@ -94,7 +93,7 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
             raise
         else:
             if log_file is not None:
-                with signals_wait_for_cleanup(keep_waiting=False) as deferred:
+                with signals_wait_for_cleanup() as deferred:
                     _write_status(run_dir, "finished", resume_from)
                     _write_report(run_dir)
                 if deferred:  # the run finished, and then its owner asked it to stop
@@ -234,11 +233,10 @@ def sigterm_unwinds() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def signals_wait_for_cleanup(keep_waiting: bool) -> Iterator[list[int]]:
-    """While a run saves its last files (run.json, the report), a further Ctrl-C, SIGTERM
-    or SIGHUP waits for it: pressed again, Ctrl-C would cut the report in half with a
-    traceback. Yields the signals that came meanwhile. `keep_waiting`: the process is
-    ending anyway, so later signals wait too, while it unwinds."""
+def signals_wait_for_cleanup() -> Iterator[list[int]]:
+    """While a run (or sweep) saves its last files (run.json, the report), a further
+    Ctrl-C, SIGTERM or SIGHUP waits for it: pressed again, Ctrl-C would cut the report in
+    half with a traceback. Yields the signals that came meanwhile."""
     deferred: list[int] = []
 
     def wait(signum: int, frame: object) -> None:
@@ -255,9 +253,8 @@ def signals_wait_for_cleanup(keep_waiting: bool) -> Iterator[list[int]]:
     try:
         yield deferred
     finally:
-        if not keep_waiting:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _write_status(run_dir: Path, status: str, resume_from: Path | None, **extra: Any) -> None:
