@@ -5,8 +5,10 @@ user sees: exit status, the one line printed, run.json's status and intact files
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -16,8 +18,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import PARTS, ROOT, assert_report, slow
+from conftest import PARTS, ROOT, assert_report, part_module, slow
 
+from src.config import ConfigError
 from src.runs.checkpoint_checks import checkpoint_problem
 from src.runs.metrics_jsonl import read_jsonl
 
@@ -452,3 +455,58 @@ def test_ctrl_c_sigterm_and_sighup_end_a_run_quietly(kind, signal_number, exit_s
     assert partial_files(tmp_path) == []
     assert checkpoint_problem(last_checkpoint(tmp_path)) is None
     assert_report(run_dir, ["learning_curves"])  # for what it did before the signal
+
+
+# A bad --data-path: refused in one line, exit status 2, before a run directory exists.
+
+DATA_PATH_KINDS = [kind for kind in ("sl_neural", "sl_tree") if kind in PARTS]
+# What makes the table with a repeated column name otherwise fit each part.
+FITS_THE_TABLE = {
+    "sl_neural": ["--num-features", "4", "--num-classes", "2"],
+    "sl_tree": ["--feature-columns", "a", "c", "d"],
+}
+
+
+def bad_data_path(folder: Path, bad: str) -> Path:
+    path = folder / "table.csv"
+    if bad == "repeated column":
+        # pandas would read the second "a" as "a.1": the header itself must be looked at.
+        path.write_text("a,a,c,d,target\n" + "".join(f"{i % 9},1,2,3,{i % 2}\n" for i in range(60)))
+    elif bad == "folder":
+        path.mkdir()
+    else:  # nothing ever writes to it: a reader would wait forever
+        os.mkfifo(path)
+    return path
+
+
+@pytest.mark.parametrize("kind", DATA_PATH_KINDS)
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ("repeated column", "column(s) a named more than once in its header"),
+        ("folder", "is a folder"),
+        ("fifo", "is not a regular file"),
+    ],
+)
+def test_a_bad_data_path_is_one_line_and_exit_2_before_a_run_dir(
+    kind, bad, message, tmp_path, monkeypatch, capsys
+):
+    """In this process: the command line refuses it, and so does a run started without one
+    (a sweep's trials), each before any training could begin."""
+    path = bad_data_path(tmp_path, bad)
+    output = tmp_path / "output"
+    args = command(kind, output, "--data-path", str(path), *FITS_THE_TABLE[kind])[3:]  # after python -m
+    monkeypatch.setattr(sys, "argv", [f"{PARTS[kind]}.train", *args])
+    train_module = part_module(kind, "train")
+    with pytest.raises(SystemExit) as exit_info:
+        train_module.main()
+    stderr = capsys.readouterr().err
+    assert exit_info.value.code == 2, stderr[-2000:]
+    (line,) = [line.strip() for line in stderr.splitlines() if message in line]
+    assert line.startswith(f"--data-path {path}: ")
+    assert "Traceback" not in stderr and not output.exists()
+    smoke = part_module(kind, "config").CONFIGS["smoke"]
+    cfg = smoke(data_path=str(path), output=dataclasses.replace(smoke().output, base_dir=str(output)))
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        train_module.main_with_config(cfg)
+    assert not output.exists()
