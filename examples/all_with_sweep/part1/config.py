@@ -53,6 +53,10 @@ class DigitsConfig(SLNeuralConfig):
             )
         if not self.feature_range[0] < self.feature_range[1]:
             found.append(f"feature_range {self.feature_range}: the low end must be below the high end")
+        if self.data_path:  # here, so that a bad one is refused before a run directory exists
+            from src.data_checks import data_path_problems  # pandas: only for a table of one's own
+
+            found += data_path_problems(self.data_path, (self.label_column,))
         if not self.hidden_sizes or min(self.hidden_sizes) < 1:
             found.append(f"hidden_sizes {self.hidden_sizes}: give one or more positive layer widths")
         if not 0 <= self.dropout < 1 or not 0 < self.lr_factor < 1:

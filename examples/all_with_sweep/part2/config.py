@@ -76,6 +76,10 @@ class DiabetesConfig(SLTreeConfig):
             found.append("feature_columns: list one or more columns, not including label_column")
         if duplicates := sorted({c for c in self.feature_columns if self.feature_columns.count(c) > 1}):
             found.append(f"feature_columns: {', '.join(duplicates)} listed more than once")
+        if self.data_path:  # here, so that a bad one is refused before a run directory exists
+            from src.data_checks import data_path_problems  # pandas: only for a table of one's own
+
+            found += data_path_problems(self.data_path, (*self.feature_columns, self.label_column))
         if not 0 < self.learning_rate <= 1 or self.max_depth < 1:
             found.append(
                 f"learning_rate {self.learning_rate}, max_depth {self.max_depth}: need (0, 1] and >= 1"

@@ -24,7 +24,14 @@ from src.config import BaseConfig, ConfigError
 from src.errors import DataValidationError, TrainingDiverged
 from src.runs.atomic import WriteFailed
 from src.runs.checkpoint_checks import checkpoint_problem
-from src.runs.directory import CHECKPOINT_SUFFIXES, find_latest_run, intact_checkpoint, run_dir_of
+from src.runs.directory import (
+    CHECKPOINT_SUFFIXES,
+    NEVER_CHECKPOINTED,
+    find_latest_run,
+    intact_checkpoint,
+    mark_runs_that_never_checkpointed,
+    run_dir_of,
+)
 
 
 @dataclasses.dataclass
@@ -146,6 +153,14 @@ def bad_input_message(error: Exception) -> str | None:
             f"out of memory ({detail}): the config's sizes need more memory than this machine has; "
             "lower the batch, model or data sizes"
         )
+    if isinstance(error, RuntimeError) and text.startswith("Error(s) in loading state_dict"):
+        # torch's words when a checkpoint's weights do not fit the model: a resume whose
+        # flags changed the model's shape (its layer sizes, say).
+        detail = next((line.strip() for line in text.splitlines()[1:] if line.strip()), text)[:200]
+        return (
+            f"the checkpoint does not fit the model this config builds ({detail}); "
+            "resume with the model settings it was trained with, or start a new run"
+        )
     return None
 
 
@@ -162,6 +177,13 @@ def _checkpoint_to_resume(cfg: BaseConfig, resume: str) -> Path | None:
     auto) continues from its newest intact checkpoint, saying which it skipped."""
     path = Path(resume)
     if resume == "auto":
+        if dead := mark_runs_that_never_checkpointed(Path(cfg.output.base_dir), cfg.name):
+            print(
+                f"--resume auto: passing over {len(dead)} run(s) that died before their first "
+                f"checkpoint (run.json status {NEVER_CHECKPOINTED}), e.g. {dead[-1]}; the README says "
+                "how to delete them",
+                file=sys.stderr,
+            )
         run_dir = find_latest_run(Path(cfg.output.base_dir), cfg.name)
         if run_dir is None:
             return None

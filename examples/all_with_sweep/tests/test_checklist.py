@@ -387,7 +387,9 @@ def decay_vectors(optimizers: list[dict]) -> list[dict]:
 
 
 def without_callback(name: str) -> Callable[[Path], None]:
-    return start_fact("callbacks", lambda names: [n for n in names if n != name])
+    return start_fact(
+        "callbacks", lambda names: [n for n in names if n != name and not n.endswith(f"({name})")]
+    )
 
 
 def written_twice(run_dir: Path) -> None:

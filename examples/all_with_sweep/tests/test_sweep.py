@@ -7,6 +7,7 @@ import dataclasses
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -19,10 +20,12 @@ import wandb
 from conftest import PARTS, ROOT, part_module, slow
 
 from src.config import BaseConfig, ConfigError
+from src.runs.atomic import WriteFailed, atomic_path
 from src.runs.directory import latest_checkpoint
 from src.runs.lifetime import start_run
 from src.sweep import SweepSpec, main
 from src.sweep.local import run_local
+from src.sweep.records import SweepState
 from src.sweep.runner import Sweep
 from src.wandb_utils import finish_run, setup_run
 
@@ -224,8 +227,10 @@ def test_a_sweep_whose_every_trial_failed_exits_non_zero(tmp_path, capsys, error
 
 
 @slow
-@pytest.mark.parametrize(("signal_number", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_ctrl_c_or_sigterm_ends_a_sweep_quietly_and_resume_goes_on(tmp_path, capsys, signal_number, status):
+@pytest.mark.parametrize(
+    ("signal_number", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)]
+)
+def test_a_signal_ends_a_sweep_quietly_and_resume_goes_on(tmp_path, capsys, signal_number, status):
     signalled = []
 
     def train(cfg: BaseConfig, resume_from: Path | None = None) -> dict[str, float]:
@@ -381,6 +386,11 @@ def test_two_workers_split_one_sweep_and_run_each_trial_once(tmp_path):
     assert len({record["worker"] for record in records}) == 2  # both workers ran trials
     assert json.loads((sweep_dir / "sweep.json").read_text())["status"] == "finished"
     assert "sweep directory: " + str(sweep_dir) + " (joined)" in outputs[1]
+    summary_rows = [
+        row for row in (sweep_dir / "summary.md").read_text().splitlines() if "| finished |" in row
+    ]
+    assert sorted(int(row.split("|")[2]) for row in summary_rows) == list(range(8))  # each trial listed once
+    assert not list(sweep_dir.glob(".*partial*"))  # neither worker left a write half done
 
 
 def test_a_sweep_keeps_its_study_in_the_database_it_is_given(tmp_path):
@@ -414,3 +424,196 @@ def test_bad_study_or_storage_is_one_line_and_exit_2(tmp_path, capsys, flags, me
         toy_sweep(toy_spec(toy_train), tmp_path, "--trials", "1", *flags)
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def score_train(cfg: BaseConfig, resume_from: Path | None = None) -> dict[str, float]:
+    with start_run(cfg, resume_from):
+        return {"score": float(cfg.seed)}
+
+
+def records_of(sweep_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (sweep_dir / "trials.jsonl").read_text().splitlines()]
+
+
+def journal_study(sweep_dir: Path):
+    import optuna
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    storage = JournalStorage(JournalFileBackend(str(sweep_dir / "optuna.journal")))
+    return optuna.load_study(study_name=sweep_dir.name, storage=storage)
+
+
+def test_a_journal_cut_mid_line_loses_its_last_line_and_the_sweep_resumes(tmp_path, capsys):  # RES-1
+    spec = toy_spec(score_train)
+    sweep_dir = toy_sweep(spec, tmp_path, "--trials", "2").dir
+    journal = sweep_dir / "optuna.journal"
+    data = journal.read_bytes()
+    last_line = data.rstrip(b"\n").rfind(b"\n") + 1
+    os.truncate(journal, last_line + (len(data) - last_line) // 2)  # a kill while Optuna appended it
+    capsys.readouterr()
+
+    sweep = toy_sweep(spec, tmp_path, "--resume", str(sweep_dir), "--trials", "3")
+    (warning,) = capsys.readouterr().err.strip().splitlines()
+    assert warning.startswith(f"warning: {journal}: dropped its last line, cut short")
+    assert [record["number"] for record in records_of(sweep_dir)] == [0, 1, 2]
+    assert [t.status for t in sweep.trials] == ["finished"] * 3
+    study = journal_study(sweep_dir)  # whole again, and it holds every trial once
+    assert sorted(t.user_attrs["number"] for t in study.trials if t.user_attrs.get("ended")) == [0, 1, 2]
+    assert json.loads((sweep_dir / "sweep.json").read_text())["status"] == "finished"
+
+
+def test_a_journal_damaged_inside_exits_2_and_changes_nothing(tmp_path, capsys):  # RES-1
+    spec = toy_spec(score_train)
+    sweep_dir = toy_sweep(spec, tmp_path, "--trials", "2").dir
+    journal = sweep_dir / "optuna.journal"
+    lines = journal.read_bytes().splitlines(keepends=True)
+    lines[2] = lines[2][: len(lines[2]) // 2] + b"\n"  # a damaged record, with records after it
+    journal.write_bytes(b"".join(lines))
+    before = {path: path.read_bytes() for path in sweep_dir.rglob("*") if path.is_file()}
+    capsys.readouterr()
+
+    with pytest.raises(SystemExit) as exit_info:
+        toy_sweep(spec, tmp_path, "--resume", str(sweep_dir), "--trials", "3")
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"{journal}: line 3 is not an Optuna journal record" in err and f"mv {journal}" in err
+    assert {path: path.read_bytes() for path in sweep_dir.rglob("*") if path.is_file()} == before
+
+
+KILLED_SWEEP = """
+import os
+import time
+from pathlib import Path
+
+import torch
+
+from src.config import BaseConfig
+from src.runs.lifetime import start_run
+from src.sweep import SweepSpec, main
+
+
+def train(cfg, resume_from=None):
+    with start_run(cfg, resume_from) as run:
+        if os.environ.get("TOY_HANG") and cfg.name.endswith("trial000"):
+            (run.dir / "checkpoints").mkdir()
+            torch.save({"state_dict": {"w": torch.zeros(1)}}, run.dir / "checkpoints" / "last.ckpt")
+            Path(os.environ["TOY_HANG"]).touch()
+            time.sleep(600)  # until the test kills this process
+        return {"score": float(cfg.seed)}
+
+
+SPEC = SweepSpec(
+    configs={"baseline": BaseConfig},
+    space={"seed": {"min": 0, "max": 10**9}},  # values that do not repeat by chance
+    architectures={},
+    train=train,
+    metric="score",
+    goal="maximize",
+)
+
+if __name__ == "__main__":
+    main(SPEC, prog="toy_sweep")
+"""
+
+
+def test_a_sweep_killed_in_its_first_trial_resumes_it_and_samples_on(tmp_path):  # RES-1
+    (tmp_path / "toy_sweep.py").write_text(KILLED_SWEEP)
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}",
+        "GPU_LOCK_PATH": str(tmp_path / "gpu"),
+    }
+    command = [sys.executable, str(tmp_path / "toy_sweep.py"), "--output.base-dir", str(tmp_path / "out")]
+    command += ["--wandb-mode", "disabled", "--trials", "4"]
+    hang = tmp_path / "checkpointed"
+    with open(tmp_path / "first.log", "w") as log:
+        first = subprocess.Popen(command, env={**env, "TOY_HANG": str(hang)}, stdout=log, stderr=log)
+    deadline = time.monotonic() + 120
+    while not hang.exists() and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    first.kill()  # kill -9 in trial 0, after its checkpoint
+    first.wait()
+    assert hang.exists(), (tmp_path / "first.log").read_text()[-3000:]
+    (sweep_dir,) = (tmp_path / "out" / "sweeps").iterdir()
+    (killed_run,) = sweep_dir.glob("baseline-trial000_*")
+    killed_seed = json.loads((killed_run / "config.json").read_text())["seed"]
+
+    resumed = subprocess.run(
+        [*command, "--resume", str(sweep_dir)], env=env, capture_output=True, text=True, check=False
+    )
+    assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
+    records = records_of(sweep_dir)
+    assert sorted(record["number"] for record in records) == [0, 1, 2, 3]  # each once
+    (rerun,) = [record for record in records if record["number"] == 0]  # the cut-off trial, continued
+    assert rerun["params"]["seed"] == killed_seed and rerun["run_dir"] == str(killed_run)
+    assert rerun["resumed_from"] == str(killed_run / "checkpoints" / "last.ckpt")
+    seeds = [record["params"]["seed"] for record in records]
+    assert len(set(seeds)) == 4, seeds  # no new trial drew the values of an earlier one again
+
+
+def test_two_workers_writing_sweep_json_at_once_both_succeed(tmp_path):
+    state = SweepState(
+        engine="local", name="baseline", config_class="BaseConfig", seed=0, trials=2, max_hours=1
+    )
+    with atomic_path(tmp_path / "sweep.json") as other_worker:  # another worker, midway through its write
+        other_worker.write_text(json.dumps(dataclasses.asdict(state)) + "\n")
+        state.write(tmp_path)  # this worker's write, in the meantime
+    assert SweepState.read(tmp_path).trials == 2
+    assert [path.name for path in tmp_path.iterdir()] == ["sweep.json"]
+
+
+def test_a_number_whose_trial_is_not_yet_queued_again_is_not_given_twice(tmp_path):
+    # Another worker on this machine runs trial 2; the worker that ran trial 1 died and a
+    # third marked it failed but had not queued it again (killed, or not yet). Whatever
+    # the moment another worker looks, each number goes to one trial.
+    import optuna
+
+    spec = toy_spec(score_train)
+    sweep_dir = toy_sweep(spec, tmp_path, "--trials", "1").dir
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        study = journal_study(sweep_dir)
+        distributions = {"seed": optuna.distributions.CategoricalDistribution([1, 2, 3])}
+        for number, pid in ((1, int(dead.stdout)), (2, alive.pid)):
+            trial = study.ask(distributions)
+            trial.set_user_attr("worker", f"{socket.gethostname()}:{pid}")
+            trial.set_user_attr("number", number)
+        study.tell(1, state=optuna.trial.TrialState.FAIL)
+
+        toy_sweep(spec, tmp_path, "--resume", str(sweep_dir), "--trials", "4")
+        # 1 and 3 run now; not 2, which the live worker runs
+        assert sorted(record["number"] for record in records_of(sweep_dir)) == [0, 1, 3]
+    finally:
+        alive.kill()
+        alive.wait()
+
+
+def test_a_trial_recorded_before_the_sweep_failed_is_not_run_again(tmp_path, capsys):
+    # A full disk, say, once trial 1's line is in trials.jsonl: its sweep.json cannot be
+    # written. The trial is recorded, so --resume goes on after it, not with it again.
+    injected = []
+
+    def train(cfg: BaseConfig, resume_from: Path | None = None) -> dict[str, float]:
+        with start_run(cfg, resume_from):
+            if cfg.name.endswith("trial001") and not injected:
+                injected.append(cfg.name)
+                sweep_json = Path(cfg.output.base_dir) / "sweep.json"
+                sweep_json.rename(tmp_path / "saved.json")
+                (sweep_json / "in-the-way").mkdir(parents=True)
+            return {"score": float(cfg.seed)}
+
+    spec = toy_spec(train)
+    with pytest.raises((SystemExit, WriteFailed)):
+        toy_sweep(spec, tmp_path, "--trials", "3")
+    (sweep_dir,) = (tmp_path / "sweeps").glob("baseline_*")
+    assert [record["number"] for record in records_of(sweep_dir)] == [0, 1]
+    (sweep_dir / "sweep.json" / "in-the-way").rmdir()
+    (sweep_dir / "sweep.json").rmdir()
+    (tmp_path / "saved.json").rename(sweep_dir / "sweep.json")  # the disk has room again
+
+    toy_sweep(spec, tmp_path, "--resume", str(sweep_dir))
+    assert [record["number"] for record in records_of(sweep_dir)] == [0, 1, 2]

@@ -3,23 +3,50 @@
 #   scripts/detach.sh part1.train --config baseline
 # The run survives logout; its output goes to output/<module>_<config>_<stamp>.txt.
 set -euo pipefail
+usage="usage: scripts/detach.sh MODULE [ARGS...]   e.g. scripts/detach.sh part1.train --config baseline"
 if [[ $# -lt 1 ]]; then
-    echo "usage: scripts/detach.sh MODULE [ARGS...]   e.g. scripts/detach.sh part1.train --config baseline" >&2
+    echo "$usage" >&2
     exit 2
 fi
 module=$1
 shift
 config=baseline
-for ((i = 1; i <= $#; i++)); do
-    if [[ ${!i} == --config ]]; then
-        next=$((i + 1))
-        config=${!next}
-    fi
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+    case ${args[i]} in
+        --config)
+            if ((i + 1 >= ${#args[@]})); then
+                echo "error: --config needs a config name after it; $usage" >&2
+                exit 2
+            fi
+            config=${args[i + 1]}
+            ;;
+        --config=*) config=${args[i]#--config=} ;;
+    esac
 done
-mkdir -p output
-log="output/${module//./_}_${config}_$(date +%Y%m%d_%H%M%S).txt"
+# The log's name keeps only characters safe in a file name: a config name is free text to
+# the shell (a '/' in it would name a folder that does not exist).
+safe_config=${config//[^A-Za-z0-9_.-]/_}
+log="output/${module//[^A-Za-z0-9_]/_}_${safe_config}_$(date +%Y%m%d_%H%M%S).txt"
+if ! { mkdir -p output && : >"$log"; } 2>/dev/null; then
+    echo "error: cannot write the log $log in $(pwd); start it from a folder you can write to" >&2
+    exit 2
+fi
 PYTHONUNBUFFERED=1 nohup "${PYTHON:-python}" -m "$module" "$@" >"$log" 2>&1 &
-echo "started pid $! (log: $log)"
+pid=$!
+# A run that cannot start (an unknown module, a mistyped flag) ends within a second or
+# so: say so here rather than "started" for a process that is already gone.
+sleep 1
+if ! kill -0 "$pid" 2>/dev/null; then
+    status=0
+    wait "$pid" || status=$?
+    if ((status != 0)); then
+        echo "error: $module ended at once with exit status $status; its log $log ends:" >&2
+        tail -n 5 "$log" >&2
+        exit "$status"
+    fi
+fi
+echo "started pid $pid (log: $log)"
 echo "  follow it:            tail -f $log"
 echo "  stop after the epoch: touch STOP"
 echo "  watch over it:        python -m src.ops.babysit output/<run dir> --every 600 --restart"

@@ -535,6 +535,12 @@ def _output_problems(base_dir: Path) -> list[str]:
     existing = next(path for path in (base_dir, *base_dir.absolute().parents) if path.exists())
     if not existing.is_dir():
         return [f"output.base_dir {str(base_dir)!r}: {existing} is not a folder"]
+    # The folders still to be made: the system checks their names only when it makes them.
+    longest = os.pathconf(existing, "PC_NAME_MAX")
+    to_make = base_dir.absolute().relative_to(existing.absolute()).parts
+    if too_long := next((part for part in to_make if len(os.fsencode(part)) > longest), None):
+        size = len(os.fsencode(too_long))
+        return [f"output.base_dir: a folder name is {size} bytes ({too_long[:40]}...); the most is {longest}"]
     if not os.access(existing, os.W_OK | os.X_OK):
         return [f"output.base_dir {str(base_dir)!r}: {existing} is not writable by this user"]
     return []
@@ -567,18 +573,50 @@ def _build(cls: type, data: dict[str, Any]) -> Any:
             f"{cls.__name__}: unknown field(s) {', '.join(unknown)}; valid fields: {', '.join(sorted(known))}"
         )
     hints = typing.get_type_hints(cls)
-    return cls(**{key: _convert(hints[key], value) for key, value in data.items()})
+    return cls(**{key: _convert(hints[key], value, key) for key, value in data.items()})
 
 
-def _convert(hint: Any, value: Any) -> Any:
-    """Undo what JSON does to a field's type: nested configs and tuples."""
-    origin = typing.get_origin(hint)
+def _convert(hint: Any, value: Any, name: str) -> Any:
+    """Undo what JSON does to a field's type (nested configs, tuples), and refuse a value of
+    another type: config.json is a file people edit, and a string where a number belongs
+    would fail much later, inside the checks or the training."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
     if dataclasses.is_dataclass(hint):
         return _build(hint, value)
-    if origin is tuple and isinstance(value, list):
-        return tuple(value)
-    if origin in (typing.Union, types.UnionType) and value is not None:
-        for option in typing.get_args(hint):
-            if option is not type(None):
-                return _convert(option, value)
-    return value
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        for option in (arg for arg in args if arg is not type(None)):
+            try:
+                return _convert(option, value, name)
+            except TypeError:
+                continue
+    elif origin is Literal:
+        if value in args:
+            return value
+    elif origin is tuple:
+        if isinstance(value, list | tuple):
+            items = args[:1] * len(value) if len(args) == 2 and args[1] is Ellipsis else args
+            if len(items) == len(value):
+                return tuple(_convert(item, one, name) for item, one in zip(items, value, strict=True))
+    elif hint is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return value
+    elif hint in (int, str, bool):
+        if type(value) is hint:
+            return value
+    else:
+        return value
+    raise TypeError(f"{name} {json.dumps(value)}: not {_type_name(hint)}")
+
+
+def _type_name(hint: Any) -> str:
+    """How a field's type reads in an error: 'an int', 'one of "auto", "cpu"'."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is Literal:
+        return "one of " + ", ".join(json.dumps(arg) for arg in args)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_type_name(arg) for arg in args if arg is not type(None)) + " or null"
+    if origin is tuple:
+        return "a list of " + (f"{_type_name(args[0])}s" if args[-1] is Ellipsis else f"{len(args)} values")
+    return {int: "an int", float: "a number", str: "a string", bool: "true or false"}.get(hint, str(hint))

@@ -26,6 +26,25 @@ def test_every_variant_round_trips_through_json(kind):
 
 
 @pytest.mark.parametrize("kind", sorted(PARTS))
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("name", 3, "name 3: not a string"),
+        ("seed", "lots", 'seed "lots": not an int'),
+        ("max_wall_clock_hours", True, "max_wall_clock_hours true: not a number"),
+        ("wandb_mode", "sometimes", 'wandb_mode "sometimes": not one of "auto"'),
+        ("loggers", "wandb", 'loggers "wandb": not a list of'),
+        ("output", {"base_dir": None}, "base_dir null: not a string"),
+    ],
+)
+def test_a_config_json_edited_to_a_wrong_type_is_refused_by_field(kind, field, value, message):  # CFG-2
+    config_cls = next(iter(part_module(kind, "config").CONFIGS.values()))
+    edited = {**config_cls().to_dict(), field: value}
+    with pytest.raises(TypeError, match=re.escape(message)):
+        config_cls.from_dict(edited)
+
+
+@pytest.mark.parametrize("kind", sorted(PARTS))
 def test_cli_flags_override_the_config_class(kind):
     configs = part_module(kind, "config").CONFIGS
     name, config_cls = list(configs.items())[-1]
@@ -171,6 +190,8 @@ def test_gpu_device_lists_on_the_cpu_are_refused(kind, devices, capsys):
         ("sl_tree", ["--min-child-weight", "1e300"], "min_child_weight 1e+300: XGBoost: Out of range"),
         ("sl_neural", ["--stop-file", "x" * 300], "stop_file 'xxx"),
         ("sl_tree", ["--output.base-dir", "y" * 300], "the system refuses it (File name too long)"),
+        # A long name under a folder still to be made, which the system checks only then.
+        ("sl_neural", ["--output.base-dir", f"missing/{'y' * 300}"], "a folder name is 300 bytes (yyy"),
     ],
 )
 def test_values_the_libraries_would_fail_on_are_refused_first(kind, args, message, capsys):

@@ -5,8 +5,10 @@ user sees: exit status, the one line printed, run.json's status and intact files
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -16,8 +18,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import PARTS, ROOT, assert_report, slow
+from conftest import PARTS, ROOT, assert_report, part_module, slow
 
+from src.config import ConfigError
 from src.runs.checkpoint_checks import checkpoint_problem
 from src.runs.metrics_jsonl import read_jsonl
 
@@ -211,6 +214,32 @@ def test_a_damaged_last_checkpoint_falls_back_to_best(kind, how, copied_run):
 
 
 @slow
+@pytest.mark.parametrize("kind", LIGHTNING_KINDS)
+def test_a_damaged_best_checkpoint_is_not_tested(kind, copied_run):
+    """Killed during its final test, with best.ckpt left cut: the resumed run tests
+    last.ckpt and says so; with last.ckpt damaged too, one line."""
+    run_dir = copied_run(kind)
+    record = status(run_dir)
+    (run_dir / "run.json").write_text(json.dumps({**record, "training_ended": True}))
+    damage(run_dir / "checkpoints" / "best.ckpt", "truncated")
+    resumed = train(kind, run_dir.parent, "--resume", str(run_dir / "checkpoints" / "last.ckpt"))
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "Traceback" not in resumed.stderr
+    assert "warning: best.ckpt is damaged" in resumed.stderr and "testing last.ckpt instead" in resumed.stderr
+    assert status(run_dir)["status"] == "finished"
+    assert checkpoint_problem(run_dir / "model.pt") is None
+
+    record = {**status(run_dir), "training_ended": True, "status": "running"}
+    (run_dir / "run.json").write_text(json.dumps(record))
+    shutil.copy(run_dir / "checkpoints" / "last.ckpt", run_dir / "resume.ckpt")
+    damage(run_dir / "checkpoints" / "last.ckpt", "truncated")
+    resumed = train(kind, run_dir.parent, "--resume", str(run_dir / "resume.ckpt"))
+    assert resumed.returncode == 2 and "Traceback" not in resumed.stderr
+    (line,) = error_lines(resumed.stderr)
+    assert "best.ckpt is damaged" in line and "no other intact checkpoint" in line
+
+
+@slow
 @pytest.mark.parametrize("kind", sorted(PARTS))
 def test_a_run_with_no_intact_checkpoint_is_one_line(kind, copied_run):
     run_dir = copied_run(kind)
@@ -255,6 +284,24 @@ def test_a_damaged_config_or_another_parts_run_is_one_line(kind, copied_run):
 
 @slow
 @pytest.mark.parametrize("kind", LIGHTNING_KINDS)
+def test_a_resume_that_would_change_the_model_or_a_field_type_is_one_line(kind, copied_run):  # RES-1, CFG-2
+    run_dir = copied_run(kind)
+    saved = (run_dir / "config.json").read_text()
+    resumed = train(kind, run_dir.parent, "--resume", str(run_dir), "--hidden-sizes", "7")
+    assert resumed.returncode == 2 and "Traceback" not in resumed.stderr
+    (line,) = error_lines(resumed.stderr)
+    assert "the checkpoint does not fit the model this config builds (" in line
+    assert (run_dir / "config.json").read_text() == saved  # nothing lost: --resume works again
+
+    (run_dir / "config.json").write_text(json.dumps({**json.loads(saved), "batch_size": "lots"}))
+    resumed = train(kind, run_dir.parent, "--resume", str(run_dir))
+    assert resumed.returncode == 2 and "Traceback" not in resumed.stderr
+    (line,) = error_lines(resumed.stderr)
+    assert 'batch_size "lots": not an int' in line
+
+
+@slow
+@pytest.mark.parametrize("kind", LIGHTNING_KINDS)
 def test_a_budget_spent_before_the_first_validation_is_one_line(kind, tmp_path):
     # No validation ran, so no checkpoint was chosen for the test: the budget was too short.
     result = train(kind, tmp_path, "--max-wall-clock-hours", "1e-12")
@@ -262,6 +309,43 @@ def test_a_budget_spent_before_the_first_validation_is_one_line(kind, tmp_path):
     (line,) = error_lines(result.stderr)
     assert "stopped before its first validation" in line and "max_wall_clock_hours" in line
     assert status(run_dir_in(tmp_path))["status"] == "failed"
+
+
+# A checkpoint taken after an epoch's last batch and before its validation (SLURM's
+# SIGUSR1 can land there): the process saves it and dies at exactly that point.
+CUT_BEFORE_VALIDATION = """
+import os, sys
+import lightning as L
+from src.training import trainer as trainer_module
+
+
+class SaveBeforeValidation(L.Callback):
+    def on_train_batch_end(self, trainer, *args):
+        if trainer.current_epoch == 1 and trainer.is_last_batch:
+            trainer.save_checkpoint(os.path.join(os.environ["TRAIN_RUN_DIR"], "before_validation.ckpt"))
+            os._exit(9)
+
+
+build = trainer_module.build_trainer
+trainer_module.build_trainer = lambda *args, extra_callbacks=(), **kwargs: build(
+    *args, extra_callbacks=[*extra_callbacks, SaveBeforeValidation()], **kwargs
+)
+__import__(sys.argv.pop(1) + ".train", fromlist=["main"]).main()
+"""
+
+
+@slow
+@pytest.mark.parametrize("kind", LIGHTNING_KINDS)
+def test_a_run_resumed_from_before_an_epochs_validation_trains_on(kind, tmp_path):  # RES-1, CB-1
+    flags = ["--num-epochs", "3", "--patience", "100"]
+    script = [sys.executable, "-c", CUT_BEFORE_VALIDATION, PARTS[kind], *command(kind, tmp_path, *flags)[3:]]
+    cut = subprocess.run(script, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert cut.returncode == 9, cut.stderr[-2000:]
+    run_dir = run_dir_in(tmp_path)
+    resumed = train(kind, tmp_path, *flags, "--resume", str(run_dir / "before_validation.ckpt"))
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "Traceback" not in resumed.stderr
+    assert status(run_dir)["status"] == "finished"
 
 
 # kill -9 after training ended, during the test or the final save (RES-1): the resumed
@@ -348,14 +432,16 @@ def test_metrics_jsonl_has_each_step_once_after_a_resume(kind, tmp_path):
     assert sum(line["event"] == "hyperparams" for line in lines) == 1
 
 
-# Ctrl-C and SIGTERM: one line, the status they give, no traceback (workers included),
+# Ctrl-C, SIGTERM and SIGHUP: one line, the status they give, no traceback (workers included),
 # no partial file, run.json "interrupted".
 
 
 @slow
 @pytest.mark.parametrize("kind", sorted(PARTS))
-@pytest.mark.parametrize(("signal_number", "exit_status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_ctrl_c_and_sigterm_end_a_run_quietly(kind, signal_number, exit_status, tmp_path):
+@pytest.mark.parametrize(
+    ("signal_number", "exit_status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)]
+)
+def test_ctrl_c_sigterm_and_sighup_end_a_run_quietly(kind, signal_number, exit_status, tmp_path):
     process = start(kind, tmp_path, *TRAINS_ON[kind], "--max-wall-clock-hours", "0.05")
     assert wait_until(lambda: last_checkpoint(tmp_path) is not None, process)
     time.sleep(0.5)
@@ -369,3 +455,58 @@ def test_ctrl_c_and_sigterm_end_a_run_quietly(kind, signal_number, exit_status, 
     assert partial_files(tmp_path) == []
     assert checkpoint_problem(last_checkpoint(tmp_path)) is None
     assert_report(run_dir, ["learning_curves"])  # for what it did before the signal
+
+
+# A bad --data-path: refused in one line, exit status 2, before a run directory exists.
+
+DATA_PATH_KINDS = [kind for kind in ("sl_neural", "sl_tree") if kind in PARTS]
+# What makes the table with a repeated column name otherwise fit each part.
+FITS_THE_TABLE = {
+    "sl_neural": ["--num-features", "4", "--num-classes", "2"],
+    "sl_tree": ["--feature-columns", "a", "c", "d"],
+}
+
+
+def bad_data_path(folder: Path, bad: str) -> Path:
+    path = folder / "table.csv"
+    if bad == "repeated column":
+        # pandas would read the second "a" as "a.1": the header itself must be looked at.
+        path.write_text("a,a,c,d,target\n" + "".join(f"{i % 9},1,2,3,{i % 2}\n" for i in range(60)))
+    elif bad == "folder":
+        path.mkdir()
+    else:  # nothing ever writes to it: a reader would wait forever
+        os.mkfifo(path)
+    return path
+
+
+@pytest.mark.parametrize("kind", DATA_PATH_KINDS)
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ("repeated column", "column(s) a named more than once in its header"),
+        ("folder", "is a folder"),
+        ("fifo", "is not a regular file"),
+    ],
+)
+def test_a_bad_data_path_is_one_line_and_exit_2_before_a_run_dir(
+    kind, bad, message, tmp_path, monkeypatch, capsys
+):
+    """In this process: the command line refuses it, and so does a run started without one
+    (a sweep's trials), each before any training could begin."""
+    path = bad_data_path(tmp_path, bad)
+    output = tmp_path / "output"
+    args = command(kind, output, "--data-path", str(path), *FITS_THE_TABLE[kind])[3:]  # after python -m
+    monkeypatch.setattr(sys, "argv", [f"{PARTS[kind]}.train", *args])
+    train_module = part_module(kind, "train")
+    with pytest.raises(SystemExit) as exit_info:
+        train_module.main()
+    stderr = capsys.readouterr().err
+    assert exit_info.value.code == 2, stderr[-2000:]
+    (line,) = [line.strip() for line in stderr.splitlines() if message in line]
+    assert line.startswith(f"--data-path {path}: ")
+    assert "Traceback" not in stderr and not output.exists()
+    smoke = part_module(kind, "config").CONFIGS["smoke"]
+    cfg = smoke(data_path=str(path), output=dataclasses.replace(smoke().output, base_dir=str(output)))
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        train_module.main_with_config(cfg)
+    assert not output.exists()

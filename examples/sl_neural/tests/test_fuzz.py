@@ -248,7 +248,8 @@ def special_lines(part: Part, sweep: bool, files: dict[str, str]) -> list[list[s
 def fuzz_lines(part: Part, count: int, sweep: bool, paths, files) -> list[list[str]]:
     """The special lines, then random ones up to `count`; of these, only TRAINING_LINES
     may pass the checks (and so train), a third of them for sweeps."""
-    rng = random.Random(f"{part.kind} {'sweep' if sweep else 'train'}")  # the same lines every time
+    # The same lines every time; FUZZ_SEED=N draws others, for a fault campaign of one's own.
+    rng = random.Random(f"{os.environ.get('FUZZ_SEED', '')}{part.kind} {'sweep' if sweep else 'train'}")
     lines = special_lines(part, sweep, files)
     training = TRAINING_LINES.get(part.kind, TRAINING_LINES_DEFAULT) * (0.3 if sweep else 1)
     while len(lines) < count:

@@ -3,6 +3,7 @@ written, and the detach script starts a job that outlives it."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
@@ -15,11 +16,13 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from conftest import ROOT, slow
+from conftest import PARTS, ROOT, slow
 
+from src.cli import parse_cli
 from src.config import BaseConfig, OutputConfig
 from src.ops import babysit, records
 from src.ops.gpu_lock import GpuLock
+from src.runs.directory import marked_if_never_checkpointed
 from src.runs.lifetime import start_run
 from src.runs.metrics_jsonl import append_jsonl
 
@@ -84,6 +87,30 @@ def test_a_lock_path_that_cannot_be_a_file_is_one_clear_line(tmp_path, where):
     result = take_lock(path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.startswith(f"error: cannot use the GPU lock file {path}: ")
+
+
+@pytest.mark.parametrize("planted", ["symlink", "hard link", "fifo"])
+def test_a_lock_path_planted_by_someone_else_changes_nothing(tmp_path, planted):  # OPS-1
+    """The lock's folder is writable by every user: whatever stands at the path is refused
+    in one line, and a file it leads to keeps its content and its mode."""
+    victim, path = tmp_path / "victim.txt", tmp_path / "gpu.lock"
+    victim.write_text("someone's work\n")
+    victim.chmod(0o600)
+    plant = {"symlink": path.symlink_to, "hard link": path.hardlink_to, "fifo": lambda _: os.mkfifo(path)}
+    plant[planted](victim)
+    result = take_lock(path)
+    assert result.returncode == 2 and result.stdout == "", result.stderr
+    assert result.stderr.startswith(f"error: cannot use the GPU lock file {path}: ")
+    assert len(result.stderr.splitlines()) == 1
+    assert victim.read_text() == "someone's work\n" and victim.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_lock_file_left_by_an_earlier_job_is_reused(tmp_path):
+    path = tmp_path / "gpu.lock"
+    assert take_lock(path).returncode == 0
+    result = take_lock(path)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
+    assert path.read_text() == ""  # the holder's line goes with the holder
 
 
 def make_run(tmp_path, status="running", pid=None, val_losses=(1.0, 0.8, 0.7), linger=0.0):
@@ -245,8 +272,10 @@ def test_a_failed_resume_gives_the_run_its_config_back(tmp_path):
 
 
 @slow
-# RES-1, OPS-3: SIGTERM keeps what was saved and tells the babysitter why the run ended.
-def test_sigterm_unwinds_the_run_and_records_it_as_interrupted(tmp_path):
+# RES-1, OPS-3: SIGTERM and SIGHUP (a closed terminal) keep what was saved and tell the
+# babysitter why the run ended.
+@pytest.mark.parametrize(("signal_name", "exit_status"), [("SIGTERM", 143), ("SIGHUP", 129)])
+def test_sigterm_and_sighup_unwind_the_run_and_record_it_as_interrupted(tmp_path, signal_name, exit_status):
     script = f"""
 import dataclasses, os, signal, time
 from src.config import BaseConfig
@@ -254,17 +283,84 @@ from src.runs.lifetime import start_run
 cfg = BaseConfig(name="terminated", wandb_mode="disabled")
 cfg = dataclasses.replace(cfg, output=dataclasses.replace(cfg.output, base_dir={str(tmp_path)!r}))
 with start_run(cfg):
-    os.kill(os.getpid(), signal.SIGTERM)
+    os.kill(os.getpid(), signal.{signal_name})
     time.sleep(60)
 """
     started = time.monotonic()
     finished = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True)
-    assert finished.returncode == 143, finished.stderr
+    assert finished.returncode == exit_status, finished.stderr
     assert time.monotonic() - started < 30  # unwound at once, not after the sleep
     (run_dir,) = tmp_path.glob("terminated_*")
     record = json.loads((run_dir / "run.json").read_text())
     assert record["status"] == "interrupted" and "Terminated" in record["error"]
     assert "Terminated" in (run_dir / "console.log").read_text()
+    assert (run_dir / "report.md").is_file()
+
+
+# Signals that come while a run writes its last files (run.json, the report): sent from
+# inside the report writer, so they land there whatever the machine's speed.
+SIGNALLED_DURING_REPORT = """
+import dataclasses, os, signal, sys
+from src.config import BaseConfig
+from src.runs import lifetime
+write_report = lifetime._write_report
+def signalled_write_report(run_dir):
+    for signum in (signal.SIGINT, signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        os.kill(os.getpid(), signum)
+    write_report(run_dir)
+lifetime._write_report = signalled_write_report
+cfg = BaseConfig(name="signalled", wandb_mode="disabled")
+cfg = dataclasses.replace(cfg, output=dataclasses.replace(cfg.output, base_dir=sys.argv[1]))
+with lifetime.start_run(cfg):
+    if sys.argv[2] == "interrupted":
+        raise KeyboardInterrupt
+"""
+
+
+@pytest.mark.parametrize("ending", ["interrupted", "finished"])
+def test_signals_while_the_report_is_written_wait_for_it(tmp_path, ending):
+    command = [sys.executable, "-c", SIGNALLED_DURING_REPORT, str(tmp_path), ending]
+    finished = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert finished.returncode == 130, finished.stderr  # 128 + SIGINT, the first to come
+    assert "Traceback" not in finished.stderr
+    assert finished.stderr.count("the run is saving its last files") == 1
+    (run_dir,) = tmp_path.glob("signalled_*")
+    assert json.loads((run_dir / "run.json").read_text())["status"] == ending
+    assert (run_dir / "report.md").read_text().strip()
+
+
+KILLED_BEFORE_ITS_FIRST_CHECKPOINT = """
+import dataclasses, importlib, sys, time
+from src.runs.lifetime import start_run
+cfg = importlib.import_module(sys.argv[1] + ".config").CONFIGS["smoke"]()
+output = dataclasses.replace(cfg.output, base_dir=sys.argv[2])
+cfg = dataclasses.replace(cfg, wandb_mode="disabled", output=output)
+with start_run(cfg):
+    print("started", flush=True)
+    time.sleep(120)
+"""
+
+
+# RES-1, OPS-3: a run killed before its first checkpoint is marked as such, not left "running".
+def test_a_run_killed_before_its_first_checkpoint_is_marked_and_passed_over(tmp_path, capsys):
+    part = sorted(PARTS.values())[0]
+    command = [sys.executable, "-c", KILLED_BEFORE_ITS_FIRST_CHECKPOINT, part, str(tmp_path)]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    assert any(line == "started\n" for line in process.stdout)  # after start_run's own lines
+    (run_dir,) = tmp_path.glob("smoke_*")
+    assert not marked_if_never_checkpointed(run_dir)  # alive: it may yet write one
+    process.kill()
+    process.wait()
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "running"
+
+    configs = importlib.import_module(f"{part}.config").CONFIGS
+    argv = ["--config", "smoke", "--resume", "auto", "--output.base-dir", str(tmp_path)]
+    assert parse_cli(configs, argv)[1] is None  # a new run, not that one
+    assert "passing over 1 run(s) that died before their first checkpoint" in capsys.readouterr().err
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "never_checkpointed"
+    (process_finding, *_) = babysitter(tmp_path, run_dir, restart=True).check()
+    assert process_finding.level == "FAIL" and "died before its first checkpoint" in process_finding.message
+    assert not process_finding.restartable
 
 
 # OPS-2: one command starts a run detached, with unbuffered output.
@@ -284,6 +380,28 @@ def test_detach_script_starts_an_unbuffered_background_job(tmp_path):
             break
         time.sleep(0.1)
     assert "usage" in log.read_text()
+
+
+def detach(tmp_path, *args: str) -> subprocess.CompletedProcess:
+    command = ["bash", str(ROOT / "scripts" / "detach.sh"), *args]
+    return subprocess.run(
+        command, cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "PYTHON": sys.executable}
+    )
+
+
+@pytest.mark.parametrize("config_args", [["--config", "a/b c"], ["--config=a/b c"]])
+def test_detach_names_the_log_safely_whatever_the_config_is_called(tmp_path, config_args):  # OPS-2
+    result = detach(tmp_path, "json.tool", "--help", *config_args)
+    assert result.returncode == 0, result.stderr
+    (log,) = (tmp_path / "output").glob("json_tool_a_b_c_*.txt")
+    assert f"(log: output/{log.name})" in result.stdout
+
+
+def test_detach_refuses_a_config_flag_without_a_name(tmp_path):
+    result = detach(tmp_path, "json.tool", "--config")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith("error: --config needs a config name") and "unbound" not in result.stderr
+    assert not (tmp_path / "output").exists()
 
 
 def test_metrics_jsonl_stays_json_when_a_value_is_not_finite(tmp_path):  # OUT-4

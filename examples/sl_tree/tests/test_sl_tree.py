@@ -7,6 +7,7 @@ import dataclasses
 import json
 import subprocess
 import sys
+from operator import itemgetter
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from conftest import PARTS, ROOT, assert_report, gpu, part_module, run_python, s
 from src.data_checks import DataValidationError
 from src.runs.directory import latest_checkpoint
 from src.runs.metrics_jsonl import read_jsonl
+from src.trees import cluster
 from src.trees.rounds import RoundLoggers, round_callbacks
 
 config = part_module("sl_tree", "config")
@@ -231,7 +233,7 @@ def test_stop_file_ends_training_after_the_round_and_keeps_the_outputs(tmp_path)
 
 
 @slow
-def test_a_dask_cluster_trains_as_one_process_does(tmp_path):  # DDP-1 for trees
+def test_a_dask_cluster_trains_as_one_process_does(tmp_path, capfd):  # DDP-1 for trees
     """Two local Dask workers, each with half the rows: the same early stopping, files
     and metrics.jsonl rounds as one process. On 309 training rows XGBoost's quantile
     sketch is exact on any split of them, so the test scores are equal up to the float
@@ -239,6 +241,9 @@ def test_a_dask_cluster_trains_as_one_process_does(tmp_path):  # DDP-1 for trees
     csv_only = {"loggers": ("csv",)}
     alone = train.main_with_config(smoke_config(tmp_path / "alone", **csv_only))
     on_cluster = train.main_with_config(smoke_config(tmp_path / "cluster", cluster="local:2", **csv_only))
+    # The worker processes write to the descriptors they inherit: capfd sees their words.
+    workers_said = "".join(capfd.readouterr())
+    assert "empty DMatrix" not in workers_said and "Empty dataset" not in workers_said, workers_said
     (alone_dir,) = (tmp_path / "alone").glob("smoke_*")
     (cluster_dir,) = (tmp_path / "cluster").glob("smoke_*")
     assert on_cluster["rounds_trained"] == alone["rounds_trained"] < config.CONFIGS["smoke"].num_boost_round
@@ -269,6 +274,24 @@ def test_a_stop_file_stops_every_dask_worker_after_the_same_round(tmp_path):  # 
     assert summary["rounds_trained"] == 1
     assert f"STOP file {stop}: stopping after round 0" in (run_dir / "console.log").read_text()
     assert json.loads((run_dir / "run.json").read_text())["status"] == "finished"
+
+
+@slow
+def test_every_dask_worker_trains_on_rows_of_its_own():  # DDP-1 for trees
+    """XGBoost trains each worker on the partitions that worker holds: one holding none
+    trains on an empty DMatrix while the others do all the work. Left to the scheduler,
+    where the partitions land varies from run to run; they must land on every worker always."""
+    split = data.load_split(config.CONFIGS["smoke"]())
+    with cluster.dask_client("local:2") as client:
+        workers = set(client.nthreads())
+        matrices = model.training_matrices(split, client)
+        for matrix, labels in zip(matrices, (split.train_labels, split.val_labels), strict=True):
+            assert set(matrix.worker_map) == workers, matrix.worker_map
+            rows_held = {
+                worker: sum(client.gather(client.map(len, client.map(itemgetter("data"), parts))))
+                for worker, parts in matrix.worker_map.items()
+            }
+            assert min(rows_held.values()) > 0 and sum(rows_held.values()) == len(labels), rows_held
 
 
 @slow

@@ -9,14 +9,17 @@ releases it when the process exits, however it exits, so a crash never leaves a
 stale lock behind. A machine without a CUDA device has nothing to queue for, so
 there the lock is not taken. The file is created writable by every user, and one
 that another user created read-only is still locked (flock needs no write access):
-every user of the machine queues on the same lock.
+every user of the machine queues on the same lock. Since the folder is shared, a
+link, a FIFO or a file with other hard links at the path is refused, and the job
+writes its holder line only into a plain file of its own user's.
 """
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import fcntl
 import os
+import stat
 import sys
 import time
 from pathlib import Path
@@ -33,6 +36,7 @@ class GpuLock:
         """`without_gpu=True` takes the lock on a machine without a CUDA device too."""
         self.path = Path(path or os.environ.get("GPU_LOCK_PATH", DEFAULT_LOCK_PATH))
         self._file: IO[str] | None = None
+        self._owned = False  # a plain file of this user's, which the lock may write to
         # DDP ranks that Lightning or torchrun start beside the first process belong
         # to the same job: only local rank 0 queues for the machine.
         is_first_rank = int(os.environ.get("LOCAL_RANK", "0")) == 0
@@ -46,7 +50,7 @@ class GpuLock:
             fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             self._file.seek(0)
-            holder = self._file.read().strip() or "another process"
+            holder = self._file.read(200).strip() or "another process"
             print(f"GPU lock {self.path} is held by {holder}; waiting for it...", file=sys.stderr)
             started = time.monotonic()
             try:
@@ -55,7 +59,7 @@ class GpuLock:
                 print("stopped while waiting for the GPU lock; nothing ran", file=sys.stderr)
                 raise SystemExit(130) from None
             print(f"GPU lock acquired after {time.monotonic() - started:.0f} s", file=sys.stderr)
-        if self._file.writable():  # who holds it, for the next job's "waiting" line
+        if self._owned:  # who holds it, for the next job's "waiting" line
             self._file.seek(0)
             self._file.truncate()
             self._file.write(f"pid {os.getpid()}: {' '.join(sys.argv)}\n")
@@ -63,22 +67,48 @@ class GpuLock:
         return self
 
     def _open(self) -> IO[str]:
+        """The lock file, never through a link: the folder is writable by every user, so a
+        link or a hard link planted at the path would make the job change someone else's
+        file. Only a plain file this user owns is ever written to."""
+        no_follow = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # NONBLOCK: a FIFO must not hang open()
         try:
-            descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+            descriptor = os.open(self.path, no_follow | os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
+            os.fchmod(descriptor, 0o666)  # past the umask, so other users can queue on it too
+        except FileExistsError:
+            descriptor = self._open_existing(no_follow)
+        except OSError as error:  # a missing folder, a folder at the path
+            self._fail(error.strerror or str(error))
+        info = os.fstat(descriptor)
+        problem = (
+            "it is not a regular file"
+            if not stat.S_ISREG(info.st_mode)
+            else "it has other hard links"
+            if info.st_nlink != 1
+            else None
+        )
+        if problem:
+            os.close(descriptor)
+            self._fail(problem)
+        writable = fcntl.fcntl(descriptor, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDWR
+        self._owned = writable and info.st_uid == os.geteuid()
+        return os.fdopen(descriptor, "r+" if self._owned else "r")
+
+    def _open_existing(self, no_follow: int) -> int:
+        try:
+            return os.open(self.path, no_follow | os.O_RDWR)
         except PermissionError:  # another user's file: locking it needs only read access
             try:
-                return open(self.path)
+                return os.open(self.path, no_follow | os.O_RDONLY)
             except OSError as error:
-                self._fail(error)
-        except OSError as error:  # a missing folder, a folder at the path
-            self._fail(error)
-        with contextlib.suppress(PermissionError):
-            os.fchmod(descriptor, 0o666)  # past the umask, so other users can open it too
-        return os.fdopen(descriptor, "r+")
+                self._fail(error.strerror or str(error))
+        except OSError as error:
+            if error.errno == errno.ELOOP:
+                self._fail("it is a symbolic link, which a lock never follows")
+            self._fail(error.strerror or str(error))
 
-    def _fail(self, error: OSError) -> NoReturn:
+    def _fail(self, reason: str) -> NoReturn:
         print(
-            f"error: cannot use the GPU lock file {self.path}: {error.strerror}; "
+            f"error: cannot use the GPU lock file {self.path}: {reason}; "
             "set GPU_LOCK_PATH to a file path every user of this machine can read",
             file=sys.stderr,
         )
@@ -91,7 +121,7 @@ class GpuLock:
         traceback: TracebackType | None,
     ) -> None:
         if self._file is not None:
-            if self._file.writable():
+            if self._owned:
                 self._file.truncate(0)
             fcntl.flock(self._file, fcntl.LOCK_UN)
             self._file.close()

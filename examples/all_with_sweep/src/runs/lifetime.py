@@ -77,23 +77,27 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
         except BaseException as error:
             # Lightning turns Ctrl-C into SystemExit after saving what it can.
             status = "interrupted" if isinstance(error, SystemExit) or _ctrl_c(error) else "failed"
-            if log_file is not None:
-                # The terminal gets the traceback when it propagates; the log gets it now.
-                write_log(log_file, traceback.format_exc())
-                _record_end(run_dir, status, resume_from, config_path, previous_config, error)
-                _write_report(run_dir)  # a run cut short gets one too, for what it did
-            if (wandb_run := current_run()) is not None:
-                wandb_run.finish(exit_code=1)
+            with signals_wait_for_cleanup():
+                if log_file is not None:
+                    # The terminal gets the traceback when it propagates; the log gets it now.
+                    write_log(log_file, traceback.format_exc())
+                    _record_end(run_dir, status, resume_from, config_path, previous_config, error)
+                    _write_report(run_dir)  # a run cut short gets one too, for what it did
+                if (wandb_run := current_run()) is not None:
+                    wandb_run.finish(exit_code=1)
             if _ctrl_c(error):
                 print(f"interrupted: saved files are kept; continue with --resume {run_dir}", file=sys.stderr)
                 raise SystemExit(130) from None
             if _lightning_sigterm(error):
-                raise Terminated(128 + signal.SIGTERM) from None
+                raise Terminated(128 + (_stop_signals[-1] if _stop_signals else signal.SIGTERM)) from None
             raise
         else:
             if log_file is not None:
-                _write_status(run_dir, "finished", resume_from)
-                _write_report(run_dir)
+                with signals_wait_for_cleanup() as deferred:
+                    _write_status(run_dir, "finished", resume_from)
+                    _write_report(run_dir)
+                if deferred:  # the run finished, and then its owner asked it to stop
+                    raise SystemExit(128 + deferred[0])
         finally:
             if previous_env is None:
                 os.environ.pop(RUN_DIR_ENV, None)
@@ -184,30 +188,73 @@ def record_used_settings(run_dir: Path, **used: Any) -> None:
 
 
 class Terminated(SystemExit):
-    """The process got SIGTERM (`kill PID`, a scheduler preempting the job)."""
+    """The process got SIGTERM (`kill PID`, a scheduler preempting the job) or SIGHUP (its
+    terminal or ssh session closed)."""
+
+
+# The hang-ups this process has received: Lightning reports them as a SIGTERMException,
+# and the exit status names the signal that came.
+_stop_signals: list[int] = []
 
 
 @contextlib.contextmanager
 def sigterm_unwinds() -> Iterator[None]:
-    """SIGTERM unwinds the run (or sweep) like Ctrl-C instead of ending the process on the spot:
-    run.json says "interrupted" (the babysitter leaves it alone, `--resume auto`
-    continues it), W&B and console.log are closed, and the exit status is 143."""
+    """SIGTERM and SIGHUP unwind the run (or sweep) like Ctrl-C instead of ending the
+    process on the spot: run.json says "interrupted" (the babysitter leaves it alone,
+    `--resume auto` continues it), W&B and console.log are closed, and the exit status is
+    128 + the signal's number (143, 129)."""
 
     def terminate(signum: int, frame: object) -> None:
-        # Inside fit and test, Lightning calls this from a handler of its own and stops at
-        # the end of the batch (SIGTERMException, made status 143 by start_run): raised
+        # Inside fit and test Lightning has a SIGTERM handler of its own, which stops at
+        # the end of the batch (SIGTERMException, given its status by start_run): raised
         # here, mid-step, it could leave Lightning's profiler or loops half-updated.
         if signal.getsignal(signal.SIGTERM) is terminate:
             raise Terminated(128 + signum)
 
+    def hang_up(signum: int, frame: object) -> None:
+        # Handled as SIGTERM is, by whoever handles SIGTERM now (Lightning, inside fit).
+        _stop_signals.append(signum)
+        if callable(handler := signal.getsignal(signal.SIGTERM)):
+            handler(signum, frame)
+
     if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
         yield
         return
-    previous = signal.signal(signal.SIGTERM, terminate)
+    previous = {
+        signal.SIGTERM: signal.signal(signal.SIGTERM, terminate),
+        signal.SIGHUP: signal.signal(signal.SIGHUP, hang_up),
+    }
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            if signal.getsignal(signum) in (terminate, hang_up):
+                signal.signal(signum, handler)
+
+
+@contextlib.contextmanager
+def signals_wait_for_cleanup() -> Iterator[list[int]]:
+    """While a run (or sweep) saves its last files (run.json, the report), a further
+    Ctrl-C, SIGTERM or SIGHUP waits for it: pressed again, Ctrl-C would cut the report in
+    half with a traceback. Yields the signals that came meanwhile."""
+    deferred: list[int] = []
+
+    def wait(signum: int, frame: object) -> None:
+        if not deferred:
+            name = signal.Signals(signum).name
+            print(f"{name}: the run is saving its last files and stops in a moment", file=sys.stderr)
+        deferred.append(signum)
+
+    if threading.current_thread() is not threading.main_thread():
+        yield deferred
+        return
+    signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {signum: signal.signal(signum, wait) for signum in signals}
+    try:
+        yield deferred
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _write_status(run_dir: Path, status: str, resume_from: Path | None, **extra: Any) -> None:

@@ -21,7 +21,7 @@ from src.config import ConfigError
 from src.ops.gpu_lock import GpuLock
 from src.runs.atomic import write_text_atomic
 from src.runs.directory import STAMP_FORMAT
-from src.runs.lifetime import sigterm_unwinds
+from src.runs.lifetime import signals_wait_for_cleanup, sigterm_unwinds
 from src.sweep.records import CONFIG_FILE, SUMMARY_FILE, SweepState
 from src.sweep.resume import find_sweep, join_sweep, saved_config, try_lock
 from src.sweep.runner import Sweep
@@ -99,6 +99,12 @@ def main(spec: SweepSpec, argv: Sequence[str] | None = None, prog: str | None = 
                     require_wandb_login(base)
         if found is not None:
             sweep_dir, state, lock = found
+            if not state.storage:
+                from src.sweep.local import repair_journal
+
+                # Before anything of the sweep is written: a journal it refuses changes nothing.
+                with exit_on_bad_input():
+                    repair_journal(sweep_dir)
             # As `train --resume`: the sweep's saved base config, and the flags given now over it.
             saved = saved_config(base, sweep_dir, args.study or args.resume)
             base, args = parse_command(
@@ -135,16 +141,16 @@ def main(spec: SweepSpec, argv: Sequence[str] | None = None, prog: str | None = 
         sweep = Sweep(spec, base, sweep_dir, state.max_hours, state)
         if found is not None:
             sweep.load_trials()
-        _run(sweep, args.engine, state.trials, state.seed, sweep_id, joined=args.study is not None)
+        _run(sweep, args.engine, state.trials, state.seed, sweep_id)
         return sweep
     finally:
         if lock is not None:
             lock.close()
 
 
-def _run(sweep: Sweep, engine: str, trials: int, seed: int, sweep_id: str | None, joined: bool) -> None:
-    """Run the sweep's trials; Ctrl-C and SIGTERM end it quietly, summary.md written,
-    with status 130 or 143, and --resume continues it."""
+def _run(sweep: Sweep, engine: str, trials: int, seed: int, sweep_id: str | None) -> None:
+    """Run the sweep's trials; Ctrl-C, SIGTERM and SIGHUP end it quietly, summary.md
+    written, with status 130, 143 or 129, and --resume continues it."""
     try:
         with sigterm_unwinds(), GpuLock(), exit_on_bad_input():
             # OPS-1: a sweep queues behind other GPU jobs like a single run
@@ -153,7 +159,7 @@ def _run(sweep: Sweep, engine: str, trials: int, seed: int, sweep_id: str | None
                     print(f"sweep: it has {len(sweep.trials)} trials already; --trials is the total")
                 from src.sweep.local import run_local
 
-                run_local(sweep, trials, seed, joined)
+                run_local(sweep, trials, seed)
             else:
                 from src.sweep.wandb_sweep import run_wandb
 
@@ -163,7 +169,8 @@ def _run(sweep: Sweep, engine: str, trials: int, seed: int, sweep_id: str | None
         if code is None:  # a W&B error (exit 2), say
             sweep.end("failed")
             raise
-        print(sweep.end("interrupted"))
+        with signals_wait_for_cleanup():
+            print(sweep.end("interrupted"))
         print(f"sweep stopped; continue the sweep, trial and all, with --resume {sweep.dir}", file=sys.stderr)
         raise SystemExit(code) from None
     # Other workers may still be running trials: the last one to stop says finished.
@@ -177,11 +184,11 @@ def _run(sweep: Sweep, engine: str, trials: int, seed: int, sweep_id: str | None
 
 
 def _stop_status(error: BaseException) -> int | None:
-    """130 for Ctrl-C, 143 for SIGTERM; None for an exit of another cause."""
+    """130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP; None for an exit of another cause."""
     if isinstance(error, KeyboardInterrupt):
         return 130
-    # Ctrl-C or SIGTERM inside a run (src/runs/lifetime.py), Ctrl-C while queued for the GPU lock
-    if isinstance(error, SystemExit) and error.code in (130, 143):
+    # A signal inside a run (src/runs/lifetime.py), Ctrl-C while queued for the GPU lock
+    if isinstance(error, SystemExit) and error.code in (129, 130, 143):
         return int(error.code)
     return None
 

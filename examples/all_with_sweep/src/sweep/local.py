@@ -6,18 +6,24 @@ split one sweep's trials; each asks the study for its next trial."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import json
 import math
 import os
 import socket
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import optuna
+from optuna.samplers import BaseSampler
 from optuna.storages import JournalStorage
-from optuna.storages.journal import JournalFileBackend
+from optuna.storages.journal import JournalFileBackend, JournalFileSymlinkLock
 from optuna.trial import FrozenTrial, TrialState
 
 from src.config import ConfigError, first_line
-from src.sweep.records import JOURNAL_FILE, Trial
+from src.sweep.records import JOURNAL_FILE, TRIALS_FILE, Trial
 from src.sweep.runner import WORKER, Sweep
 from src.sweep.spec import fixed_values, optuna_distributions
 
@@ -25,77 +31,146 @@ from src.sweep.spec import fixed_values, optuna_distributions
 # it), the worker that runs it, and whether it ended through this engine. A trial of a
 # worker that died stays RUNNING; another worker marks it failed and queues it again
 # with its number and values, to be continued from its checkpoint (RES-1).
-NUMBER, RESUME, ENDED, SURPLUS = "number", "resume", "ended", "surplus"
+NUMBER, RESUME, ENDED = "number", "resume", "ended"
+# Held while a worker hands out trial numbers or queues a trial again: a number is free
+# or taken by looking at every trial, which no two workers may do at once.
+NUMBERS_LOCK = ".numbers.lock"
 
 
-def run_local(sweep: Sweep, trials: int, seed: int, joined: bool = False) -> None:
+def run_local(sweep: Sweep, trials: int, seed: int) -> None:
     """Ask the study for trials (TPE, or random for method "random") until it holds
     `trials` in all, every worker's and every attempt's included."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     distributions = optuna_distributions(sweep.spec.space)
-    study = open_study(sweep, seed, joined)
-    if not study.trials and sweep.trials:  # a sweep from before the shared study
-        for done in sweep.trials:  # RES-1: TPE goes on from what the earlier attempts learned
+    study = open_study(sweep, seed)
+    with numbering(sweep):
+        # RES-1: TPE goes on from what earlier attempts learned, also from trials a
+        # sweep from before the shared study ran, or whose lines a damaged journal lost.
+        for done in _missing_from_study(study, sweep.recorded_trials()):
             _add_ended(study, done, distributions)
+        _queue_unfinished(study, sweep, distributions)
     while True:
-        requeue_dead_workers_trials(study)
-        if sweep.hours_left() <= 0:
-            print("sweep: --max-hours reached, no new trial")
-            return
-        if len(counted(study.get_trials(deepcopy=False))) >= trials:
-            return
-        unfinished = sweep.unfinished_trial()  # a sweep from before the shared study: its cut-off trial
-        if unfinished is not None:
-            number, params = unfinished
-            _add_ended(study, sweep.run_trial(params, number, resume=True), distributions)
-            continue
-        asked = study.ask(distributions)
-        asked.set_user_attr("worker", WORKER)
-        number = asked.user_attrs.get(NUMBER)
-        if number is None:  # a new trial: numbered by its place among the sweep's trials
-            earlier = [t for t in counted(study.get_trials(deepcopy=False)) if t.number < asked.number]
-            if len(earlier) >= trials:  # another worker asked for the last one first
-                asked.set_user_attr(SURPLUS, True)
-                study.tell(asked, state=TrialState.FAIL)
+        with numbering(sweep):
+            if sweep.hours_left() <= 0:
+                print("sweep: --max-hours reached, no new trial")
                 return
-            number = len(earlier)
-            asked.set_user_attr(NUMBER, number)
+            asked = _next_trial(study, sweep, distributions, trials)
+        if asked is None:
+            return
+        number = asked.user_attrs[NUMBER]
         params = {**fixed_values(sweep.spec.space), **asked.params}
         try:
             trial = sweep.run_trial(params, number, resume=bool(asked.user_attrs.get(RESUME)))
-        except BaseException:  # Ctrl-C, SIGTERM: the trial goes back to the queue, checkpoints kept
-            _queue_again(study, asked.number, asked.params, number)
+        except BaseException:  # Ctrl-C, SIGTERM, a record that could not be written
+            recorded = next((t for t in sweep.recorded_trials() if t.number == number), None)
+            if recorded is not None:  # it ended and is in trials.jsonl: never run again
+                _end(study, asked, recorded)
+            else:  # back to the queue, checkpoints kept
+                with numbering(sweep):
+                    _queue_again(study, asked.number, asked.params, number)
             raise
-        asked.set_user_attr(ENDED, True)
-        if trial.status == "finished" and trial.value is not None and math.isfinite(trial.value):
-            study.tell(asked, trial.value)
-        else:
+        _end(study, asked, trial)
+
+
+@contextlib.contextmanager
+def numbering(sweep: Sweep) -> Iterator[None]:
+    """The sweep's lock for handing out trial numbers, across processes (the kernel
+    releases it however its holder ends, kill -9 included)."""
+    with open(sweep.dir / NUMBERS_LOCK, "a") as file:
+        fcntl.flock(file, fcntl.LOCK_EX)
+        yield  # closing the file releases the lock
+
+
+def _next_trial(
+    study: optuna.Study, sweep: Sweep, distributions: dict[str, Any], trials: int
+) -> optuna.Trial | None:
+    """The next trial this worker runs, numbered; None once every number of the sweep
+    is taken. Called under `numbering`."""
+    recorded = sweep.recorded_trials()
+    requeue_dead_workers_trials(study, recorded)
+    existing = study.get_trials(deepcopy=False)
+    free = sorted(set(range(trials)) - taken_numbers(existing, recorded))
+    if not free and not any(t.state == TrialState.WAITING for t in existing):
+        return None
+    asked = study.ask(distributions)  # a trial queued again first, else new values
+    asked.set_user_attr("worker", WORKER)
+    if NUMBER not in asked.user_attrs:
+        if not free:  # the queued trial was taken first by a process outside the lock
             study.tell(asked, state=TrialState.FAIL)
+            return None
+        asked.set_user_attr(NUMBER, free[0])
+    return asked
 
 
-def open_study(sweep: Sweep, seed: int, joined: bool) -> optuna.Study:
+def taken_numbers(trials: Sequence[FrozenTrial], recorded: Sequence[Trial]) -> set[int]:
+    """The sweep's trial numbers in use: a trial under way or queued again, one that
+    ended through this engine, one in trials.jsonl. Not the number of a dead worker's
+    trial marked failed: its copy queued again holds it."""
+    held = {
+        t.user_attrs[NUMBER]
+        for t in trials
+        if NUMBER in t.user_attrs
+        and (t.state in (TrialState.RUNNING, TrialState.WAITING) or t.user_attrs.get(ENDED))
+    }
+    return held | {trial.number for trial in recorded}
+
+
+class PerTrialSeed(BaseSampler):
+    """TPE (or random sampling) seeded afresh for each trial from the sweep's seed and the
+    trial's number in the study, which the study hands out once. A sampler seeded once
+    per process would draw the same values again after a resume (the trial cut off by a
+    kill had drawn them) or in a second worker; this one draws on where the study is, and
+    the same seed still samples the same trials (RES-1)."""
+
+    def __init__(self, method: str, seed: int) -> None:
+        self._method, self._seed = method, seed
+        self._sampler = self._seeded(0)
+
+    def _seeded(self, trial_number: int) -> BaseSampler:
+        seed = (self._seed * 1_000_003 + trial_number) % 2**32
+        if self._method == "random":
+            return optuna.samplers.RandomSampler(seed=seed)
+        return optuna.samplers.TPESampler(seed=seed)
+
+    def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        self._sampler = self._seeded(trial.number)
+        self._sampler.before_trial(study, trial)
+
+    def infer_relative_search_space(self, study: optuna.Study, trial: FrozenTrial) -> dict[str, Any]:
+        return self._sampler.infer_relative_search_space(study, trial)
+
+    def sample_relative(
+        self, study: optuna.Study, trial: FrozenTrial, search_space: dict[str, Any]
+    ) -> dict[str, Any]:
+        return self._sampler.sample_relative(study, trial, search_space)
+
+    def sample_independent(
+        self, study: optuna.Study, trial: FrozenTrial, param_name: str, param_distribution: Any
+    ) -> Any:
+        return self._sampler.sample_independent(study, trial, param_name, param_distribution)
+
+    def after_trial(
+        self, study: optuna.Study, trial: FrozenTrial, state: TrialState, values: Sequence[float] | None
+    ) -> None:
+        self._sampler.after_trial(study, trial, state, values)
+
+    def reseed_rng(self) -> None:
+        self._sampler.reseed_rng()
+
+
+def open_study(sweep: Sweep, seed: int) -> optuna.Study:
     """The sweep's study, created on first use, in sweep.json's database or the folder's
     journal file (which workers on several machines share through a shared filesystem)."""
     state = sweep.state
     storage: Any = state.storage if state and state.storage else None
     if storage is None:
         storage = JournalStorage(JournalFileBackend(str(sweep.dir / JOURNAL_FILE)))
-    # One seed per sweep and trial count: a resumed sweep samples on reproducibly instead
-    # of sampling its first trials' values again. A joining worker mixes in its pid, so
-    # two workers do not propose the same values.
-    known = len(sweep.recorded_trials())
-    sampler_seed = (seed * 1_000_003 + known + (os.getpid() if joined else 0)) % 2**32
-    sampler = (
-        optuna.samplers.RandomSampler(seed=sampler_seed)
-        if sweep.spec.method == "random"
-        else optuna.samplers.TPESampler(seed=sampler_seed)
-    )
     try:
         return optuna.create_study(
             storage=storage,
             study_name=sweep.dir.name,
             direction=sweep.spec.goal,
-            sampler=sampler,
+            sampler=PerTrialSeed(sweep.spec.method, seed),
             load_if_exists=True,
         )
     except Exception as error:  # a database that cannot be reached or used, say
@@ -104,33 +179,77 @@ def open_study(sweep: Sweep, seed: int, joined: bool) -> optuna.Study:
         raise ConfigError(f"--storage {storage}: Optuna cannot use it: {first_line(error)}") from None
 
 
-def counted(trials: list[FrozenTrial]) -> list[FrozenTrial]:
-    """The sweep's trials: under way (numbered or about to be: a worker that asks at the
-    same moment must count it), queued again, or ended through this engine; not the
-    record of a dead worker's trial (queued again) nor one asked past the count."""
-    return [
-        t
-        for t in trials
-        if not t.user_attrs.get(SURPLUS)
-        and (t.state in (TrialState.RUNNING, TrialState.WAITING) or t.user_attrs.get(ENDED))
-    ]
+def repair_journal(sweep_dir: Path) -> None:
+    """Make a resumed or joined sweep's journal file readable again, or refuse it.
+
+    Optuna's reader skips a last line without its newline (a process killed while
+    appending it), but its next append goes on that line and makes the journal
+    unreadable: such a line is dropped (or, whole but for its newline, completed),
+    under the lock Optuna's appends take, so it is never a line another worker is
+    writing. Damage anywhere else is a ConfigError that changes nothing."""
+    path = sweep_dir / JOURNAL_FILE
+    if not path.is_file():
+        return
+    lock = JournalFileSymlinkLock(str(path))
+    lock.acquire()
+    try:
+        data = path.read_bytes()
+        body, _, tail = data.rpartition(b"\n")
+        if tail:
+            if _record(tail) is not None:
+                with open(path, "ab") as file:
+                    file.write(b"\n")
+                done = "completed its last line, whole but for its newline"
+            else:
+                os.truncate(path, len(data) - len(tail))
+                done = f"dropped its last line, cut short ({len(tail)} bytes): the study goes on without it"
+            print(f"warning: {path}: {done}", file=sys.stderr)
+        for index, line in enumerate(body.split(b"\n") if body else [], start=1):
+            if _record(line) is None:
+                raise ConfigError(_damaged(path, f"line {index} is not an Optuna journal record"))
+        try:  # Optuna replays every record, as opening the study will
+            JournalStorage(JournalFileBackend(str(path))).get_all_studies()
+        except Exception as error:  # noqa: BLE001 - whatever a bad record makes Optuna raise
+            raise ConfigError(_damaged(path, f"Optuna cannot replay it ({first_line(error)})")) from None
+    finally:
+        lock.release()
 
 
-def requeue_dead_workers_trials(study: optuna.Study) -> None:
+def _record(line: bytes) -> dict[str, Any] | None:
+    try:
+        record = json.loads(line)
+    except ValueError:  # invalid JSON or UTF-8
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _damaged(path: Path, what: str) -> str:
+    return (
+        f"{path}: {what}; the sweep's trials are kept in {TRIALS_FILE}: move the journal aside "
+        f"(mv {path} {path}.damaged) and run this command again to rebuild the study from them"
+    )
+
+
+def requeue_dead_workers_trials(study: optuna.Study, recorded: Sequence[Trial] = ()) -> None:
     """A trial still RUNNING whose worker on this machine is gone (kill -9, Ctrl-C, a
     crash) is marked failed and queued again under its own number, to be continued from
     its run's checkpoint. A worker on another machine is not judged from here."""
+    in_record = {trial.number: trial for trial in recorded}
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         host, _, pid = str(trial.user_attrs.get("worker", "")).rpartition(":")
         if host != socket.gethostname() or not pid.isdigit() or _alive(int(pid)):
             continue
-        if trial.user_attrs.get(ENDED) or NUMBER not in trial.user_attrs:
+        number = trial.user_attrs.get(NUMBER)
+        if number in in_record:  # its end was recorded, but lost from a damaged journal
+            with contextlib.suppress(ValueError, RuntimeError):
+                _tell(study, trial.number, in_record[number])
+        elif trial.user_attrs.get(ENDED) or number is None:
             # Recorded before its worker died (not run again), or never numbered (a new one
             # is asked instead).
             with contextlib.suppress(ValueError, RuntimeError):
                 study.tell(trial.number, state=TrialState.FAIL)
         else:
-            _queue_again(study, trial.number, trial.params, trial.user_attrs[NUMBER])
+            _queue_again(study, trial.number, trial.params, number)
 
 
 def _queue_again(study: optuna.Study, optuna_number: int, params: dict[str, Any], number: int) -> None:
@@ -140,6 +259,36 @@ def _queue_again(study: optuna.Study, optuna_number: int, params: dict[str, Any]
     except (ValueError, RuntimeError):  # already ended: another worker was first
         return
     study.enqueue_trial(params, user_attrs={NUMBER: number, RESUME: True})
+
+
+def _queue_unfinished(study: optuna.Study, sweep: Sweep, distributions: dict[str, Any]) -> None:
+    """A sweep from before the shared study kept its cut-off trial in sweep.json: it is
+    queued under its number, to be continued from its checkpoint like any other."""
+    unfinished = sweep.unfinished_trial()
+    if unfinished is None:
+        return
+    number, params = unfinished
+    if number not in taken_numbers(study.get_trials(deepcopy=False), sweep.recorded_trials()):
+        values = {name: params[name] for name in distributions if name in params}
+        study.enqueue_trial(values, user_attrs={NUMBER: number, RESUME: True})
+
+
+def _end(study: optuna.Study, asked: optuna.Trial, trial: Trial) -> None:
+    asked.set_user_attr(ENDED, True)
+    _tell(study, asked, trial)
+
+
+def _tell(study: optuna.Study, asked: optuna.Trial | int, trial: Trial) -> None:
+    """The study learns the trial's score; a failed trial's or a non-finite one is FAIL."""
+    if trial.status == "finished" and trial.value is not None and math.isfinite(trial.value):
+        study.tell(asked, trial.value)
+    else:
+        study.tell(asked, state=TrialState.FAIL)
+
+
+def _missing_from_study(study: optuna.Study, recorded: list[Trial]) -> list[Trial]:
+    in_study = {t.user_attrs.get(NUMBER) for t in study.get_trials(deepcopy=False)}
+    return [trial for trial in recorded if trial.number not in in_study]
 
 
 def _alive(pid: int) -> bool:
@@ -157,7 +306,8 @@ def _alive(pid: int) -> bool:
 def _add_ended(
     study: optuna.Study, trial: Trial, distributions: dict[str, optuna.distributions.BaseDistribution]
 ) -> None:
-    """Add a trial that ran outside study.ask() (one of a sweep from before the shared study)."""
+    """Add a trial that ran outside study.ask(): one of a sweep from before the shared
+    study, or one whose lines a damaged journal lost."""
     params = {name: trial.params[name] for name in distributions if name in trial.params}
     ok = trial.status == "finished" and trial.value is not None and math.isfinite(trial.value)
     try:

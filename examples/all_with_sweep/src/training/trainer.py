@@ -11,11 +11,7 @@ from typing import Any
 
 import lightning as L
 import torch
-from lightning.pytorch.callbacks import (
-    EarlyStopping,
-    LearningRateMonitor,
-    ModelCheckpoint,
-)
+from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
 from lightning.pytorch.loggers import Logger
 from lightning.pytorch.profilers import AdvancedProfiler
 from lightning.pytorch.utilities import rank_zero_info
@@ -29,6 +25,7 @@ from src.callbacks import (
     PeriodicCheckpointCallback,
     PlateauResumeCallback,
     ProgressBar,
+    ResumableEarlyStopping,
     ResumedMetricsCallback,
     RngStateCallback,
     RunInfoCallback,
@@ -75,7 +72,7 @@ def build_callbacks(
     fetch_section: str,
 ) -> list[L.Callback]:
     return [
-        EarlyStopping(  # CB-1: patience counts validations, not epochs
+        ResumableEarlyStopping(  # CB-1: patience counts validations, not epochs
             monitor=monitor,
             patience=cfg.patience,
             mode=mode,

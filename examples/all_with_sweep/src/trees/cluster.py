@@ -58,9 +58,27 @@ def dask_client(cluster: str) -> Iterator[Client | None]:
 
 
 def partitioned(client: Client, *frames: pd.DataFrame | pd.Series) -> list:
-    """Each pandas frame as a Dask collection in one partition per worker, held in the
-    workers' memory, for xgboost.dask's DMatrix types."""
-    import dask.dataframe as dd
+    """The pandas frames, which share one index, as Dask collections of one partition per
+    worker, each worker holding its own share of rows of every frame, for xgboost.dask's
+    DMatrix types.
 
-    partitions = max(1, len(client.scheduler_info()["workers"]))
-    return [client.persist(dd.from_pandas(frame, npartitions=partitions)) for frame in frames]
+    XGBoost trains each worker on the partitions that worker holds. Left to the scheduler,
+    the partitions of a small table often all land on one worker, and the others train on
+    nothing ("has an empty DMatrix"). Scattered to a named worker, a share stays there; the
+    same rows of every frame on the same worker keep features and labels together."""
+    import dask.dataframe as dd
+    import numpy as np
+
+    workers = sorted(client.nthreads())
+    # Fewer rows than workers: a worker without rows gets no partition, not an empty one.
+    shares = [rows for rows in np.array_split(np.arange(len(frames[0])), len(workers)) if len(rows)]
+    collections = []
+    for frame in frames:
+        # Unhashed: equal shares scattered again would share a key, and releasing the first
+        # would lose the data of the second.
+        held = [
+            client.scatter(frame.iloc[rows], workers=[worker], hash=False)
+            for worker, rows in zip(workers, shares, strict=False)
+        ]
+        collections.append(dd.from_delayed(held, meta=frame.iloc[:0]))
+    return collections

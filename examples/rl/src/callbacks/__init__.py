@@ -1,6 +1,7 @@
 """Callbacks shared by every Lightning part, one concern per module."""
 
 from src.callbacks.batch_metrics import BatchMetricsCallback
+from src.callbacks.early_stopping import ResumableEarlyStopping
 from src.callbacks.epoch_summary import EpochSummaryCallback
 from src.callbacks.finite_loss import FiniteLossCallback
 from src.callbacks.frozen_heap import FrozenHeapCallback
@@ -28,6 +29,7 @@ __all__ = [
     "PeriodicCheckpointCallback",
     "PlateauResumeCallback",
     "ProgressBar",
+    "ResumableEarlyStopping",
     "ResumedMetricsCallback",
     "RngStateCallback",
     "RunInfoCallback",

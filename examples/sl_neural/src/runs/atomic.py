@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,7 +25,9 @@ def atomic_path(path: Path) -> Iterator[Path]:
     block ends, removed if it fails. It keeps the suffix, for writers that pick the
     format from it (XGBoost, matplotlib)."""
     path = Path(path)
-    temporary = path.with_name(f".{path.name}.partial{path.suffix}")
+    # A name of this writer's own: two processes writing one file (a sweep's workers and
+    # its sweep.json) must not rename or remove each other's temporary file.
+    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.partial{path.suffix}")
     try:
         with translate_write_errors(path):
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -20,15 +20,20 @@ class _Tee:
     everything, the error that ends the run included."""
 
     def __init__(self, terminal: TextIO, log_file: TextIO) -> None:
-        self.terminal = terminal
+        self.original = terminal
+        self.terminal: TextIO | None = terminal  # None once it cannot be written
         self.log_file = log_file
 
     def write(self, text: str) -> int:
-        self.terminal.write(text)
+        if self.terminal is not None:
+            try:
+                self.terminal.write(text)
+            except OSError:  # the terminal closed (SIGHUP, a lost ssh session): log on alone
+                self.terminal = None
         # Progress-bar redraws (carriage returns) and terminal control sequences (colour,
         # cursor) stay on the terminal only.
         logged = TERMINAL_CONTROL.sub("", text)
-        if logged and "\r" not in logged and (error := write_log(self.log_file, logged)):
+        if logged and "\r" not in logged and (error := write_log(self.log_file, logged)) and self.terminal:
             self.terminal.write(
                 f"warning: {self.log_file.name} cannot be written ({error.strerror}); "
                 "output goes to the terminal only\n"
@@ -36,12 +41,14 @@ class _Tee:
         return len(text)
 
     def flush(self) -> None:
-        self.terminal.flush()
+        if self.terminal is not None:
+            with contextlib.suppress(OSError):
+                self.terminal.flush()
         with contextlib.suppress(OSError, ValueError):
             self.log_file.flush()
 
     def __getattr__(self, name: str):  # isatty(), fileno(), encoding ...
-        return getattr(self.terminal, name)
+        return getattr(self.original, name)
 
 
 def write_to_log_only(text: str) -> None:

@@ -6,10 +6,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
+import psutil
+
+from src.runs.atomic import write_text_atomic
 from src.runs.checkpoint_checks import checkpoint_problem
 
 STAMP_FORMAT = "%Y%m%d_%H%M%S"
@@ -18,6 +22,9 @@ STAMP_FORMAT = "%Y%m%d_%H%M%S"
 RUN_DIR_ENV = "TRAIN_RUN_DIR"
 CHECKPOINTS = ("checkpoints/last.ckpt", "checkpoints/last.ubj")  # Lightning, XGBoost
 CHECKPOINT_SUFFIXES = (".ckpt", ".ubj")  # Lightning, XGBoost
+# run.json's status of a run whose process died (kill -9, a crash, a lost machine) before
+# it wrote a checkpoint: nothing can resume it, and its folder can go.
+NEVER_CHECKPOINTED = "never_checkpointed"
 
 
 def create_run_dir(base_dir: Path, name: str) -> Path:
@@ -42,6 +49,42 @@ def find_latest_run(base_dir: Path, name: str) -> Path | None:
         if match and resume_candidates(path) and not _finished(path):
             runs.append(((match[1], int(match[2] or 1)), path))
     return max(runs)[1] if runs else None
+
+
+def mark_runs_that_never_checkpointed(base_dir: Path, name: str) -> list[Path]:
+    """Mark, and return, the runs of config `name` whose process died before their first
+    checkpoint; they stay "running" in run.json otherwise, for ever."""
+    return [path for path in sorted(base_dir.glob(f"{name}_*")) if marked_if_never_checkpointed(path)]
+
+
+def marked_if_never_checkpointed(run_dir: Path) -> bool:
+    """Whether the run died before its first checkpoint, marking it so in run.json."""
+    path = run_dir / "run.json"
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    if record.get("status") == NEVER_CHECKPOINTED:
+        return True
+    if record.get("status") != "running" or resume_candidates(run_dir) or not _process_gone(record):
+        return False
+    write_text_atomic(path, json.dumps({**record, "status": NEVER_CHECKPOINTED}, indent=2) + "\n")
+    return True
+
+
+def _process_gone(record: dict) -> bool:
+    """Whether the run's process no longer runs. Only a process on this machine can be
+    looked at; a pid that names a younger process is another process's."""
+    if record.get("host") != socket.gethostname():
+        return False
+    try:
+        process = psutil.Process(int(record["pid"]))
+        started = datetime.fromisoformat(record["history"][-1]["started"]).timestamp()
+        return process.status() == psutil.STATUS_ZOMBIE or process.create_time() > started + 1
+    except psutil.NoSuchProcess:
+        return True
+    except (psutil.Error, KeyError, IndexError, TypeError, ValueError):
+        return False
 
 
 def resume_candidates(run_dir: Path) -> list[Path]:

@@ -47,8 +47,11 @@ def mentions(text: str) -> Test:
 
 
 def call_with(project: Project, part: Part, name: str, /, **tests: Test) -> str:
-    """Fail unless the part's code makes a call `name(...)` whose keywords pass `tests`."""
-    found = [c for _, c in project.calls(name, part) if all(t(keyword(c, k)) for k, t in tests.items())]
+    """Fail unless the part's code makes a call `name(...)`, or of a subclass of the code's
+    own, whose keywords pass `tests`."""
+    subclasses = [cls.name for _, cls in project.classes(name, part)]
+    made = [c for called in (name, *subclasses) for _, c in project.calls(called, part)]
+    found = [c for c in made if all(t(keyword(c, k)) for k, t in tests.items())]
     require(found, f"{part.name}: no {name}({', '.join(f'{k}=...' for k in tests)}) as the checklist asks")
     return source(found[0])
 

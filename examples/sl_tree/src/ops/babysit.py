@@ -33,7 +33,7 @@ import torch
 
 from src.ops.records import new_issue
 from src.runs.atomic import write_text_atomic
-from src.runs.directory import latest_checkpoint
+from src.runs.directory import NEVER_CHECKPOINTED, latest_checkpoint, marked_if_never_checkpointed
 from src.runs.metrics_jsonl import higher_is_better, read_jsonl
 
 
@@ -60,10 +60,14 @@ def check_process(run_dir: Path, record: dict, pending_restart: int | None) -> F
         details = {"exit_status": "failed", "last_checkpoint": last, "traceback": record.get("error", "")}
         message = f"failed: {record.get('error', '')} (fix it, then --resume)"
         return Finding("process", "FAIL", message, "crash", details)
-    if pid and psutil.pid_exists(pid):
-        return Finding("process", "OK", f"running as pid {pid}")
     if pending_restart:
         return Finding("process", "OK", f"restarted as pid {pending_restart}, not yet running (GPU lock?)")
+    if marked_if_never_checkpointed(run_dir):
+        message = "died before its first checkpoint: nothing to resume or restart; delete the folder"
+        details = {"exit_status": f"killed ({NEVER_CHECKPOINTED})", "last_checkpoint": "none"}
+        return Finding("process", "FAIL", message, "crash", details)
+    if pid and psutil.pid_exists(pid):
+        return Finding("process", "OK", f"running as pid {pid}")
     details = {"exit_status": "killed (no status recorded)", "last_checkpoint": last}
     message = f"pid {pid} is gone but the run never finished (killed?)"
     return Finding("process", "FAIL", message, "crash", details, restartable=True)

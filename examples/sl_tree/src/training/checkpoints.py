@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,8 @@ from lightning.pytorch.utilities import rank_zero_only
 
 from src.config import ConfigError
 from src.runs.atomic import atomic_path
+from src.runs.checkpoint_checks import checkpoint_problem
+from src.runs.directory import latest_checkpoint, run_dir_of
 
 
 @rank_zero_only
@@ -51,6 +54,21 @@ def best_score(trainer: L.Trainer) -> float:
             "checkpoint to test; give it more max_wall_clock_hours or fewer val_every_n_steps"
         )
     return float(callback.best_model_score)
+
+
+def checkpoint_to_test(trainer: L.Trainer) -> str:
+    """The checkpoint the final test loads: the best one, checked intact first (RES-1), since
+    a run killed while it tested may have left it cut. A damaged best checkpoint is reported
+    and the last one tested instead; with neither intact, a ConfigError (one line)."""
+    best = Path(trainer.checkpoint_callback.best_model_path)
+    if (problem := checkpoint_problem(best)) is None:
+        return str(best)
+    last = latest_checkpoint(run_dir_of(best))
+    if last is not None and checkpoint_problem(last) is None:
+        if trainer.is_global_zero:
+            print(f"warning: {best.name} is {problem}: testing {last.name} instead", file=sys.stderr)
+        return str(last)
+    raise ConfigError(f"{best} is {problem} and no other intact checkpoint is left to test; train afresh")
 
 
 def load_module(
