@@ -22,9 +22,9 @@ SRC_MODULES = """
     report/__init__ report/__main__ report/comparison report/figures report/run_files report/run_report
 """
 CALLBACKS = """
-    __init__ batch_metrics epoch_summary finite_loss frozen_heap moved_run periodic_checkpoint plateau_resume
-    progress_bar resumed_metrics rng_state run_info schedule_length stop_file system_metrics timing tracking
-    training_end wall_clock
+    __init__ batch_metrics early_stopping epoch_summary finite_loss frozen_heap moved_run periodic_checkpoint
+    plateau_resume progress_bar resumed_metrics rng_state run_info schedule_length stop_file system_metrics
+    timing tracking training_end wall_clock
 """
 CHECKLIST = "__init__ __main__ code_checks project registry report rl_checks run_checks"
 SHARED_FILES = {

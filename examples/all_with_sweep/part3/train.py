@@ -35,7 +35,7 @@ def main_with_config(cfg: CartPoleConfig, resume_from: Path | None = None) -> di
     from part3.model import build_model, save_model
     from src.ops.memory import cleanup_vram
     from src.runs.lifetime import start_run
-    from src.training.checkpoints import best_score, checkpoint_to_test
+    from src.training.checkpoints import best_score, check_best_checkpoint
     from src.training.trainer import build_trainer
     from src.wandb_utils import create_wandb_logger, finish_run, log_model_artifact
 
@@ -62,8 +62,8 @@ def main_with_config(cfg: CartPoleConfig, resume_from: Path | None = None) -> di
             )
             trainer.fit(model, datamodule=datamodule, ckpt_path=run.resume_from)
             best_val_reward = best_score(trainer)  # one line, not a traceback, when there is none
-            tested = checkpoint_to_test(trainer)  # the best checkpoint, checked intact (RES-1)
-            (test_metrics,) = trainer.test(model, datamodule=datamodule, ckpt_path=tested)
+            check_best_checkpoint(trainer)  # intact, or the latest intact one stands in (RES-1)
+            (test_metrics,) = trainer.test(model, datamodule=datamodule, ckpt_path="best")
         finally:
             datamodule.close()  # RL-3: no worker process outlives the run, however it ends
         # test() loaded that checkpoint's weights into `model`: they are the ones we keep.

@@ -56,19 +56,21 @@ def best_score(trainer: L.Trainer) -> float:
     return float(callback.best_model_score)
 
 
-def checkpoint_to_test(trainer: L.Trainer) -> str:
-    """The checkpoint the final test loads: the best one, checked intact first (RES-1), since
-    a run killed while it tested may have left it cut. A damaged best checkpoint is reported
-    and the last one tested instead; with neither intact, a ConfigError (one line)."""
-    best = Path(trainer.checkpoint_callback.best_model_path)
+def check_best_checkpoint(trainer: L.Trainer) -> None:
+    """Check the checkpoint test(ckpt_path="best") will load (RES-1): a run killed while it
+    tested may have left it cut. A damaged one is reported and the latest intact one
+    stands in for it (ModelCheckpoint's best_model_path, which "best" names, points there);
+    with neither intact, a ConfigError (one line)."""
+    callback = trainer.checkpoint_callback
+    best = Path(callback.best_model_path)
     if (problem := checkpoint_problem(best)) is None:
-        return str(best)
+        return
     last = latest_checkpoint(run_dir_of(best))
-    if last is not None and checkpoint_problem(last) is None:
-        if trainer.is_global_zero:
-            print(f"warning: {best.name} is {problem}: testing {last.name} instead", file=sys.stderr)
-        return str(last)
-    raise ConfigError(f"{best} is {problem} and no other intact checkpoint is left to test; train afresh")
+    if last is None or checkpoint_problem(last) is not None:
+        raise ConfigError(f"{best} is {problem} and no other intact checkpoint is left to test; train afresh")
+    if trainer.is_global_zero:
+        print(f"warning: {best.name} is {problem}: testing {last.name} instead", file=sys.stderr)
+    callback.best_model_path = str(last)
 
 
 def load_module(
