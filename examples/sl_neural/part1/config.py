@@ -59,6 +59,8 @@ class DigitsConfig(SLNeuralConfig):
             found += data_path_problems(self.data_path, (self.label_column,))
         if not self.hidden_sizes or min(self.hidden_sizes) < 1:
             found.append(f"hidden_sizes {self.hidden_sizes}: give one or more positive layer widths")
+        if self.batch_size == 1:  # model.py's BatchNorm1d cannot train on one example at a time
+            found.append("batch_size 1: the model's BatchNorm needs at least 2 examples per training batch")
         if not 0 <= self.dropout < 1 or not 0 < self.lr_factor < 1:
             found.append(f"dropout {self.dropout}, lr_factor {self.lr_factor}: must be in [0, 1) and (0, 1)")
         return found
