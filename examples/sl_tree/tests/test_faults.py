@@ -21,6 +21,7 @@ import pytest
 from conftest import PARTS, ROOT, assert_report, part_module, slow
 
 from src.config import ConfigError
+from src.runs.atomic import write_text_atomic
 from src.runs.checkpoint_checks import checkpoint_problem
 from src.runs.metrics_jsonl import read_jsonl
 
@@ -187,6 +188,40 @@ def damage(path: Path, how: str) -> None:
         path.write_bytes(b"\0" * size)
     else:
         path.write_bytes(b"")
+
+
+WRITES_AND_WAITS = """
+import sys, time
+from pathlib import Path
+from src.runs.atomic import atomic_path
+with atomic_path(Path(sys.argv[1])) as temporary:
+    temporary.write_bytes(b"half a checkpoint")
+    print("writing", flush=True)
+    time.sleep(120)
+"""
+
+
+# RES-1: a writer killed in the middle of a write leaves its temporary file; the next
+# write of that file removes it, and never a live writer's.
+def test_a_temporary_file_left_by_a_killed_writer_goes_with_the_next_write(tmp_path):
+    target = tmp_path / "last.ckpt"
+
+    def writer() -> subprocess.Popen:
+        command = [sys.executable, "-c", WRITES_AND_WAITS, str(target)]
+        process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        assert process.stdout.readline() == "writing\n"
+        return process
+
+    killed, alive = writer(), writer()
+    killed.kill()
+    killed.wait()
+    assert len(partial_files(tmp_path)) == 2
+    write_text_atomic(target, "whole")
+    assert target.read_text() == "whole"
+    (left,) = partial_files(tmp_path)  # the live writer's
+    assert str(alive.pid) in left.name
+    alive.kill()
+    alive.wait()
 
 
 # Every damage on the neural part (the RL part where it is alone), one on the other:

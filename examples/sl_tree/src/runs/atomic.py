@@ -8,9 +8,11 @@ fails is a `WriteFailed` naming the file and the free space left.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
+import re
 import shutil
-import uuid
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,15 +21,20 @@ class WriteFailed(Exception):
     """A file of the run could not be written (full disk, quota, file-size limit)."""
 
 
+_writes = itertools.count()  # numbers this process's writes, for their temporary names
+
+
 @contextlib.contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
     """A temporary path to write `path`'s new content to; renamed over `path` when the
     block ends, removed if it fails. It keeps the suffix, for writers that pick the
     format from it (XGBoost, matplotlib)."""
     path = Path(path)
-    # A name of this writer's own: two processes writing one file (a sweep's workers and
-    # its sweep.json) must not rename or remove each other's temporary file.
-    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.partial{path.suffix}")
+    # A name of this write's own: two writers of one file (a sweep's workers and its
+    # sweep.json, from one machine or several) must not rename or remove each other's
+    # temporary file.
+    writer = f"{socket.gethostname()}-{os.getpid()}-{next(_writes)}"
+    temporary = path.with_name(f".{path.name}.{writer}.partial{path.suffix}")
     try:
         with translate_write_errors(path):
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -37,6 +44,28 @@ def atomic_path(path: Path) -> Iterator[Path]:
             os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)
+    _remove_abandoned(path)
+
+
+def _remove_abandoned(path: Path) -> None:
+    """Remove the temporary files of `path` that a process of this machine, killed in the
+    middle of a write (kill -9), left behind: as large as the file itself, they would
+    pile up, one for every such kill."""
+    name = re.compile(rf"\.{re.escape(path.name)}\.(.+)-(\d+)-\d+\.partial{re.escape(path.suffix)}")
+    for leftover in path.parent.glob(f".{path.name}.*.partial{path.suffix}"):
+        found = name.fullmatch(leftover.name)
+        if found and found[1] == socket.gethostname() and not _process_exists(int(found[2])):
+            leftover.unlink(missing_ok=True)
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0 sends nothing: it only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def write_text_atomic(path: Path, text: str) -> Path:
