@@ -192,8 +192,8 @@ class Terminated(SystemExit):
     terminal or ssh session closed)."""
 
 
-# The hang-ups this process has received: Lightning reports them as a SIGTERMException,
-# and the exit status names the signal that came.
+# The SIGTERMs and SIGHUPs received since the run (or sweep) began: Lightning reports
+# either as a SIGTERMException, and the exit status names the last one that came.
 _stop_signals: list[int] = []
 
 
@@ -205,6 +205,7 @@ def sigterm_unwinds() -> Iterator[None]:
     128 + the signal's number (143, 129)."""
 
     def terminate(signum: int, frame: object) -> None:
+        _stop_signals.append(signum)
         # Inside fit and test Lightning has a SIGTERM handler of its own, which stops at
         # the end of the batch (SIGTERMException, given its status by start_run): raised
         # here, mid-step, it could leave Lightning's profiler or loops half-updated.
@@ -220,6 +221,7 @@ def sigterm_unwinds() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
         yield
         return
+    _stop_signals.clear()
     previous = {
         signal.SIGTERM: signal.signal(signal.SIGTERM, terminate),
         signal.SIGHUP: signal.signal(signal.SIGHUP, hang_up),
