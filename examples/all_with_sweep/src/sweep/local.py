@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import optuna
+import psutil
 from optuna.samplers import BaseSampler
 from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend, JournalFileSymlinkLock
@@ -237,7 +238,7 @@ def requeue_dead_workers_trials(study: optuna.Study, recorded: Sequence[Trial] =
     in_record = {trial.number: trial for trial in recorded}
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         host, _, pid = str(trial.user_attrs.get("worker", "")).rpartition(":")
-        if host != socket.gethostname() or not pid.isdigit() or _alive(int(pid)):
+        if host != socket.gethostname() or not pid.isdigit() or psutil.pid_exists(int(pid)):
             continue
         number = trial.user_attrs.get(NUMBER)
         if number in in_record:  # its end was recorded, but lost from a damaged journal
@@ -289,18 +290,6 @@ def _tell(study: optuna.Study, asked: optuna.Trial | int, trial: Trial) -> None:
 def _missing_from_study(study: optuna.Study, recorded: list[Trial]) -> list[Trial]:
     in_study = {t.user_attrs.get(NUMBER) for t in study.get_trials(deepcopy=False)}
     return [trial for trial in recorded if trial.number not in in_study]
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
 
 
 def _add_ended(

@@ -16,6 +16,8 @@ import socket
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
+
 
 class WriteFailed(Exception):
     """A file of the run could not be written (full disk, quota, file-size limit)."""
@@ -54,18 +56,8 @@ def _remove_abandoned(path: Path) -> None:
     name = re.compile(rf"\.{re.escape(path.name)}\.(.+)-(\d+)-\d+\.partial{re.escape(path.suffix)}")
     for leftover in path.parent.glob(f".{path.name}.*.partial{path.suffix}"):
         found = name.fullmatch(leftover.name)
-        if found and found[1] == socket.gethostname() and not _process_exists(int(found[2])):
+        if found and found[1] == socket.gethostname() and not psutil.pid_exists(int(found[2])):
             leftover.unlink(missing_ok=True)
-
-
-def _process_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)  # signal 0 sends nothing: it only asks whether the process exists
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
 
 
 def write_text_atomic(path: Path, text: str) -> Path:
