@@ -62,7 +62,7 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
     # config.json back, so the next --resume still works.
     config_path = run_dir / "config.json"
     previous_config = config_path.read_text() if resume_from and config_path.is_file() else None
-    with console as log_file, sigterm_unwinds():
+    with console as log_file, hangup_and_sigterm_unwind():
         if log_file is not None:
             write_text_atomic(config_path, cfg.to_json() + "\n")
             # A Lightning part records the processes its Trainer starts too (RunInfoCallback).
@@ -198,7 +198,7 @@ _stop_signals: list[int] = []
 
 
 @contextlib.contextmanager
-def sigterm_unwinds() -> Iterator[None]:
+def hangup_and_sigterm_unwind() -> Iterator[None]:
     """SIGTERM and SIGHUP unwind the run (or sweep) like Ctrl-C instead of ending the
     process on the spot: run.json says "interrupted" (the babysitter leaves it alone,
     `--resume auto` continues it), W&B and console.log are closed, and the exit status is

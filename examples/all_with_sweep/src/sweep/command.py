@@ -21,7 +21,7 @@ from src.config import ConfigError
 from src.ops.gpu_lock import GpuLock
 from src.runs.atomic import write_text_atomic
 from src.runs.directory import STAMP_FORMAT
-from src.runs.lifetime import signals_wait_for_cleanup, sigterm_unwinds
+from src.runs.lifetime import hangup_and_sigterm_unwind, signals_wait_for_cleanup
 from src.sweep.records import CONFIG_FILE, SUMMARY_FILE, SweepState
 from src.sweep.resume import find_sweep, join_sweep, saved_config, try_lock
 from src.sweep.runner import Sweep
@@ -152,7 +152,7 @@ def _run(sweep: Sweep, engine: str, trials: int, seed: int, sweep_id: str | None
     """Run the sweep's trials; Ctrl-C, SIGTERM and SIGHUP end it quietly, summary.md
     written, with status 130, 143 or 129, and --resume continues it."""
     try:
-        with sigterm_unwinds(), GpuLock(), exit_on_bad_input():
+        with hangup_and_sigterm_unwind(), GpuLock(), exit_on_bad_input():
             # OPS-1: a sweep queues behind other GPU jobs like a single run
             if engine == "local":
                 if len(sweep.trials) >= trials:
