@@ -123,8 +123,9 @@ def first_episodes(env: EnvBase, policy: TensorDictModuleBase, count: int) -> Te
     env whose episode ended is reset and steps with the others. The sums are kept here,
     not by RewardSum and StepCounter transforms: a fifth of an evaluation step."""
     device = next(policy.parameters()).device
-    # The envs step on the CPU. Moving their steps to the CPU would copy each one into a
-    # TensorDict that checks the device of every later write: a tenth of a CartPole step.
+    # The envs step on the CPU: a policy on a GPU acts on a copy of their state, and only its
+    # action comes back. Moving whole steps would copy each into a TensorDict that checks
+    # the device of every later write: a tenth of a CartPole step.
     move = device.type != "cpu"
     returns, lengths = torch.zeros(count), torch.zeros(count, dtype=torch.int64)
     ended = torch.zeros(count, dtype=torch.bool)
@@ -132,7 +133,11 @@ def first_episodes(env: EnvBase, policy: TensorDictModuleBase, count: int) -> Te
     with set_exploration_type(ExplorationType.DETERMINISTIC), torch.no_grad():
         state = env.reset()
         for _ in range(EVAL_MAX_STEPS):
-            step, state = env.step_and_maybe_reset(policy(state.to(device) if move else state))
+            if move:
+                state[env.action_key] = policy(state.to(device))[env.action_key].cpu()
+            else:
+                policy(state)
+            step, state = env.step_and_maybe_reset(state)
             playing = ~ended
             # RL-9: the step's reward and done flag are in its "next" entry.
             returns += step["next", "reward"][:count].reshape(count) * playing
