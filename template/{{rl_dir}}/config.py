@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from src.config import RLConfig
+from src.rl.config import RLConfig
 
 
 @dataclass

@@ -246,4 +246,4 @@ def save_model(model: PPOModule, path: Path) -> Path | None:
 
 def load_model_from_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> PPOModule:
     """A model from `save_model()` output or a Lightning .ckpt, in eval mode (LIT-3, RES-3)."""
-    return load_module(PPOModule, path, map_location)
+    return load_module(lambda hyperparameters: PPOModule(**hyperparameters), path, map_location)

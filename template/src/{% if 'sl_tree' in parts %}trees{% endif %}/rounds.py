@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 import xgboost as xgb
 from xgboost import collective
 
-from src.config import SLTreeConfig
 from src.ops.hardware import collect_system_metrics
 from src.runs.atomic import atomic_path
 from src.runs.directory import stop_file_paths, stop_requested
 from src.runs.metrics_jsonl import append_jsonl, drop_metrics_from_step, higher_is_better, read_jsonl
+from src.trees.config import SLTreeConfig
 
 if TYPE_CHECKING:  # only when --loggers asks for them does Lightning load (src.runs.loggers)
     from lightning.pytorch.loggers import Logger
