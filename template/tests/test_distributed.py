@@ -186,8 +186,23 @@ def test_two_process_test_metrics_equal_one_process_testing_the_same_checkpoint(
 
 def one_process_test(kind: str, run_dir: Path) -> tuple[dict[str, float], L.LightningModule]:
     """The test metrics of a run's best.ckpt, tested by this process alone, and the module."""
-    config, data, model = (part_module(kind, name) for name in ("config", "data", "model"))
+    config, model = part_module(kind, "config"), part_module(kind, "model")
     cfg = next(iter(config.CONFIGS.values())).from_json((run_dir / "config.json").read_text())
+    module = model.load_model_from_checkpoint(run_dir / "checkpoints" / "best.ckpt")
+    trainer = L.Trainer(
+        accelerator="cpu", devices=1, logger=False, enable_progress_bar=False, enable_model_summary=False
+    )
+    (metrics,) = trainer.test(module, datamodule=datamodule_of(kind, cfg), verbose=False)
+    return metrics, module
+
+
+def datamodule_of(kind: str, cfg) -> L.LightningDataModule:
+    """The DataModule the part's train.py builds for `cfg`."""
+    data = part_module(kind, "data")
+    if kind == "sl_neural":
+        from src.neural.data import TableDataModule
+
+        return TableDataModule(cfg, data)
     (datamodule_cls,) = {
         value
         for value in vars(data).values()
@@ -195,12 +210,7 @@ def one_process_test(kind: str, run_dir: Path) -> tuple[dict[str, float], L.Ligh
         and issubclass(value, L.LightningDataModule)
         and value.__module__ == data.__name__
     }
-    module = model.load_model_from_checkpoint(run_dir / "checkpoints" / "best.ckpt")
-    trainer = L.Trainer(
-        accelerator="cpu", devices=1, logger=False, enable_progress_bar=False, enable_model_summary=False
-    )
-    (metrics,) = trainer.test(module, datamodule=datamodule_cls(cfg), verbose=False)
-    return metrics, module
+    return datamodule_cls(cfg)
 
 
 @slow
