@@ -1,7 +1,9 @@
 """OPS-4: experiments are recorded under experiments/, problems under issues/.
 
-Each record is a Markdown file with YAML front matter: a `type`, a `status` and
-the fields of its type, so `python -m src.ops.records list` can tabulate them.
+Each record is a Markdown file with YAML front matter: a `type`, a `status` (edited by
+hand: an experiment is planned, running, done or abandoned; an issue open, investigating,
+fixed or wontfix) and the fields of its type, so `python -m src.ops.records list` can
+tabulate them.
 
     python -m src.ops.records experiment "wider MLP" --hypothesis "more width helps"
     python -m src.ops.records issue "loss went NaN in epoch 12" --type divergence
@@ -20,8 +22,6 @@ import tyro
 
 from src.runs.atomic import write_text_atomic
 
-EXPERIMENT_STATUSES = ("planned", "running", "done", "abandoned")
-ISSUE_STATUSES = ("open", "investigating", "fixed", "wontfix")
 # The fields each issue type carries beyond the common ones.
 ISSUE_FIELDS = {
     "crash": ("exit_status", "last_checkpoint", "traceback"),
