@@ -132,31 +132,33 @@ def demo(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def bench(session: nox.Session) -> None:
-    """Render every part into build/bench, install it and run each part's benchmark (the
-    neural part on the bundled table and on 20k and 200k rows; the tree part with W&B off
-    and offline, on the bundled table and 50 times its rows, and a whole run against a bare
-    script), then start-up and smoke walls (benchmarks/startup.py) and the CartPole race
-    against stable-baselines3 (see race); figures land in build/bench/*.json. Not part of
-    CI: the figures need a quiet machine. `nox -s bench -- --no-race` skips the race."""
+    """Render every part into build/bench, install it and run the part benchmarks on it
+    (benchmarks/sl_neural_epochs.py on the bundled table and on 20k and 200k rows;
+    benchmarks/sl_tree_rounds.py with W&B off and offline, on the bundled table and 50
+    times its rows, and a whole run against a bare script; benchmarks/rl_frames.py), then
+    start-up and smoke walls (benchmarks/startup.py) and the CartPole race against
+    stable-baselines3 (see race); figures land in build/bench/*.json. Not part of CI: the
+    figures need a quiet machine. `nox -s bench -- --no-race` skips the race."""
     install(session, "copier")
     project = render(session, ROOT / "build" / "bench" / "project", ALL_PARTS)
     session.install("-c", str(CONSTRAINTS), f"{project}[dev]")
     results = ROOT / "build" / "bench"
     neural, tree, rl = (PART_DIRS[name] for name in ("{{sl_neural_dir}}", "{{sl_tree_dir}}", "{{rl_dir}}"))
     tree_rows_x50 = ["--scale", "50", "--repeats", "7", "--end-to-end-repeats", "0"]
-    runs = {  # the JSON file's name: the part, the arguments
-        neural: (neural, []),
-        f"{neural}-rows-x11": (neural, ["--scale", "11", "--repeats", "3"]),
-        f"{neural}-rows-x110": (neural, ["--scale", "110", "--repeats", "2", "--epochs", "3"]),
-        tree: (tree, []),
-        f"{tree}-wandb": (tree, ["--with-wandb", "--end-to-end-repeats", "0"]),
-        f"{tree}-rows-x50": (tree, tree_rows_x50),
-        f"{tree}-rows-x50-wandb": (tree, [*tree_rows_x50, "--with-wandb"]),
-        rl: (rl, []),
+    runs = {  # the JSON file's name: the benchmark, the arguments
+        neural: ("sl_neural_epochs", []),
+        f"{neural}-rows-x11": ("sl_neural_epochs", ["--scale", "11", "--repeats", "3"]),
+        f"{neural}-rows-x110": ("sl_neural_epochs", ["--scale", "110", "--repeats", "2", "--epochs", "3"]),
+        tree: ("sl_tree_rounds", []),
+        f"{tree}-wandb": ("sl_tree_rounds", ["--with-wandb", "--end-to-end-repeats", "0"]),
+        f"{tree}-rows-x50": ("sl_tree_rounds", tree_rows_x50),
+        f"{tree}-rows-x50-wandb": ("sl_tree_rounds", [*tree_rows_x50, "--with-wandb"]),
+        rl: ("rl_frames", []),
     }
-    for name, (part, arguments) in runs.items():
-        with session.chdir(project):
-            session.run("python", "-m", f"{part}.benchmark", *arguments, "--json", f"{results / name}.json")
+    for name, (benchmark, arguments) in runs.items():
+        script, figures = ROOT / "benchmarks" / f"{benchmark}.py", f"{results / name}.json"
+        with session.chdir(project):  # where the part's own commands run
+            session.run("python", str(script), "--project", ".", *arguments, "--json", figures)
     python = session.virtualenv.bin + "/python"
     startup = ["--project", str(project), "--python", python, "--json", str(results / "startup.json")]
     session.run("python", str(ROOT / "benchmarks" / "startup.py"), *startup)

@@ -18,7 +18,7 @@ SRC_MODULES = """
     training/trainer
     runs/__init__ runs/atomic runs/checkpoint_checks runs/console runs/directory
     runs/launch runs/lifetime runs/loggers runs/metrics_jsonl runs/provenance
-    ops/__init__ ops/babysit ops/benchmarks ops/gpu_lock ops/hardware ops/memory ops/records
+    ops/__init__ ops/babysit ops/gpu_lock ops/hardware ops/memory ops/records
     report/__init__ report/__main__ report/comparison report/figures report/run_files report/run_report
 """
 CALLBACKS = """
@@ -63,15 +63,14 @@ SWEEP_MODULES = "__init__ command local records resume runner spec wandb_sweep"
 
 # Files a part kind adds beyond the four of every part; {part} is its folder.
 KIND_FILES = {
-    "sl_neural": ["{part}/benchmark.py"],
+    "sl_neural": [],
     "sl_tree": [
-        "{part}/benchmark.py",
         "src/trees/__init__.py",
         "src/trees/rounds.py",
         "src/trees/cluster.py",
         "src/trees/plots.py",
     ],
-    "rl": ["{part}/envs.py", "{part}/benchmark.py"],
+    "rl": ["{part}/envs.py"],
 }
 
 
@@ -139,7 +138,7 @@ def test_readme_says_where_each_src_module_and_package_lives(copie, parts):
 
 def test_a_tree_only_project_numbers_its_part_1(copie):
     result = copie.copy(extra_answers={"parts": ["sl_tree"]})
-    assert (result.project_dir / "part1" / "benchmark.py").is_file()
+    assert not (result.project_dir / "part2").exists()
     assert "from part1.config import CONFIGS" in (result.project_dir / "part1" / "train.py").read_text()
 
 

@@ -1,8 +1,10 @@
-"""How much the pipeline adds to a bare Lightning Trainer's training epoch.
+"""How much a rendered project's neural pipeline adds to a bare Lightning Trainer's
+training epoch.
 
-    python -m <this part>.benchmark --config baseline --repeats 5 [--scale 11] [--epochs 4]
+    python benchmarks/sl_neural_epochs.py --project DIR [--part part1] [--config baseline]
+        [--repeats 5] [--scale 11] [--epochs 4] [--json FILE]
 
-Times the epochs of this part's pipeline (build_trainer: every callback, the
+Times the epochs of the part's pipeline (build_trainer: every callback, the
 profiler, the checkpoints and metrics.jsonl; W&B off) against a bare
 `lightning.Trainer` (no logger, checkpoint, callback or profiler of ours) fitting
 the same module on the same DataModule, against the bare Trainer on a default
@@ -11,12 +13,25 @@ against a plain PyTorch loop (the same model, AdamW and data loaders, no Lightni
 alternating the four, and prints the ratios of their median epoch times.
 Validation is part of every epoch; each fit's first epoch (warm-up) is left out.
 --scale K repeats the table's rows K times: the per-step share of the cost shows on
-an epoch of many steps. --json FILE writes the figures.
+an epoch of many steps. --json FILE writes the figures. Run it with the project's
+Python; `nox -s bench` does.
 """
+
+# ruff: noqa: E402 - the project's modules are imported once its path is known
 
 from __future__ import annotations
 
 import argparse
+
+from harness import alternate, medians, parse_and_import, recorded
+
+PARSER = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+PARSER.add_argument("--config", default="baseline")
+PARSER.add_argument("--repeats", type=int, default=5, help="fits of each, alternating")
+PARSER.add_argument("--scale", type=int, default=1, help="repeat the table's rows this many times")
+PARSER.add_argument("--epochs", type=int, default=4, help="epochs a fit; the first is not timed")
+ARGS, PART = parse_and_import(PARSER, "sl_neural")
+
 import dataclasses
 import itertools
 import sys
@@ -30,15 +45,10 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
-from src.ops.benchmarks import alternate, medians, recorded
 from src.runs.lifetime import start_run
 from src.training.optim import adamw
 from src.training.precision import choose_precision
 from src.training.trainer import build_trainer
-
-from .config import CONFIGS, DigitsConfig
-from .data import DigitsDataModule, load_table
-from .model import build_model
 
 
 class EpochClock(L.Callback):
@@ -60,7 +70,7 @@ class EpochClock(L.Callback):
         return [end - start for start, end in zip(self.marks[1:], self.marks[2:], strict=False)]
 
 
-class DefaultLoaderDataModule(DigitsDataModule):
+class DefaultLoaderDataModule(PART.data.DigitsDataModule):
     """The same split served as a bare Lightning script serves it: a default DataLoader
     over a TensorDataset, collating a batch from single rows."""
 
@@ -72,11 +82,11 @@ class DefaultLoaderDataModule(DigitsDataModule):
         return DataLoader(TensorDataset(*self.val_dataset.tensors), batch_size=self.batch_size)
 
 
-def fit_epochs(cfg: DigitsConfig, pipeline: bool, default_loader: bool = False) -> tuple[list[float], int]:
+def fit_epochs(cfg, pipeline: bool, default_loader: bool = False) -> tuple[list[float], int]:
     """The steady epochs' seconds, and the batches of an epoch."""
     L.seed_everything(cfg.seed)
-    datamodule = (DefaultLoaderDataModule if default_loader else DigitsDataModule)(cfg)
-    model, clock = build_model(cfg), EpochClock()
+    datamodule = (DefaultLoaderDataModule if default_loader else PART.data.DigitsDataModule)(cfg)
+    model, clock = PART.model.build_model(cfg), EpochClock()
     arguments = {
         "accumulate_grad_batches": cfg.gradient_accumulation_steps,
         "gradient_clip_val": cfg.gradient_clip_val,
@@ -103,11 +113,11 @@ def fit_epochs(cfg: DigitsConfig, pipeline: bool, default_loader: bool = False) 
     return clock.steady_epochs(), clock.batches
 
 
-def plain_loop_epochs(cfg: DigitsConfig) -> list[float]:
+def plain_loop_epochs(cfg) -> list[float]:
     """The same model, AdamW and loaders in a loop of plain PyTorch: forward, loss,
     backward, gradient clipping, step, then a validation pass, for the same epochs."""
     L.seed_everything(cfg.seed)
-    datamodule, model = DigitsDataModule(cfg), build_model(cfg)
+    datamodule, model = PART.data.DigitsDataModule(cfg), PART.model.build_model(cfg)
     datamodule.setup("fit")
     optimizer = adamw(model, cfg.learning_rate, cfg.weight_decay)
     train_loader, val_loader = datamodule.train_dataloader(), datamodule.val_dataloader()
@@ -129,20 +139,12 @@ def plain_loop_epochs(cfg: DigitsConfig) -> list[float]:
     return [end - start for start, end in itertools.pairwise(marks[1:])]  # the first is warm-up
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", default="baseline", choices=list(CONFIGS))
-    parser.add_argument("--repeats", type=int, default=5, help="fits of each, alternating")
-    parser.add_argument("--scale", type=int, default=1, help="repeat the table's rows this many times")
-    parser.add_argument("--epochs", type=int, default=4, help="epochs a fit; the first is not timed")
-    parser.add_argument("--json", type=Path, help="write the figures to this file")
-    args = parser.parse_args(argv)
-
-    cfg = CONFIGS[args.config]()
+def main(args: argparse.Namespace) -> None:
+    cfg = PART.config.CONFIGS[args.config]()
     batches = {}
     with recorded(args.json) as figures, tempfile.TemporaryDirectory() as scratch:
         table = Path(scratch) / "table.csv"
-        pd.concat([load_table(cfg)] * args.scale).to_csv(table, index=False)
+        pd.concat([PART.data.load_table(cfg)] * args.scale).to_csv(table, index=False)
         timed = dataclasses.replace(
             cfg,
             data_path=str(table),
@@ -184,4 +186,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(ARGS)

@@ -1,8 +1,9 @@
-"""How much the pipeline adds to XGBoost's own training time.
+"""How much a rendered project's tree pipeline adds to XGBoost's own training time.
 
-    python -m <this part>.benchmark --config baseline --repeats 15 [--scale 50] [--with-wandb]
+    python benchmarks/sl_tree_rounds.py --project DIR [--part part2] [--config baseline]
+        [--repeats 15] [--scale 50] [--with-wandb] [--end-to-end-repeats 5] [--json FILE]
 
-Times `train_booster` with every callback the pipeline runs (metrics, early
+Times the part's `train_booster` with every callback the pipeline runs (metrics, early
 stopping, STOP file, wall-clock budget, the checkpoint written when training ends)
 against a bare `xgb.train` with the same parameters, data and early stopping,
 alternating the two in one process, and prints the ratio of their medians. Plots
@@ -21,12 +22,28 @@ figures.
 
 Then, unless --end-to-end-repeats is 0, a whole run in this process (`main_with_config`:
 run directory, metrics, checkpoint, test, model, plots, SHAP and report; W&B off)
-against a bare script's load, split, train and predict on the same data.
+against a bare script's load, split, train and predict on the same data. Run it with
+the project's Python; `nox -s bench` does.
 """
+
+# ruff: noqa: E402 - the project's modules are imported once its path is known
 
 from __future__ import annotations
 
 import argparse
+
+from harness import alternate, medians, parse_and_import, recorded
+
+PARSER = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+PARSER.add_argument("--config", default="baseline")
+PARSER.add_argument("--repeats", type=int, default=15)
+PARSER.add_argument("--scale", type=int, default=1, help="repeat the training rows this many times")
+PARSER.add_argument("--with-wandb", action="store_true", help="log the rounds to offline W&B runs too")
+PARSER.add_argument(
+    "--end-to-end-repeats", type=int, default=5, help="whole runs against a bare script (0: none)"
+)
+ARGS, PART = parse_and_import(PARSER, "sl_tree", ("config", "data", "model", "train"))
+
 import contextlib
 import dataclasses
 import functools
@@ -41,38 +58,21 @@ import wandb
 import xgboost as xgb
 from wandb.integration.xgboost import WandbCallback
 
-from src.ops.benchmarks import alternate, medians, recorded
 from src.trees.rounds import RoundLoggers, round_callbacks
-
-from .config import CONFIGS, DiabetesConfig
-from .data import load_split
-from .model import booster_params, predict, train_booster, training_matrices
-from .train import main_with_config
 
 QUIET = wandb.Settings(silent=True)  # no banner and summary around every timed call
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", default="baseline", choices=list(CONFIGS))
-    parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument("--scale", type=int, default=1, help="repeat the training rows this many times")
-    parser.add_argument("--with-wandb", action="store_true", help="log the rounds to offline W&B runs too")
-    parser.add_argument(
-        "--end-to-end-repeats", type=int, default=5, help="whole runs against a bare script (0: none)"
-    )
-    parser.add_argument("--json", type=Path, help="write the figures to this file")
-    args = parser.parse_args(argv)
-
-    cfg = CONFIGS[args.config]()
-    split = load_split(cfg)
+def main(args: argparse.Namespace) -> None:
+    cfg = PART.config.CONFIGS[args.config]()
+    split = PART.data.load_split(cfg)
     split = dataclasses.replace(
         split,
         train_features=pd.concat([split.train_features] * args.scale),
         train_labels=pd.concat([split.train_labels] * args.scale),
     )
-    train, val = training_matrices(split)
-    params = booster_params(cfg)
+    train, val = PART.model.training_matrices(split)
+    params = PART.model.booster_params(cfg)
     with recorded(args.json) as figures, tempfile.TemporaryDirectory() as scratch:
         run_dir = Path(scratch)
 
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> None:
             # W&B only: TensorBoard and CSV are no part of what is timed.
             loggers = RoundLoggers(wandb.run, wandb_every=cfg.wandb_every_n_rounds)
             callbacks = round_callbacks(cfg, run_dir, loggers, cfg.eval_metric, cfg.checkpoint_minutes)
-            return train_booster(cfg, train, val, callbacks)
+            return PART.model.train_booster(cfg, train, val, callbacks)
 
         def bare(wandb_callback: bool = False) -> xgb.Booster:
             # W&B's own callback for XGBoost logs a history row every round, as the pipeline does.
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def bare_xgb_train(
-    cfg: DiabetesConfig,
+    cfg,
     params: dict,
     train: xgb.DMatrix,
     val: xgb.DMatrix,
@@ -153,7 +153,7 @@ def bare_xgb_train(
     )
 
 
-def end_to_end(cfg: DiabetesConfig, repeats: int, base_dir: Path) -> dict:
+def end_to_end(cfg, repeats: int, base_dir: Path) -> dict:
     """Seconds of a whole run in this process against a bare script's, medians printed."""
     run_cfg = dataclasses.replace(
         cfg, wandb_mode="disabled", output=dataclasses.replace(cfg.output, base_dir=str(base_dir))
@@ -161,12 +161,12 @@ def end_to_end(cfg: DiabetesConfig, repeats: int, base_dir: Path) -> dict:
 
     def whole_run() -> None:
         with contextlib.redirect_stdout(io.StringIO()):  # its round lines and summary
-            main_with_config(run_cfg)
+            PART.train.main_with_config(run_cfg)
 
     def bare_script() -> None:
-        split = load_split(cfg)
-        booster = bare_xgb_train(cfg, booster_params(cfg), *training_matrices(split))
-        predict(booster[: booster.best_iteration + 1], split.test_features)
+        split = PART.data.load_split(cfg)
+        booster = bare_xgb_train(cfg, PART.model.booster_params(cfg), *PART.model.training_matrices(split))
+        PART.model.predict(booster[: booster.best_iteration + 1], split.test_features)
 
     def timed(run: Callable[[], None]) -> list[float]:
         started = time.perf_counter()
@@ -185,4 +185,4 @@ def end_to_end(cfg: DiabetesConfig, repeats: int, base_dir: Path) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    main(ARGS)

@@ -1,7 +1,8 @@
-"""Frames per second: layouts of the environments, and the Lightning PPO loop
-against a plain TorchRL loop, on the same config in the same run.
+"""Frames per second of a rendered project's RL part: layouts of the environments, and
+the Lightning PPO loop against a plain TorchRL loop, on the same config in the same run.
 
-    python -m <this part>.benchmark --config baseline [--batches 20] [--epochs 8] [--json FILE]
+    python benchmarks/rl_frames.py --project DIR [--part part3] [--config baseline]
+        [--batches 20] [--epochs 8] [--repeats 3] [--json FILE]
 
 1. Environments: a Collector with a random policy over `num_envs` envs laid out as
    `env_workers` worker processes (ParallelEnv) of num_envs / env_workers each, for
@@ -14,36 +15,47 @@ against a plain TorchRL loop, on the same config in the same run.
    Lightning, W&B or evaluation. KL early stopping is off in both, so both make the
    same number of updates. The pipeline's frames per second are given without its
    evaluation episodes, to compare like with like, and with them.
+
+Run it with the project's Python; `nox -s bench` does. The part's package is imported
+before torch, as its train command imports it: it sets the math threads per process.
 """
+
+# ruff: noqa: E402 - the project's modules are imported once its path is known
 
 from __future__ import annotations
 
 import argparse
+
+from harness import alternate, medians, parse_and_import, recorded
+
+PARSER = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+PARSER.add_argument("--config", default="baseline")
+PARSER.add_argument("--batches", type=int, default=20, help="collections timed per environment layout")
+PARSER.add_argument("--epochs", type=int, default=8, help="Lightning epochs of PPO timed")
+PARSER.add_argument("--repeats", type=int, default=3, help="timings of each contender, taken in turn")
+ARGS, PART = parse_and_import(PARSER, "rl")
+
 import dataclasses
 import functools
 import statistics
 import tempfile
 import time
-from pathlib import Path
 
 import lightning as L
 import torch
 from torchrl.collectors import Collector
 
-from src.ops.benchmarks import alternate, medians, recorded
 from src.runs.lifetime import start_run
 from src.training.optim import adamw
 from src.training.trainer import build_trainer
 
-from .config import CONFIGS, CartPoleConfig
-from .data import RolloutDataModule, make_training_env
-from .model import build_model
 
-
-def environment_fps(cfg: CartPoleConfig, batches: int) -> tuple[float, float, float]:
+def environment_fps(cfg, batches: int) -> tuple[float, float, float]:
     """Frames per second of a random policy, and the seconds to start and to shut down."""
     started = time.perf_counter()
-    collector = Collector(make_training_env(cfg, cfg.seed), None, frames_per_batch=cfg.frames_per_batch)
+    collector = Collector(
+        PART.data.make_training_env(cfg, cfg.seed), None, frames_per_batch=cfg.frames_per_batch
+    )
     frames = iter(collector)
     next(frames)  # warm-up: workers started, first reset done
     start_seconds = time.perf_counter() - started
@@ -56,7 +68,7 @@ def environment_fps(cfg: CartPoleConfig, batches: int) -> tuple[float, float, fl
     return fps, start_seconds, time.perf_counter() - started
 
 
-def layouts(cfg: CartPoleConfig) -> list[int]:
+def layouts(cfg) -> list[int]:
     """env_workers values to compare: the config's, 0, 2 and one per env, where they divide."""
     counts = dict.fromkeys([cfg.env_workers, 0, 2, cfg.num_envs])
     return [count for count in counts if count == 0 or cfg.num_envs % count == 0]
@@ -89,12 +101,12 @@ class SteadyStateClock(L.Callback):
         self.fps, self.fps_with_evaluation = frames / (seconds - self.evaluating), frames / seconds
 
 
-def pipeline_fps(cfg: CartPoleConfig) -> tuple[float, float]:
+def pipeline_fps(cfg) -> tuple[float, float]:
     """Frames per second of training, and of training with its evaluations."""
     with start_run(cfg) as run:  # the run directory and run.json that the callbacks write to
         L.seed_everything(cfg.seed)
-        datamodule = RolloutDataModule(cfg)
-        model = build_model(cfg, *datamodule.observation_and_action_sizes())
+        datamodule = PART.data.RolloutDataModule(cfg)
+        model = PART.model.build_model(cfg, *datamodule.observation_and_action_sizes())
         trainer = build_trainer(
             cfg,
             run.dir,
@@ -114,10 +126,10 @@ def pipeline_fps(cfg: CartPoleConfig) -> tuple[float, float]:
     return clock.fps, clock.fps_with_evaluation
 
 
-def plain_torchrl_fps(cfg: CartPoleConfig, iterations: int) -> float:
+def plain_torchrl_fps(cfg, iterations: int) -> float:
     torch.manual_seed(cfg.seed)
-    datamodule = RolloutDataModule(cfg)  # only for the sizes; the loop below is plain TorchRL
-    module = build_model(cfg, *datamodule.observation_and_action_sizes())
+    datamodule = PART.data.RolloutDataModule(cfg)  # only for the sizes; the loop below is plain TorchRL
+    module = PART.model.build_model(cfg, *datamodule.observation_and_action_sizes())
     policy, critic, advantage, loss_module = (
         module.policy,
         module.critic,
@@ -126,7 +138,7 @@ def plain_torchrl_fps(cfg: CartPoleConfig, iterations: int) -> float:
     )
     optimizer = adamw(module, cfg.learning_rate, cfg.weight_decay)
     collector = Collector(
-        make_training_env(cfg, cfg.seed),
+        PART.data.make_training_env(cfg, cfg.seed),
         policy,
         frames_per_batch=cfg.frames_per_batch,
         auto_register_policy_transforms=False,  # as the pipeline's collector (data.py)
@@ -155,19 +167,12 @@ def plain_torchrl_fps(cfg: CartPoleConfig, iterations: int) -> float:
         collector.shutdown()
 
 
-def layout_name(cfg: CartPoleConfig, workers: int) -> str:
+def layout_name(cfg, workers: int) -> str:
     return f"{workers} workers x {cfg.num_envs // workers} envs" if workers else "this process"
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", default="baseline", choices=list(CONFIGS))
-    parser.add_argument("--batches", type=int, default=20, help="collections timed per environment layout")
-    parser.add_argument("--epochs", type=int, default=8, help="Lightning epochs of PPO timed")
-    parser.add_argument("--repeats", type=int, default=3, help="timings of each contender, taken in turn")
-    parser.add_argument("--json", type=Path, help="write the figures to this file")
-    args = parser.parse_args(argv)
-    cfg = CONFIGS[args.config]()
+def main(args: argparse.Namespace) -> None:
+    cfg = PART.config.CONFIGS[args.config]()
 
     with recorded(args.json) as figures, tempfile.TemporaryDirectory() as scratch:
         setting = f"{cfg.num_envs} x {cfg.env_name}, random policy, {cfg.frames_per_batch} frames a batch"
@@ -230,4 +235,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(ARGS)
