@@ -45,6 +45,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
+from src.neural.data import TableDataModule
 from src.runs.lifetime import start_run
 from src.training.optim import adamw
 from src.training.precision import choose_precision
@@ -70,7 +71,7 @@ class EpochClock(L.Callback):
         return [end - start for start, end in zip(self.marks[1:], self.marks[2:], strict=False)]
 
 
-class DefaultLoaderDataModule(PART.data.DigitsDataModule):
+class DefaultLoaderDataModule(TableDataModule):
     """The same split served as a bare Lightning script serves it: a default DataLoader
     over a TensorDataset, collating a batch from single rows."""
 
@@ -85,7 +86,7 @@ class DefaultLoaderDataModule(PART.data.DigitsDataModule):
 def fit_epochs(cfg, pipeline: bool, default_loader: bool = False) -> tuple[list[float], int]:
     """The steady epochs' seconds, and the batches of an epoch."""
     L.seed_everything(cfg.seed)
-    datamodule = (DefaultLoaderDataModule if default_loader else PART.data.DigitsDataModule)(cfg)
+    datamodule = (DefaultLoaderDataModule if default_loader else TableDataModule)(cfg, PART.data)
     model, clock = PART.model.build_model(cfg), EpochClock()
     arguments = {
         "accumulate_grad_batches": cfg.gradient_accumulation_steps,
@@ -117,8 +118,9 @@ def plain_loop_epochs(cfg) -> list[float]:
     """The same model, AdamW and loaders in a loop of plain PyTorch: forward, loss,
     backward, gradient clipping, step, then a validation pass, for the same epochs."""
     L.seed_everything(cfg.seed)
-    datamodule, model = PART.data.DigitsDataModule(cfg), PART.model.build_model(cfg)
+    datamodule = TableDataModule(cfg, PART.data)
     datamodule.setup("fit")
+    model = PART.model.build_network(cfg, datamodule.num_features, len(datamodule.classes))
     optimizer = adamw(model, cfg.learning_rate, cfg.weight_decay)
     train_loader, val_loader = datamodule.train_dataloader(), datamodule.val_dataloader()
     marks = []
