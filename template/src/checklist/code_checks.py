@@ -60,6 +60,31 @@ def never_uses(project: Project, paths: list[str], name: str, advice: str) -> No
         require(name not in names(project.tree(path)), f"{path} uses {name}; {advice}")
 
 
+Rule = Callable[[Project, Part], object]
+
+
+def rules(item: str, title: str, applies_to: str, *checks: Rule) -> None:
+    """Register an item checked in each part it applies to by the rules below, all of them."""
+    each_part(item, title, applies_to)(lambda project, part: [rule(project, part) for rule in checks])
+
+
+def makes_call(name: str, /, **tests: Test) -> Rule:
+    return lambda project, part: call_with(project, part, name, **tests)
+
+
+def gives(name: str, what: str, test: Test = given) -> Rule:
+    """Some call is given `name=` a value that passes `test`; `what` says which call."""
+    return lambda project, part: require(passes(project, part, name, test), f"{part.name}: no {what}")
+
+
+def never(name: str, advice: str) -> Rule:
+    return lambda project, part: never_uses(project, project.code(part), name, advice)
+
+
+def holds(value: str) -> Rule:
+    return lambda project, part: require(project.has_constant(value, part), f'{part.name}: no "{value}"')
+
+
 def main_with_config(project: Project, part: Part) -> ast.FunctionDef:
     return project.function("main_with_config", part)[1]
 

@@ -77,8 +77,10 @@ def each_part(id: str, title: str, applies_to: str = "all", *, sweep: bool = Fal
 
     def register(function: Callable[..., None]) -> Callable[..., None]:
         def every(project: Any) -> str:
-            done = [function(project, part) or part.name for part in project.parts_of(TAGS[applies_to])]
-            return f"{', '.join(done)}: {title}"
+            parts = project.parts_of(TAGS[applies_to])
+            for part in parts:
+                function(project, part)
+            return f"{', '.join(part.name for part in parts)}: {title}"
 
         CHECKS.append(Check(id, title, applies_to, "static", every, sweep))
         return function
