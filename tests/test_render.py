@@ -26,7 +26,7 @@ CALLBACKS = """
     plateau_resume progress_bar resumed_metrics rng_state run_info schedule_length stop_file system_metrics
     timing tracking training_end wall_clock
 """
-CHECKLIST = "__init__ __main__ code_checks project registry report rl_checks run_checks"
+CHECKLIST = "__init__ __main__ code_checks project registry run_checks"
 SHARED_FILES = {
     ".copier-answers.yml",
     ".github/dependabot.yml",
@@ -63,14 +63,28 @@ SWEEP_MODULES = "__init__ command local records resume runner spec wandb_sweep"
 
 # Files a part kind adds beyond the four of every part; {part} is its folder.
 KIND_FILES = {
-    "sl_neural": [],
+    "sl_neural": [
+        "src/checklist/lightning_checks.py",
+        "src/neural/__init__.py",
+        "src/neural/config.py",
+        "src/neural/data.py",
+        "src/neural/module.py",
+    ],
     "sl_tree": [
+        "src/checklist/tree_checks.py",
         "src/trees/__init__.py",
+        "src/trees/config.py",
         "src/trees/rounds.py",
         "src/trees/cluster.py",
         "src/trees/plots.py",
     ],
-    "rl": ["{part}/envs.py"],
+    "rl": [
+        "{part}/envs.py",
+        "src/checklist/lightning_checks.py",
+        "src/checklist/rl_checks.py",
+        "src/rl/__init__.py",
+        "src/rl/config.py",
+    ],
 }
 
 
@@ -84,6 +98,7 @@ def expected_files(answers: dict) -> set[str]:
             files.add(f"part{number}/sweep.py")  # SWP-1
     if answers["sweep"]:
         files |= {f"src/sweep/{name}.py" for name in SWEEP_MODULES.split()} | {"tests/test_sweep.py"}
+        files.add("src/checklist/sweep_checks.py")
     if answers["license"] != "Proprietary":
         files.add("LICENSE")
     return files

@@ -7,17 +7,21 @@ not a run directory, a malformed waiver).
 
 from __future__ import annotations
 
+# argparse, not the project's tyro: the checker runs on a fresh clone, before anything is installed.
 import argparse
+import importlib
 import sys
 import tomllib
 from pathlib import Path
 
-from src.checklist import code_checks, rl_checks, run_checks  # noqa: F401 - they register the checks
 from src.checklist.project import Project
-from src.checklist.registry import CHECKS, MANUAL, TAGS, Result, id_order, run_check
-from src.checklist.report import FORMATS, Report
+from src.checklist.registry import CHECKS, FORMATS, MANUAL, TAGS, Report, Result, id_order, run_check
+from src.checklist.run_checks import BadRunDir, open_run_dir
 
 ROOT = Path(__file__).resolve().parents[2]
+# The check modules present: a project renders only those of its part kinds and its sweep.
+for module in sorted(Path(__file__).parent.glob("*_checks.py")):
+    importlib.import_module(f"src.checklist.{module.stem}")
 
 
 class BadWaivers(ValueError):
@@ -50,7 +54,7 @@ def check_project(root: Path, run_dirs: list[Path]) -> Report:
     project = Project.load(root)
     if run_dirs and str(root) not in sys.path:
         sys.path.insert(0, str(root))  # run checks import the project's config classes
-    runs = [run_checks.open_run_dir(path, project) for path in run_dirs]
+    runs = [open_run_dir(path, project) for path in run_dirs]
     known = sorted({c.id for c in CHECKS} | {item for item, _, _ in MANUAL}, key=id_order)
     waivers = load_waivers(root / "pyproject.toml", known)
     applicable = [c for c in CHECKS if c.applies(project.kinds, project.has_sweep)]
@@ -61,15 +65,11 @@ def check_project(root: Path, run_dirs: list[Path]) -> Report:
             results.append(Result(item.id, "run", *run_check(item, run), where=where))
     if not run_dirs:  # items only a run directory shows
         static = {c.id for c in applicable if c.mode == "static"}
-        for item in sorted({c.id for c in applicable} - static, key=id_order):
-            results.append(
-                Result(
-                    item,
-                    "run",
-                    "skipped",
-                    "checked on a run directory: python -m src.checklist output/<run>/",
-                )
-            )
+        later = "checked on a run directory: python -m src.checklist output/<run>/"
+        results += [
+            Result(i, "run", "skipped", later)
+            for i in sorted({c.id for c in applicable} - static, key=id_order)
+        ]
     manual = [(item, why) for item, tag, why in MANUAL if project.kinds & TAGS[tag]]
     results += [Result(item, "manual", "manual", why) for item, why in manual]
     for result in results:
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         report = check_project(args.root.resolve(), args.run_dirs)
-    except (BadWaivers, run_checks.BadRunDir) as error:
+    except (BadWaivers, BadRunDir) as error:
         print(f"checklist: {error}", file=sys.stderr)
         return 2
     print(FORMATS[args.format](report))
