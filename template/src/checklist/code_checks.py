@@ -255,10 +255,12 @@ def map_location(project: Project) -> str:
     return f"{len(loads)} torch.load call(s), all with map_location="
 
 
-@each_part("DATA-1", "data.py validates its table against a pandera schema", "sl")
+@each_part("DATA-1", "the table is validated against a pandera schema before training", "sl")
 def data_validated(project: Project, part: Part) -> None:
     loaders = [f for f in nodes(project.tree(f"{part.name}/data.py")) if isinstance(f, ast.FunctionDef)]
+    for _, datamodule in project.built("LightningDataModule", part):
+        loaders += project.methods(datamodule, part).values()
     require(
         any(project.reaches(f, "validate", part) for f in loaders),
-        f"{part.name}/data.py never validates its table against a schema (pandera's validate())",
+        f"{part.name}: neither data.py nor its DataModule validates the table (pandera's validate())",
     )
