@@ -38,10 +38,10 @@ class ExactResume(L.Callback):
       moved elsewhere; and stops before its first step once run.json says training ended, so
       only the test and the save remain.
 
-    Comes after the callbacks that end training mid-epoch (the wall-clock Timer): no
-    checkpoint is taken at an epoch's last batch or just before a validation, since a
-    resume would count that epoch end (its scheduler step, its epoch metrics) or that
-    validation as done; the step waits for the next one, or ModelCheckpoint's after it.
+    No checkpoint is taken at an epoch's last batch or just before a validation: a resume
+    would count that epoch's end (its scheduler step, its epoch metrics) or that validation
+    as done. The step waits for the next one, or for ModelCheckpoint's after the validation.
+    Its place among the other callbacks is stated in src.training.trainer.build_callbacks.
     """
 
     def __init__(

@@ -56,9 +56,12 @@ def build_callbacks(
     fetch_section: str,
 ) -> list[L.Callback]:
     """The checklist's callbacks, in the order Lightning calls each hook in. What that order
-    holds: the guards come before ExactResume, so a step that ends training (the budget) is
-    validated and checkpointed, never checkpointed mid-epoch as if training went on; the
-    metrics callbacks before EpochSummaryCallback, which prints what they logged.
+    holds: ExactResume comes after the guards, so a step that ends training (the budget) is
+    validated and checkpointed, never checkpointed mid-epoch as if training went on, and
+    after the metrics, so the plateau step a resume takes at an epoch's end changes the
+    rate after it is logged, as Lightning's own step does; the metrics come before
+    EpochSummaryCallback, which prints what they logged; a checkpoint saved mid-epoch counts
+    as timing/overhead.
     Lightning itself moves the ModelCheckpoints last, keeping their order: best.ckpt first
     (test(ckpt_path="best") uses it), the latest epochs before last.ckpt, so that last.ckpt
     records which epochs it keeps and a resume deletes the right ones."""
@@ -88,6 +91,9 @@ def build_callbacks(
         FiniteLossCallback(monitor=monitor),  # a NaN loss fails the run, never saved as best
         StopFileCallback(stop_file_paths(cfg.stop_file, run_dir)),  # `touch STOP` (CB-4)
         WallClockTimer(cfg.max_wall_clock_hours),  # CFG-4 budget, mid-epoch
+        TimingCallback(fetch_section=fetch_section),  # timing/ (PRF-2..4)
+        MetricsCallback(monitor=monitor, mode=mode),  # batch/, lr, system/, tracking/ (LOG-4)
+        RunInfoCallback(run_dir),  # start-of-run facts (LOG-5)
         ExactResume(  # RES-1, RES-2
             run_dir,
             seed=cfg.seed,
@@ -95,9 +101,6 @@ def build_callbacks(
             minutes=cfg.checkpoint_minutes,
             fixed_length=cfg.scheduler in SPANNING_SCHEDULES,
         ),
-        TimingCallback(fetch_section=fetch_section),  # timing/ (PRF-2..4)
-        MetricsCallback(monitor=monitor, mode=mode),  # batch/, lr, system/, tracking/ (LOG-4)
-        RunInfoCallback(run_dir),  # start-of-run facts (LOG-5)
         EpochSummaryCallback(),
         FrozenHeapCallback(),  # the garbage collector walks only what a step makes
     ]
