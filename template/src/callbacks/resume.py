@@ -31,7 +31,7 @@ class ExactResume(L.Callback):
       accumulated batches, whose gradients no checkpoint holds.
     - The checkpoint carries the random generators' states, the metric each ReduceLROnPlateau
       watches (Lightning steps it at an epoch's end, after the checkpoints, and skips that
-      step on resume), and the length of a schedule that spans the run (`fixed_length`).
+      step on resume), and the length of a schedule that spans the run (cosine, onecycle).
     - A resume restores them and takes the skipped plateau step; refuses settings that would
       change the schedule's length; drops the metrics.jsonl rows the killed session logged
       after the checkpoint; moves the checkpoint callbacks' paths along with a run directory
@@ -45,9 +45,9 @@ class ExactResume(L.Callback):
     """
 
     def __init__(
-        self, run_dir: Path, seed: int, every_n_steps: int, minutes: float, fixed_length: bool
+        self, run_dir: Path, seed: int, every_n_steps: int, minutes: float, schedule_spans_run: bool
     ) -> None:
-        self.run_dir, self.seed, self.fixed_length = run_dir, seed, fixed_length
+        self.run_dir, self.seed, self.schedule_spans_run = run_dir, seed, schedule_spans_run
         self.every_n_steps, self.seconds = every_n_steps, minutes * 60
         self._trainer: L.Trainer | None = None  # state_dict() is given none
         self._steps: int | None = None  # the schedule's length in optimizer steps, this session
@@ -95,7 +95,7 @@ class ExactResume(L.Callback):
                 _move_paths(state, old, callback.dirpath)
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        if self.fixed_length:
+        if self.schedule_spans_run:
             self._steps = int(trainer.estimated_stepping_batches)
             if self._planned_steps is not None and self._planned_steps != self._steps:
                 raise ConfigError(

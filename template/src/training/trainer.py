@@ -99,7 +99,7 @@ def build_callbacks(
             seed=cfg.seed,
             every_n_steps=cfg.checkpoint_every_n_steps,
             minutes=cfg.checkpoint_minutes,
-            fixed_length=cfg.scheduler in SPANNING_SCHEDULES,
+            schedule_spans_run=cfg.scheduler in SPANNING_SCHEDULES,
         ),
         EpochSummaryCallback(),
         FrozenHeapCallback(),  # the garbage collector walks only what a step makes
