@@ -55,16 +55,16 @@ def build_callbacks(
     stopping_threshold: float | None,
     fetch_section: str,
 ) -> list[L.Callback]:
-    """The checklist's callbacks, in the order Lightning calls each hook in. What that order
-    holds: ExactResume comes after the guards, so a step that ends training (the budget) is
-    validated and checkpointed, never checkpointed mid-epoch as if training went on, and
-    after the metrics, so the plateau step a resume takes at an epoch's end changes the
-    rate after it is logged, as Lightning's own step does; the metrics come before
-    EpochSummaryCallback, which prints what they logged; a checkpoint saved mid-epoch counts
-    as timing/overhead.
-    Lightning itself moves the ModelCheckpoints last, keeping their order: best.ckpt first
-    (test(ckpt_path="best") uses it), the latest epochs before last.ckpt, so that last.ckpt
-    records which epochs it keeps and a resume deletes the right ones."""
+    """The checklist's callbacks, in the order Lightning calls each hook in, which matters:
+    - ExactResume after the guards: a step that ends training (the budget) is validated and
+      checkpointed, not checkpointed mid-epoch as if training went on;
+    - ExactResume after the metrics: the plateau step a resume takes at an epoch's end
+      changes the rate after `lr` is logged, as Lightning's own step does, and a checkpoint
+      it saves mid-epoch counts as timing/overhead;
+    - the metrics before EpochSummaryCallback, which prints what they logged;
+    - Lightning moves the ModelCheckpoints last, in their order: best.ckpt first (the one
+      test(ckpt_path="best") uses), the latest epochs before last.ckpt, so that last.ckpt
+      records which epochs it keeps and a resume deletes the right ones."""
     checkpoints = run_dir / "checkpoints"
     return [
         ResumableEarlyStopping(  # CB-1: patience counts validations, not epochs
