@@ -21,11 +21,7 @@ SRC_MODULES = """
     ops/__init__ ops/babysit ops/gpu_lock ops/hardware ops/memory ops/records
     report/__init__ report/__main__ report/comparison report/figures report/run_files report/run_report
 """
-CALLBACKS = """
-    __init__ batch_metrics early_stopping epoch_summary finite_loss frozen_heap moved_run periodic_checkpoint
-    plateau_resume progress_bar resumed_metrics rng_state run_info schedule_length stop_file system_metrics
-    timing tracking training_end wall_clock
-"""
+CALLBACKS = "__init__ frozen_heap guards metrics progress resume"
 CHECKLIST = "__init__ __main__ code_checks project registry run_checks"
 SHARED_FILES = {
     ".copier-answers.yml",

@@ -1,17 +1,38 @@
-"""One readable line per epoch in the console and console.log."""
+"""What a run shows as it trains: Rich's progress bar on a terminal, and one summary line
+per epoch in the console and console.log."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import lightning as L
+from lightning.pytorch.callbacks import RichProgressBar
 from lightning.pytorch.utilities import rank_zero_info
 
-from src.callbacks.progress_bar import ProgressBar
 from src.runs.console import write_to_log_only
+
+
+class ProgressBar(RichProgressBar):
+    """RichProgressBar less `v_num`, the end of the W&B run id, which tells nothing the run
+    directory's name does not."""
+
+    def get_metrics(self, trainer: L.Trainer, pl_module: L.LightningModule) -> dict[str, Any]:
+        items = super().get_metrics(trainer, pl_module)
+        items.pop("v_num", None)
+        return items
+
+    def print_line(self, line: str) -> bool:
+        """Print `line` above the live bar, not under its next redraw; False when no bar shows."""
+        if self.progress is None or not self.is_enabled:
+            return False
+        self.progress.console.print(line, markup=False, highlight=False, soft_wrap=True)
+        return True
 
 
 class EpochSummaryCallback(L.Callback):
     """`epoch 3 | lr 0.001 | train_loss 0.1203 | val_loss 0.0981 | val_acc 0.9712 | 1.4 s`:
-    the top-level metrics (LOG-4), so a detached run's log (OPS-2) reads at a glance."""
+    the top-level metrics (LOG-4), so a detached run's log (OPS-2) reads at a glance. After
+    the callbacks that log them."""
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         metrics = trainer.callback_metrics
