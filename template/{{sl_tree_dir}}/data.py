@@ -1,10 +1,6 @@
-"""Where this part's rows come from, and which values of the bundled data are valid.
-
-`load_table(cfg)` returns one row per example with the config's feature columns and
-label column. The pipeline checks and splits it; to train on a table of your own, give
-`--data-path` (CSV or Parquet) with `--feature-columns` and `--label-column`, or change
-`load_table`.
-"""
+"""Where this part's rows come from (one per example, with the config's feature and
+label columns), and which values of the bundled data are valid. The pipeline checks and
+splits them; for a table of your own give `--data-path`, or change `load_table`."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""The booster of this part: gradient-boosted trees (XGBoost).
-
-To change the model, change `booster_params`; a new hyperparameter is a field in
-config.py, read here as `cfg.<field>` (named as XGBoost names the parameter, its value
-is checked by XGBoost before the run). The objective and the metric early stopping
-watches are config fields too (`--objective`, `--eval-metric`): the pipeline passes
-them, with the device, threads and seed.
-"""
+"""The booster of this part: gradient-boosted trees (XGBoost). A new hyperparameter is a
+field in config.py, named as XGBoost names the parameter and read here as `cfg.<field>`.
+The objective and metric are config fields (`--objective`, `--eval-metric`): the
+pipeline passes them, with the device, threads and seed."""
 
 from __future__ import annotations
 

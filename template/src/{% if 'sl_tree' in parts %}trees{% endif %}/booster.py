@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import xgboost as xgb
 
 from src.config import ConfigError
@@ -26,11 +25,9 @@ def training_params(cfg: SLTreeConfig, params: dict[str, Any]) -> dict[str, Any]
     """`params`, the part's model.booster_params(cfg), with what the pipeline sets: the
     objective and metric of the config, which the label check and early stopping read
     too, the hist tree method that QuantileDMatrix needs, the device, threads and seed."""
-    device = cfg.device
-    if device == "auto":
-        device = "cuda" if visible_gpus() else "cpu"
-    elif device == "cuda" and not visible_gpus():
+    if cfg.device == "cuda" and not visible_gpus():
         raise ConfigError("device cuda: no CUDA GPU is visible here; use auto or cpu")
+    device = ("cuda" if visible_gpus() else "cpu") if cfg.device == "auto" else cfg.device
     ours = {"objective": cfg.objective, "eval_metric": cfg.eval_metric, "tree_method": "hist"}
     ours |= {"device": device, "nthread": cfg.num_threads, "seed": cfg.seed}
     if both := sorted(ours.keys() & params.keys()):
@@ -94,24 +91,17 @@ def best_rounds(booster: xgb.Booster) -> xgb.Booster:
     return booster[: int(best) + 1] if best is not None else booster
 
 
-def evaluate(predicted: np.ndarray, actual: pd.Series) -> dict[str, float]:
-    errors = predicted - actual.to_numpy()
-    total = float(((actual - actual.mean()) ** 2).sum())
-    return {
+def summary_and_plots(cfg: SLTreeConfig, booster: xgb.Booster, split: Split, run_dir: Path) -> dict:
+    """OUT-5: the test metrics of the trees up to the best round, with how `booster` was
+    trained, in metrics.json (returned too), and the plots in plots/."""
+    model, actual = best_rounds(booster), split.test_labels.to_numpy()
+    predicted = model.inplace_predict(split.test_features)
+    errors, total = predicted - actual, float(((actual - actual.mean()) ** 2).sum())
+    summary = {
         "test_rmse": float(np.sqrt(np.mean(errors**2))),
         "test_mae": float(np.mean(np.abs(errors))),
         # R² is undefined when every test label is the same.
         "test_r2": 1 - float((errors**2).sum()) / total if total > 0 else float("nan"),
-    }
-
-
-def summary_and_plots(cfg: SLTreeConfig, booster: xgb.Booster, split: Split, run_dir: Path) -> dict:
-    """OUT-5: the test metrics of the trees up to the best round, with how `booster` was
-    trained, in metrics.json (returned too), and the plots in plots/."""
-    model = best_rounds(booster)
-    predicted = model.inplace_predict(split.test_features)
-    summary = {
-        **evaluate(predicted, split.test_labels),
         "best_round": model.num_boosted_rounds() - 1,
         f"best_val_{cfg.eval_metric}": float(booster.attr("best_score") or "nan"),
         "rounds_trained": booster.num_boosted_rounds(),
@@ -122,6 +112,6 @@ def summary_and_plots(cfg: SLTreeConfig, booster: xgb.Booster, split: Split, run
     write_text_atomic(run_dir / "metrics.json", json.dumps(summary, indent=2) + "\n")
     plots = run_dir / "plots"
     feature_importance(model, plots / "feature_importance.png")
-    predicted_vs_actual(predicted, split.test_labels.to_numpy(), plots / "predicted_vs_actual.png")
+    predicted_vs_actual(predicted, actual, plots / "predicted_vs_actual.png")
     shap_summary(model, split.test_features, plots / "shap_summary.png")
     return summary

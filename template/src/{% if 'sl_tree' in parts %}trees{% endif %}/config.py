@@ -1,8 +1,5 @@
-"""The config level of the supervised tree parts (CFG-1): its fields and their checks.
-
-XGBoost checks the names and numbers given for it itself (CFG-3): asked here while the
-config is validated, it refuses what would otherwise fail mid-run, and a field a part
-adds for a booster parameter is checked the same way with no check written for it."""
+"""The config level of the supervised tree parts (CFG-1): its fields and their checks,
+XGBoost's own among them (CFG-3), for a field a part adds for its booster too."""
 
 from __future__ import annotations
 

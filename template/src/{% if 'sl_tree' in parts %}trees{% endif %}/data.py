@@ -33,14 +33,6 @@ class Split:
     test_features: pd.DataFrame
     test_labels: pd.Series
 
-    def sizes(self) -> dict[str, int]:
-        """LOG-5: what a run's hyperparameters leave out."""
-        return {
-            "num_train_samples": len(self.train_labels),
-            "num_val_samples": len(self.val_labels),
-            "num_features": self.train_features.shape[1],
-        }
-
 
 def load_split(cfg: SLTreeConfig, source: ModuleType) -> Split:
     """The rows of `source`, a part's data module, checked and split into train /
