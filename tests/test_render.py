@@ -68,11 +68,8 @@ KIND_FILES = {
     ],
     "sl_tree": [
         "src/checklist/tree_checks.py",
-        "src/trees/__init__.py",
-        "src/trees/config.py",
-        "src/trees/rounds.py",
-        "src/trees/cluster.py",
-        "src/trees/plots.py",
+        *(f"src/trees/{name}.py" for name in ("__init__", "booster", "cluster", "config", "data")),
+        *(f"src/trees/{name}.py" for name in ("plots", "rounds")),
     ],
     "rl": [
         "{part}/envs.py",
