@@ -257,10 +257,23 @@ def map_location(project: Project) -> str:
 
 @each_part("DATA-1", "the table is validated against a pandera schema before training", "sl")
 def data_validated(project: Project, part: Part) -> None:
-    loaders = [f for f in nodes(project.tree(f"{part.name}/data.py")) if isinstance(f, ast.FunctionDef)]
+    # Where the rows go: data.py's own functions, the DataModule the part builds, and what
+    # train.py hands the part's data module to.
+    loaders: list[ast.AST] = [
+        f for f in nodes(project.tree(f"{part.name}/data.py")) if isinstance(f, ast.FunctionDef)
+    ]
     for _, datamodule in project.built("LightningDataModule", part):
         loaders += project.methods(datamodule, part).values()
+    train = nodes(project.tree(f"{part.name}/train.py"))
+    aliases = {
+        alias.asname or alias.name
+        for node in train
+        if isinstance(node, ast.ImportFrom) and node.module == part.name
+        for alias in node.names
+        if alias.name == "data"
+    }
+    loaders += [c for c in train if isinstance(c, ast.Call) and {name_of(a) for a in c.args} & aliases]
     require(
         any(project.reaches(f, "validate", part) for f in loaders),
-        f"{part.name}: neither data.py nor its DataModule validates the table (pandera's validate())",
+        f"{part.name}: neither data.py nor the code it goes to validates the table (pandera's validate())",
     )
