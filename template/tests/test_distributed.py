@@ -221,9 +221,10 @@ def test_rl_frames_are_counted_over_both_ranks(two_processes, smoke_runs):
 FIRST_ROLLOUTS = """
 import json, sys
 import lightning as L
+from {part} import data
 from {part}.config import CONFIGS
-from {part}.data import RolloutDataModule
 from {part}.model import build_model
+from src.rl.data import RolloutDataModule
 
 class FirstRollouts(L.Callback):
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
@@ -233,8 +234,8 @@ class FirstRollouts(L.Callback):
 
 if __name__ == "__main__":  # processes started for DDP or environment workers import this file again
     cfg = CONFIGS["smoke"]()
-    datamodule = RolloutDataModule(cfg)
-    model = build_model(cfg, *datamodule.observation_and_action_sizes())
+    datamodule = RolloutDataModule(cfg, data)
+    model = build_model(cfg)
     trainer = L.Trainer(accelerator="cpu", devices=2, strategy="ddp", max_steps=1, limit_val_batches=0,
         logger=False, enable_checkpointing=False, enable_progress_bar=False, callbacks=[FirstRollouts()])
     trainer.fit(model, datamodule=datamodule)

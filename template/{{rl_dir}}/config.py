@@ -40,8 +40,7 @@ class CartPoleConfig(RLConfig):
         found = super().problems()
         if not self.hidden_sizes or min(self.hidden_sizes) < 1:
             found.append(f"hidden_sizes {self.hidden_sizes}: give one or more positive layer widths")
-        # CFG-3: an env the policy cannot take is refused before a run starts. Imported here:
-        # TorchRL takes seconds to load, which --help need not wait.
+        # CFG-3: an env the policy cannot take is refused before a run starts. Imported here: for --help.
         from src.rl.data import env_problem
 
         from . import data

@@ -61,8 +61,6 @@ class RLConfig(LightningConfig):
     gamma: float = 0.99
     eval_episodes: int = 5
     test_episodes: int = 20
-    # Training ends once the mean evaluation reward reaches this (None: the env's registered
-    # threshold); early stopping on it (patience, in epochs) ends runs that stop improving.
     target_reward: float | None = None
     batch_size: int = 256  # the PPO minibatch: what BatchSizeFinder would change (MEM-2)
     log_every_n_steps: int = 1  # a step is a whole collection and its updates

@@ -58,15 +58,11 @@ def make_envs(make_env: MakeEnv, env_name: str, num_envs: int) -> EnvBase:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     batched = makes_batches(make_env)
     env = make_env(env_name, num_envs) if batched else make_env(env_name)
-    call = f"{make_env.__module__}.make_env({env_name!r}{f', {num_envs}' if batched else ''})"
-    if not isinstance(env, EnvBase):
-        raise ConfigError(f"{call} returned a {type(env).__name__}; it must return a TorchRL EnvBase")
-    if batched and tuple(env.batch_size) != (num_envs,):
-        env.close()
-        raise ConfigError(
-            f"{call} returned envs of batch_size {tuple(env.batch_size)}; it must return "
-            f"{num_envs} stepping as one batch, batch_size ({num_envs},)"
-        )
+    if not (is_env := isinstance(env, EnvBase)) or (batched and tuple(env.batch_size) != (num_envs,)):
+        call = f"{make_env.__module__}.make_env({env_name!r}{f', {num_envs}' if batched else ''})"
+        got = f"envs of batch_size {tuple(env.batch_size)}" if is_env else type(env).__name__
+        wanted = f"{num_envs} stepping as one batch, batch_size ({num_envs},)" if batched else "one"
+        raise ConfigError(f"{call} returned {got}; it must return TorchRL EnvBase envs: {wanted}")
     return env
 
 
@@ -88,11 +84,11 @@ def observation_and_action_sizes(make_env: MakeEnv, env_name: str) -> tuple[int,
 
     try:
         env = make_envs(make_env, env_name, 1)
-    except ConfigError:
-        raise
     except (gymnasium.error.Error, ImportError) as error:  # an unknown id, a missing dependency
         raise refused(str(error).strip().splitlines()[0].rstrip(".")) from None
-    except ValueError:  # TorchRL cannot batch the observation (Blackjack's tuple)
+    except ValueError as error:  # TorchRL cannot batch the observation (Blackjack's tuple)
+        if isinstance(error, ConfigError):  # make_env's own contract, already one line
+            raise
         raise refused("its observation is not one flat vector: TorchRL cannot batch it") from None
     try:
         observation, action = env.observation_spec, env.action_spec
@@ -114,8 +110,7 @@ def _describe(spec) -> str:
 
 
 def target_reward(cfg: RLConfig) -> float | None:
-    """The mean evaluation reward that ends training: cfg.target_reward, or else the one
-    gymnasium registers as solving cfg.env_name; None for an env with none."""
+    """cfg.target_reward, or else the reward gymnasium registers as solving cfg.env_name, if any."""
     if cfg.target_reward is not None:
         return cfg.target_reward
     spec = gymnasium.registry.get(cfg.env_name)
@@ -128,8 +123,7 @@ def training_env(cfg: RLConfig, make_env: MakeEnv, seed: int) -> TransformedEnv:
         # RL-1: one env per call: each steps in a worker process of its own.
         env = ParallelEnv(cfg.num_envs, functools.partial(make_envs, make_env, cfg.env_name, 1), device="cpu")
     elif cfg.env_workers:
-        # RL-1: ParallelEnv, never SerialEnv, where stepping is expensive: the workers step
-        # at once, each a batch of num_envs / env_workers envs.
+        # RL-1: ParallelEnv, never SerialEnv, for envs slow to step: each worker steps a batch.
         each = functools.partial(make_envs, make_env, cfg.env_name, cfg.num_envs // cfg.env_workers)
         env = ParallelEnv(cfg.env_workers, each, device="cpu")
     else:
@@ -170,9 +164,8 @@ class EvaluationEpisodes:
 
 def first_episodes(env: EnvBase, policy: TensorDictModuleBase, count: int) -> TensorDictBase:
     """The return and length of the first episode of each of the first `count` envs, as
-    ("next", "episode_reward" / "step_count" / "done") of a batch of `count`; an env whose
-    episode ended steps on with the others. Summed here, not by RewardSum and StepCounter
-    transforms: a fifth of an evaluation step."""
+    ("next", "episode_reward" / "step_count" / "done") of a batch of `count`. Summed here,
+    not by RewardSum and StepCounter transforms: a fifth of an evaluation step."""
     device = next(policy.parameters()).device
     # The envs step on the CPU: a policy on a GPU acts on a copy of their state, and only its
     # action comes back (moving whole steps costs a tenth of a CartPole step).
@@ -250,9 +243,8 @@ class RolloutDataModule(L.LightningDataModule):
         return self._episodes(seed=derived_seed(self.cfg.seed, 2), episodes=self.cfg.test_episodes)
 
     def _episodes(self, seed: int, episodes: int) -> EvaluationEpisodes:
-        # This process's share of the episodes steps as one batch in this process, so that
-        # twenty take little longer than the longest of them; validation and test share the
-        # batch when their shares are the same size. An env made one per call plays one at a time.
+        # This process's share of the episodes steps as one batch (one env where make_env makes
+        # one), so twenty take little longer than the longest; validation and test share it.
         width = min(-(-episodes // self.trainer.world_size), MAX_EVAL_ENVS) if self.batched else 1
         if width not in self.eval_envs:
             self.eval_envs[width] = make_envs(self.make_env, self.cfg.env_name, width)

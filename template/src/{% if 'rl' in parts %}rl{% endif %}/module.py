@@ -7,6 +7,7 @@ policy and a value operator, updates them, logs, and holds the optimizer and sch
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -86,17 +87,15 @@ class PPO(L.LightningModule):
         self.loss_module = ClipPPOLoss(self.policy, self.critic, functional=False, **self.loss_settings(cfg))
 
     def forward(self, observation: torch.Tensor) -> torch.Tensor:
-        """The policy's action logits."""
         return self.actor(observation)
 
     def greedy_policy(self) -> TensorDictSequential:
-        """The policy's most likely action, which evaluation plays: the actor's logits and
-        their argmax, without the distribution and log-probability that the policy builds
-        for PPO (a fifth of an evaluation step). Made on each call, not a submodule, so that
-        checkpoints keep their keys."""
+        """The policy's most likely action, which evaluation plays, without the distribution
+        the policy builds for PPO (a fifth of an evaluation step). Made on each call, not a
+        submodule, so that checkpoints keep their keys."""
         return TensorDictSequential(
             TensorDictModule(self.actor, in_keys=["observation"], out_keys=["logits"]),
-            TensorDictModule(most_likely_action, in_keys=["logits"], out_keys=["action"]),
+            TensorDictModule(functools.partial(torch.argmax, dim=-1), ["logits"], ["action"]),
         )
 
     def training_step(self, batch: TensorDictBase, batch_idx: int) -> None:
@@ -200,10 +199,6 @@ class PPO(L.LightningModule):
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         self.frames = checkpoint.get("frames", 0)
-
-
-def most_likely_action(logits: torch.Tensor) -> torch.Tensor:
-    return logits.argmax(dim=-1)
 
 
 def load_ppo(
