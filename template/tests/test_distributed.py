@@ -188,18 +188,16 @@ def one_process_test(kind: str, run_dir: Path) -> tuple[dict[str, float], L.Ligh
     """The test metrics of a run's best.ckpt, tested by this process alone, and the module."""
     config, data, model = (part_module(kind, name) for name in ("config", "data", "model"))
     cfg = next(iter(config.CONFIGS.values())).from_json((run_dir / "config.json").read_text())
-    (datamodule_cls,) = {
-        value
-        for value in vars(data).values()
-        if isinstance(value, type)
-        and issubclass(value, L.LightningDataModule)
-        and value.__module__ == data.__name__
-    }
+    # The DataModule of the part's kind, in src/, serving the part's data module.
+    if kind == "rl":
+        from src.rl.data import RolloutDataModule as datamodule_cls
+    else:
+        from src.neural.data import TableDataModule as datamodule_cls
     module = model.load_model_from_checkpoint(run_dir / "checkpoints" / "best.ckpt")
     trainer = L.Trainer(
         accelerator="cpu", devices=1, logger=False, enable_progress_bar=False, enable_model_summary=False
     )
-    (metrics,) = trainer.test(module, datamodule=datamodule_cls(cfg), verbose=False)
+    (metrics,) = trainer.test(module, datamodule=datamodule_cls(cfg, data), verbose=False)
     return metrics, module
 
 
