@@ -63,15 +63,23 @@ SWEEP_MODULES = "__init__ command local records resume runner spec wandb_sweep"
 
 # Files a part kind adds beyond the four of every part; {part} is its folder.
 KIND_FILES = {
-    "sl_neural": ["{part}/benchmark.py"],
+    "sl_neural": [
+        "{part}/benchmark.py",
+        *(f"src/neural/{name}.py" for name in ("__init__", "config", "data", "module")),
+    ],
     "sl_tree": [
         "{part}/benchmark.py",
         "src/trees/__init__.py",
+        "src/trees/config.py",
         "src/trees/rounds.py",
         "src/trees/cluster.py",
         "src/trees/plots.py",
     ],
-    "rl": ["{part}/envs.py", "{part}/benchmark.py"],
+    "rl": [
+        "{part}/envs.py",
+        "{part}/benchmark.py",
+        *(f"src/rl/{name}.py" for name in ("__init__", "config", "data", "module")),
+    ],
 }
 
 
