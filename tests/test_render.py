@@ -61,10 +61,7 @@ SWEEP_MODULES = "__init__ command local records resume runner spec wandb_sweep"
 KIND_FILES = {
     "sl_neural": [
         "src/checklist/lightning_checks.py",
-        "src/neural/__init__.py",
-        "src/neural/config.py",
-        "src/neural/data.py",
-        "src/neural/module.py",
+        *(f"src/neural/{name}.py" for name in ("__init__", "config", "data", "module")),
     ],
     "sl_tree": [
         "src/checklist/tree_checks.py",
@@ -75,8 +72,7 @@ KIND_FILES = {
         "{part}/envs.py",
         "src/checklist/lightning_checks.py",
         "src/checklist/rl_checks.py",
-        "src/rl/__init__.py",
-        "src/rl/config.py",
+        *(f"src/rl/{name}.py" for name in ("__init__", "config", "data", "module")),
     ],
 }
 

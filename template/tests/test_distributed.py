@@ -188,29 +188,17 @@ def one_process_test(kind: str, run_dir: Path) -> tuple[dict[str, float], L.Ligh
     """The test metrics of a run's best.ckpt, tested by this process alone, and the module."""
     config, model = part_module(kind, "config"), part_module(kind, "model")
     cfg = next(iter(config.CONFIGS.values())).from_json((run_dir / "config.json").read_text())
+    # The DataModule of the part's kind, in src/, serving the part's data module.
+    if kind == "rl":
+        from src.rl.data import RolloutDataModule as datamodule_cls
+    else:
+        from src.neural.data import TableDataModule as datamodule_cls
     module = model.load_model_from_checkpoint(run_dir / "checkpoints" / "best.ckpt")
     trainer = L.Trainer(
         accelerator="cpu", devices=1, logger=False, enable_progress_bar=False, enable_model_summary=False
     )
-    (metrics,) = trainer.test(module, datamodule=datamodule_of(kind, cfg), verbose=False)
+    (metrics,) = trainer.test(module, datamodule=datamodule_cls(cfg, part_module(kind, "data")), verbose=False)
     return metrics, module
-
-
-def datamodule_of(kind: str, cfg) -> L.LightningDataModule:
-    """The DataModule the part's train.py builds for `cfg`."""
-    data = part_module(kind, "data")
-    if kind == "sl_neural":
-        from src.neural.data import TableDataModule
-
-        return TableDataModule(cfg, data)
-    (datamodule_cls,) = {
-        value
-        for value in vars(data).values()
-        if isinstance(value, type)
-        and issubclass(value, L.LightningDataModule)
-        and value.__module__ == data.__name__
-    }
-    return datamodule_cls(cfg)
 
 
 @slow
@@ -231,9 +219,10 @@ def test_rl_frames_are_counted_over_both_ranks(two_processes, smoke_runs):
 FIRST_ROLLOUTS = """
 import json, sys
 import lightning as L
+from {part} import data
 from {part}.config import CONFIGS
-from {part}.data import RolloutDataModule
 from {part}.model import build_model
+from src.rl.data import RolloutDataModule
 
 class FirstRollouts(L.Callback):
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
@@ -243,8 +232,8 @@ class FirstRollouts(L.Callback):
 
 if __name__ == "__main__":  # processes started for DDP or environment workers import this file again
     cfg = CONFIGS["smoke"]()
-    datamodule = RolloutDataModule(cfg)
-    model = build_model(cfg, *datamodule.observation_and_action_sizes())
+    datamodule = RolloutDataModule(cfg, data)
+    model = build_model(cfg)
     trainer = L.Trainer(accelerator="cpu", devices=2, strategy="ddp", max_steps=1, limit_val_batches=0,
         logger=False, enable_checkpointing=False, enable_progress_bar=False, callbacks=[FirstRollouts()])
     trainer.fit(model, datamodule=datamodule)
