@@ -197,7 +197,8 @@ def one_process_test(kind: str, run_dir: Path) -> tuple[dict[str, float], L.Ligh
     trainer = L.Trainer(
         accelerator="cpu", devices=1, logger=False, enable_progress_bar=False, enable_model_summary=False
     )
-    (metrics,) = trainer.test(module, datamodule=datamodule_cls(cfg, part_module(kind, "data")), verbose=False)
+    datamodule = datamodule_cls(cfg, part_module(kind, "data"))
+    (metrics,) = trainer.test(module, datamodule=datamodule, verbose=False)
     return metrics, module
 
 
