@@ -18,6 +18,16 @@ from src.runs.checkpoint_checks import checkpoint_problem
 from src.runs.directory import latest_checkpoint, run_dir_of
 
 
+# Settings the start of a run logs as what the Trainer used, under the same names
+# (RunInfoCallback); what the config asked for stays in config.json.
+RUN_FACT_NAMES = ("precision", "profiler")
+
+
+def config_hyperparameters(cfg: Any) -> dict[str, Any]:
+    """A config's fields as a LightningModule's hyperparameters (LOG-2), saved with it."""
+    return {name: value for name, value in cfg.to_dict().items() if name not in RUN_FACT_NAMES}
+
+
 @rank_zero_only
 def save_module(module: L.LightningModule, path: Path) -> Path:
     """Weights and constructor arguments only: small, and loadable with weights_only=True.

@@ -23,7 +23,7 @@ from torchrl.objectives import ClipPPOLoss
 from torchrl.objectives.value import GAE
 
 from src.rl.config import RLConfig
-from src.training.checkpoints import load_module
+from src.training.checkpoints import config_hyperparameters, load_module
 from src.training.optim import adamw
 from src.training.schedules import step_schedule
 from src.training.stopwatch import Stopwatch
@@ -56,7 +56,7 @@ class PPO(L.LightningModule):
         # LIT-1, LOG-2: the config reaches checkpoints and W&B; the env's sizes join it once
         # known, so that a saved model can be rebuilt without the env.
         sizes = {"num_observations": num_observations, "num_actions": num_actions}
-        self.save_hyperparameters({**cfg.to_dict(), **sizes})
+        self.save_hyperparameters({**config_hyperparameters(cfg), **sizes})
         self.automatic_optimization = False  # several updates per batch, clipped by hand (RL-13)
         self.batch_size = cfg.batch_size  # the PPO minibatch (MEM-2)
         self.stopwatch = Stopwatch()  # PRF-2: this step's inference / backward / data seconds

@@ -18,7 +18,7 @@ from torchmetrics import MeanMetric
 from torchmetrics.classification import MulticlassAccuracy, MulticlassConfusionMatrix
 
 from src.neural.config import SLNeuralConfig
-from src.training.checkpoints import load_module
+from src.training.checkpoints import config_hyperparameters, load_module
 from src.training.optim import adamw
 from src.training.schedules import step_schedule
 
@@ -42,7 +42,8 @@ class Classifier(L.LightningModule):
         self.cfg, self.build_network, self.loss = cfg, build_network, loss
         # LIT-1, LOG-2: the config reaches checkpoints and W&B; the data's shape joins it
         # once known, so that a saved model can be rebuilt without the data.
-        self.save_hyperparameters({**cfg.to_dict(), "num_features": num_features, "classes": classes or []})
+        hparams = {**config_hyperparameters(cfg), "num_features": num_features, "classes": classes or []}
+        self.save_hyperparameters(hparams)
         self.batch_size = cfg.batch_size  # MEM-2: BatchSizeFinder changes it
         self.net: nn.Module | None = None
         self.test_confusion_counts: list[list[int]] = []  # rows: true class; for the run's report
