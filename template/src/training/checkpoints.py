@@ -17,7 +17,6 @@ from src.runs.atomic import atomic_path
 from src.runs.checkpoint_checks import checkpoint_problem
 from src.runs.directory import latest_checkpoint, run_dir_of
 
-
 # Settings the start of a run logs as what the Trainer used, under the same names
 # (RunInfoCallback); what the config asked for stays in config.json.
 RUN_FACT_NAMES = ("precision", "profiler")
