@@ -45,6 +45,8 @@ import lightning as L
 import torch
 from torchrl.collectors import Collector
 
+from src.rl.data import RolloutDataModule, env_maker, observation_and_action_sizes, training_env
+from src.rl.module import PPO
 from src.runs.lifetime import start_run
 from src.training.optim import adamw
 from src.training.trainer import build_trainer
@@ -53,9 +55,8 @@ from src.training.trainer import build_trainer
 def environment_fps(cfg, batches: int) -> tuple[float, float, float]:
     """Frames per second of a random policy, and the seconds to start and to shut down."""
     started = time.perf_counter()
-    collector = Collector(
-        PART.data.make_training_env(cfg, cfg.seed), None, frames_per_batch=cfg.frames_per_batch
-    )
+    env = training_env(cfg, env_maker(PART.data), cfg.seed)
+    collector = Collector(env, None, frames_per_batch=cfg.frames_per_batch)
     frames = iter(collector)
     next(frames)  # warm-up: workers started, first reset done
     start_seconds = time.perf_counter() - started
@@ -105,8 +106,8 @@ def pipeline_fps(cfg) -> tuple[float, float]:
     """Frames per second of training, and of training with its evaluations."""
     with start_run(cfg) as run:  # the run directory and run.json that the callbacks write to
         L.seed_everything(cfg.seed)
-        datamodule = PART.data.RolloutDataModule(cfg)
-        model = PART.model.build_model(cfg, *datamodule.observation_and_action_sizes())
+        datamodule = RolloutDataModule(cfg, PART.data)
+        model = PART.model.build_model(cfg)  # sized by the env in fit, from the DataModule
         trainer = build_trainer(
             cfg,
             run.dir,
@@ -128,8 +129,12 @@ def pipeline_fps(cfg) -> tuple[float, float]:
 
 def plain_torchrl_fps(cfg, iterations: int) -> float:
     torch.manual_seed(cfg.seed)
-    datamodule = PART.data.RolloutDataModule(cfg)  # only for the sizes; the loop below is plain TorchRL
-    module = PART.model.build_model(cfg, *datamodule.observation_and_action_sizes())
+    make_env = env_maker(PART.data)
+    # The part's networks and loss settings, sized by its env: only for the policy, critic,
+    # GAE and loss that the module builds; the loop below is plain TorchRL.
+    sizes = observation_and_action_sizes(make_env, cfg.env_name)
+    module = PPO(cfg, PART.model.build_networks, PART.model.loss_settings, *sizes)
+    module.configure_model()
     policy, critic, advantage, loss_module = (
         module.policy,
         module.critic,
@@ -138,10 +143,10 @@ def plain_torchrl_fps(cfg, iterations: int) -> float:
     )
     optimizer = adamw(module, cfg.learning_rate, cfg.weight_decay)
     collector = Collector(
-        PART.data.make_training_env(cfg, cfg.seed),
+        training_env(cfg, make_env, cfg.seed),
         policy,
         frames_per_batch=cfg.frames_per_batch,
-        auto_register_policy_transforms=False,  # as the pipeline's collector (data.py)
+        auto_register_policy_transforms=False,  # as the pipeline's collector (src/rl/data.py)
     )
     frames = 0
     try:

@@ -3,11 +3,13 @@
     python benchmarks/sl_tree_rounds.py --project DIR [--part part2] [--config baseline]
         [--repeats 15] [--scale 50] [--with-wandb] [--end-to-end-repeats 5] [--json FILE]
 
-Times the part's `train_booster` with every callback the pipeline runs (metrics, early
-stopping, STOP file, wall-clock budget, the checkpoint written when training ends)
-against a bare `xgb.train` with the same parameters, data and early stopping,
-alternating the two in one process, and prints the ratio of their medians. Plots
-and SHAP come after training and are not timed. The pipeline's cost is mostly fixed
+Times the pipeline's `train_booster` (src/trees/booster.py) with every callback the
+pipeline runs (metrics, early stopping, STOP file, wall-clock budget, the checkpoint
+written when training ends) against a bare `xgb.train` with the same parameters, data
+and early stopping, alternating the two in one process, and prints the ratio of their
+medians. `train_booster` quantizes the split's rows into its QuantileDMatrix pair
+itself, so each bare call does the same (`training_matrices`) within its timing.
+Plots and SHAP come after training and are not timed. The pipeline's cost is mostly fixed
 (the metrics.jsonl lines and the final checkpoint), so it shows most on a small
 table: --scale K repeats the training rows K times to see it on a larger one.
 
@@ -58,6 +60,8 @@ import wandb
 import xgboost as xgb
 from wandb.integration.xgboost import WandbCallback
 
+from src.trees.booster import train_booster, training_matrices, training_params
+from src.trees.data import Split, load_split
 from src.trees.rounds import RoundLoggers, round_callbacks
 
 QUIET = wandb.Settings(silent=True)  # no banner and summary around every timed call
@@ -65,14 +69,13 @@ QUIET = wandb.Settings(silent=True)  # no banner and summary around every timed 
 
 def main(args: argparse.Namespace) -> None:
     cfg = PART.config.CONFIGS[args.config]()
-    split = PART.data.load_split(cfg)
+    split = load_split(cfg, PART.data)
     split = dataclasses.replace(
         split,
         train_features=pd.concat([split.train_features] * args.scale),
         train_labels=pd.concat([split.train_labels] * args.scale),
     )
-    train, val = PART.model.training_matrices(split)
-    params = PART.model.booster_params(cfg)
+    params = PART.model.booster_params(cfg)  # the part's; train_booster adds the pipeline's
     with recorded(args.json) as figures, tempfile.TemporaryDirectory() as scratch:
         run_dir = Path(scratch)
 
@@ -80,13 +83,13 @@ def main(args: argparse.Namespace) -> None:
             (run_dir / "metrics.jsonl").unlink(missing_ok=True)
             # W&B only: TensorBoard and CSV are no part of what is timed.
             loggers = RoundLoggers(wandb.run, wandb_every=cfg.wandb_every_n_rounds)
-            callbacks = round_callbacks(cfg, run_dir, loggers, cfg.eval_metric, cfg.checkpoint_minutes)
-            return PART.model.train_booster(cfg, train, val, callbacks)
+            callbacks = round_callbacks(cfg, run_dir, loggers)
+            return train_booster(cfg, params, split, callbacks)
 
         def bare(wandb_callback: bool = False) -> xgb.Booster:
             # W&B's own callback for XGBoost logs a history row every round, as the pipeline does.
             callbacks = [WandbCallback(log_feature_importance=False)] if wandb_callback else None
-            return bare_xgb_train(cfg, params, train, val, callbacks)
+            return bare_xgb_train(cfg, params, split, callbacks)
 
         contenders: dict[str, Callable[[], xgb.Booster]] = {"bare xgb.train": bare}
         if args.with_wandb:
@@ -136,14 +139,16 @@ def main(args: argparse.Namespace) -> None:
 def bare_xgb_train(
     cfg,
     params: dict,
-    train: xgb.DMatrix,
-    val: xgb.DMatrix,
+    split: Split,
     callbacks: list[xgb.callback.TrainingCallback] | None = None,
 ) -> xgb.Booster:
-    """`xgb.train` with the pipeline's parameters, evaluation sets (train and val, each
-    round, as train_booster) and early stopping, and none of its callbacks."""
+    """`xgb.train` with the pipeline's parameters (the part's `params` with the objective,
+    metric, tree method, device, threads and seed it adds), the same QuantileDMatrix pair
+    and evaluation sets (train and val, each round, as train_booster) and early stopping,
+    and none of its callbacks."""
+    train, val = training_matrices(split)
     return xgb.train(
-        params,
+        training_params(cfg, params),
         train,
         num_boost_round=cfg.num_boost_round,
         evals=[(train, "train"), (val, "val")],
@@ -164,9 +169,9 @@ def end_to_end(cfg, repeats: int, base_dir: Path) -> dict:
             PART.train.main_with_config(run_cfg)
 
     def bare_script() -> None:
-        split = PART.data.load_split(cfg)
-        booster = bare_xgb_train(cfg, PART.model.booster_params(cfg), *PART.model.training_matrices(split))
-        PART.model.predict(booster[: booster.best_iteration + 1], split.test_features)
+        split = load_split(cfg, PART.data)
+        booster = bare_xgb_train(cfg, PART.model.booster_params(cfg), split)
+        booster[: booster.best_iteration + 1].inplace_predict(split.test_features)
 
     def timed(run: Callable[[], None]) -> list[float]:
         started = time.perf_counter()
