@@ -36,7 +36,10 @@ GIT_ENV = {
 HYPERPARAMETER_EDITS = {
     "sl_neural": ("dropout: float = 0.2", "dropout: float = 0.25"),
     "sl_tree": ("max_depth: int = 2", "max_depth: int = 3"),
-    "rl": ("max_grad_norm: float = 0.5", "max_grad_norm: float = 1.0"),
+    "rl": (
+        "hidden_sizes: tuple[int, ...] = (256, 256)",
+        "hidden_sizes: tuple[int, ...] = (512, 256)",
+    ),  # wide
 }
 CONFLICT_MARKERS = ("<<<<<<< ", ">>>>>>> ")
 # The user's files once rendered (data.py, envs.py): an update leaves them as they are.
@@ -274,8 +277,10 @@ def test_a_project_with_the_usual_edits_updates_then_passes_its_own_tests(templa
     for number in range(1, len(AVAILABLE_PARTS) + 1):
         result = run([python, "-m", f"part{number}.train", "--config", "smoke"], project)
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    trained = json.loads(max((project / "output").glob("smoke_*")).joinpath("config.json").read_text())
-    assert trained["max_grad_norm"] == 1.0  # the user's default survived the update
+    wide = run(
+        [python, "-c", "from part3.config import CONFIGS; print(CONFIGS['wide']().hidden_sizes)"], project
+    )
+    assert wide.stdout.strip() == "(512, 256)"  # the user's default survived the update
 
 
 def test_a_conflicting_edit_is_reported_with_markers_or_a_rej_file(template_repo, tmp_path):
@@ -478,7 +483,11 @@ def test_a_users_data_and_environments_are_theirs_after_the_first_render(templat
     commit(later, "a later release changes the data modules")
     git(later, "tag", "v99.0.0")
     project = render(later, tmp_path / "project", LATEST, parts=["sl_neural", "rl"])
-    edit(project / "part1" / "data.py", "def load_table(", "def load_our_table(cfg):\n    pass\n\n\ndef load_table(")
+    edit(
+        project / "part1" / "data.py",
+        "def load_table(",
+        "def load_our_table(cfg):\n    pass\n\n\ndef load_table(",
+    )
     rl_data = (project / "part2" / "data.py").read_text()
     (project / "part2" / "envs.py").unlink()
     commit(project, "our data; no custom environments")
