@@ -4,7 +4,6 @@ and when the answers change (a part kind or the sweep added and removed)."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
