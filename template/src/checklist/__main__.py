@@ -49,12 +49,10 @@ def check_project(root: Path, run_dirs: list[Path]) -> Report:
     if run_dirs and str(root) not in sys.path:
         sys.path.insert(0, str(root))  # run checks import the project's config classes
     runs = [open_run_dir(path, project) for path in run_dirs]
-    waivers = load_waivers(
-        root / "pyproject.toml", sorted({c.id for c in CHECKS} | MANUAL.keys(), key=id_order)
-    )
-    applicable = sorted(
-        (c for c in CHECKS if c.applies(project.kinds, project.has_sweep)), key=lambda c: id_order(c.id)
-    )
+    known = sorted({c.id for c in CHECKS} | MANUAL.keys(), key=id_order)
+    waivers = load_waivers(root / "pyproject.toml", known)
+    applicable = [c for c in CHECKS if c.applies(project.kinds, project.has_sweep)]
+    applicable.sort(key=lambda c: id_order(c.id))
     static = [c for c in applicable if c.mode == "static"]
     results = [Result(c.id, "static", *c.outcome(project)) for c in static]
     for run in runs:
@@ -63,10 +61,8 @@ def check_project(root: Path, run_dirs: list[Path]) -> Report:
         results += [Result(c.id, "run", *c.outcome(run), where=where) for c in checks]
     if not run_dirs:  # items only a run directory shows
         later = sorted({c.id for c in applicable} - {c.id for c in static}, key=id_order)
-        results += [
-            Result(i, "run", "skipped", "checked on a run directory: python -m src.checklist output/<run>/")
-            for i in later
-        ]
+        why = "checked on a run directory: python -m src.checklist output/<run>/"
+        results += [Result(item, "run", "skipped", why) for item in later]
     manual = list(MANUAL) if project.parts else []
     results += [Result(item, "manual", "manual", MANUAL[item]) for item in manual]
     for result in (r for r in results if r.id in waivers):

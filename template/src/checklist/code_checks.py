@@ -106,9 +106,8 @@ def config_hierarchy(project: Project, part: Part) -> None:
         bases = [name_of(b) for b in cls.bases] if cls else []
         return bool(cls and is_dataclass(cls)) and (name == "BaseConfig" or any(map(reaches_base, bases)))
 
-    require(
-        reaches_base(LEVELS[part.kind]), f"src/: {LEVELS[part.kind]} is not a @dataclass reaching BaseConfig"
-    )
+    level = LEVELS[part.kind]
+    require(reaches_base(level), f"src/: {level} is not a @dataclass reaching BaseConfig")
     for cls in config_classes(project, part):
         require(cls.name not in shared, f"{part.name}/config.py redefines {cls.name} of src/")
         require(is_dataclass(cls), f"{part.name}/config.py: {cls.name} is not a @dataclass")
@@ -117,9 +116,7 @@ def config_hierarchy(project: Project, part: Part) -> None:
 @each_part("CFG-3", "main() parses --config NAME and the field flags with tyro.cli()")
 def config_by_name(project: Project, part: Part) -> None:
     main = function(project.tree(f"{part.name}/train.py"), "main")
-    require(
-        main and project.reaches(main, "cli", part), f"{part.name}/train.py: main() never reaches tyro.cli()"
-    )
+    require(main and project.reaches(main, "cli", part), "train.py: main() never reaches tyro.cli()")
     require(len(config_classes(project, part)) > 1, f"{part.name}/config.py: one config, nothing to pick")
 
 
@@ -133,10 +130,8 @@ def wall_clock(project: Project) -> str:
             *(c.name for b in ("Timer", "TrainingCallback") for _, c in project.classes(b, part)),
         }
         given = [c for _, c in project.find(ast.Call, part) if name_of(c) in stoppers]
-        require(
-            any("max_wall_clock_hours" in source(c) for c in given),
-            f"{part.name}: no Timer or XGBoost callback is given cfg.max_wall_clock_hours",
-        )
+        bounded = any("max_wall_clock_hours" in source(c) for c in given)
+        require(bounded, f"{part.name}: no Timer or XGBoost callback is given cfg.max_wall_clock_hours")
     return "BaseConfig.max_wall_clock_hours, enforced by a Timer or an XGBoost callback in every part"
 
 
@@ -174,19 +169,14 @@ def shared_code(project: Project) -> str:
 @each_part("STR-3", "train.py defines main()")
 def has_main(project: Project, part: Part) -> None:
     body = project.tree(f"{part.name}/train.py").body
-    require(
-        any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in body),
-        f"{part.name}/train.py: no main()",
-    )
+    require("main" in [n.name for n in body if isinstance(n, ast.FunctionDef)], "train.py: no main()")
 
 
 @each_part("LOG-1", "main_with_config() reaches wandb.init(project, name=cfg.name, mode)")
 def wandb_init(project: Project, part: Part) -> None:
     call_with(project, part, "init", project=given, name=lambda v: source(v).endswith(".name"), mode=given)
-    require(
-        project.reaches(main_with_config(project, part), "init", part),
-        "main_with_config() never reaches wandb.init()",
-    )
+    reached = project.reaches(main_with_config(project, part), "init", part)
+    require(reached, "main_with_config() never reaches wandb.init()")
 
 
 @each_part("LOG-6", "save_model(), then log_artifact(), in main_with_config()")
@@ -202,10 +192,8 @@ def model_artifact(project: Project, part: Part) -> None:
 def gpu_lock(project: Project) -> str:
     path, lock = next(((p, c) for p, c in project.find(ast.ClassDef) if c.name == "GpuLock"), ("", None))
     require(lock and calls(lock, "flock"), "no GpuLock class that takes an fcntl.flock")
-    require(
-        "/tmp/gpu-task.lock" in constants(project.tree(path)),
-        f"{path}: the default lock is not /tmp/gpu-task.lock",
-    )
+    default = "/tmp/gpu-task.lock" in constants(project.tree(path))
+    require(default, f"{path}: the default lock is not /tmp/gpu-task.lock")
     for part in project.parts:
         train = f"{part.name}/train.py"
         tree = project.tree(train)

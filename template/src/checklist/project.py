@@ -271,6 +271,10 @@ def constant(node: ast.AST | None, default: object = None) -> object:
     return node.value if isinstance(node, ast.Constant) else default
 
 
+def keyword_constant(call: ast.Call, name: str, default: object = None) -> object:
+    return constant(keyword(call, name), default)
+
+
 def source(node: ast.AST | None) -> str:
     return ast.unparse(node) if node is not None else ""
 

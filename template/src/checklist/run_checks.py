@@ -81,13 +81,8 @@ def read_json(path: Path) -> Any:
 def open_run_dir(path: Path, project: Project) -> RunDir:
     """The run directory and its part; BadInput saying what is wrong otherwise."""
     if not (path / "config.json").is_file():
-        problem = (
-            "has no config.json"
-            if path.is_dir()
-            else "is not a directory"
-            if path.exists()
-            else "does not exist"
-        )
+        problem = "has no config.json" if path.is_dir() else "is not a directory"
+        problem = problem if path.exists() else "does not exist"
         raise BadInput(f"{path} {problem}; {VALID}")
     config = read_json(path / "config.json")
     run = read_json(path / "run.json") if (path / "run.json").is_file() else {}
@@ -180,13 +175,11 @@ def metric_lines(run: RunDir) -> str:
 def metric_namespaces(run: RunDir) -> str:
     keys, tree = run.metric_keys(), run.kind == "sl_tree"
     spaces = ["timing/", "tracking/", "system/"] + ([] if tree else ["batch/"])
-    wanted = {
-        "top-level train_*/val_*": {k[:4] for k in keys if "/" not in k} >= {"trai", "val_"},
-        "lr": tree or any(key.startswith("lr") for key in keys),
-        **{space: any(key.startswith(space) for key in keys) for space in spaces},
-        "tracking/best_* and tracking/epochs_since_improvement": "tracking/epochs_since_improvement" in keys
-        and any(k.startswith("tracking/best_") for k in keys),
-    }
+    best = "tracking/epochs_since_improvement" in keys and any(k.startswith("tracking/best_") for k in keys)
+    wanted = {"top-level train_*/val_*": {k[:4] for k in keys if "/" not in k} >= {"trai", "val_"}}
+    wanted |= {"lr": tree or any(key.startswith("lr") for key in keys)}
+    wanted |= {space: any(key.startswith(space) for key in keys) for space in spaces}
+    wanted |= {"tracking/best_* and tracking/epochs_since_improvement": best}
     missing = [what for what, found in wanted.items() if not found]
     require(not missing, "metrics.jsonl lacks " + "; ".join(missing))
     return "top level, " + ", ".join(spaces) + " all present"
