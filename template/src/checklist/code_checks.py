@@ -1,5 +1,4 @@
-"""Static checks of every part kind: library APIs (W&B, tyro, torch) and the names the
-checklist itself gives, found in whatever files each part's code reaches."""
+"""Static checks of every part kind, and the rules they are made of."""
 
 from __future__ import annotations
 
@@ -65,9 +64,9 @@ def makes_call(name: str, /, **tests: Test) -> Rule:
     return lambda project, part: call_with(project, part, name, **tests)
 
 
-def gives(name: str, what: str, test: Test = given) -> Rule:
-    """Some call is given `name=` a value that passes `test`; `what` says which call."""
-    return lambda project, part: require(passes(project, part, name, test), f"no {what}")
+def gives(name: str, test: Test = given) -> Rule:
+    """Some call is given `name=` a value that passes `test`."""
+    return lambda project, part: require(passes(project, part, name, test), f"no call is given {name}=")
 
 
 def never(name: str, advice: str) -> Rule:

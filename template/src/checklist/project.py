@@ -1,6 +1,4 @@
-"""The project under check, read with `ast`, never imported. A part is a folder with a
-train.py (STR-1); its kind and constructs are found by what its code does, in whatever
-files its imports reach."""
+"""The project under check, read with `ast`: parts (folders with a train.py) and the code they reach."""
 
 from __future__ import annotations
 
@@ -51,8 +49,7 @@ class Project:
         return [part for part in self.parts if part.kind in kinds]
 
     def kind_of(self, folder: str) -> str | None:
-        """An `xgboost.train` call makes a tree part; a LightningModule it builds, RL when
-        PPO's loss is in its class hierarchy, else supervised neural."""
+        """Tree: calls xgboost.train; RL: builds a LightningModule using ClipPPOLoss; else neural."""
         if any(_calls_xgboost_train(self.tree(path)) for path in self.code(folder) if self.parses(path)):
             return "sl_tree"
         modules = self.built("LightningModule", folder)
@@ -61,8 +58,7 @@ class Project:
         return "sl_neural" if modules else None
 
     def code(self, part: Where = None) -> list[str]:
-        """The files a part's train.py, sweep.py and __init__.py reach through imports
-        (every part's when `part` is None): the code its runs execute, wherever it lives."""
+        """The files a part's train.py, sweep.py and __init__.py import, directly or not (None: all parts)."""
         if part is None:
             return sorted({path for p in self.parts for path in self.code(p)})
         folder = getattr(part, "name", part)
@@ -197,16 +193,12 @@ class Project:
 
 
 def _calls_xgboost_train(tree: ast.Module) -> bool:
-    imported = [a for n in nodes(tree) if isinstance(n, ast.Import) for a in n.names if a.name == "xgboost"]
-    aliases = {alias.asname or alias.name for alias in imported}
-    return any(
-        isinstance(c.func, ast.Attribute) and name_of(c.func.value) in aliases for c in calls(tree, "train")
-    )
+    imported = [a.asname or a.name for n in of_type(tree, ast.Import) for a in n.names if a.name == "xgboost"]
+    return any(source(c.func) in [f"{name}.train" for name in imported] for c in calls(tree, "train"))
 
 
 def per_tree(query: Callable[[ast.AST], Any]) -> Callable[[ast.AST], Any]:
-    """`query` answered once per tree and kept on the tree: a cache keyed by trees would
-    keep every project ever checked alive."""
+    """`query`'s answer kept on the tree: a cache keyed by trees would keep every project alive."""
     attribute = f"_checklist_{query.__name__}"
 
     @functools.wraps(query)
@@ -254,13 +246,12 @@ def calls(tree: ast.AST, name: str) -> list[ast.Call]:
 @per_tree
 def names(tree: ast.AST) -> frozenset[str]:
     """Every name and attribute used or imported."""
-    found = {n.id for n in nodes(tree) if isinstance(n, ast.Name)}
-    found |= {n.attr for n in nodes(tree) if isinstance(n, ast.Attribute)}
-    return frozenset(found | {n.name.rsplit(".", 1)[-1] for n in nodes(tree) if isinstance(n, ast.alias)})
+    found = {n.id for n in of_type(tree, ast.Name)} | {n.attr for n in of_type(tree, ast.Attribute)}
+    return frozenset(found | {n.name.rsplit(".", 1)[-1] for n in of_type(tree, ast.alias)})
 
 
 def constants(tree: ast.AST) -> set:
-    return {node.value for node in nodes(tree) if isinstance(node, ast.Constant)}
+    return {node.value for node in of_type(tree, ast.Constant)}
 
 
 def keyword(call: ast.Call, name: str) -> ast.expr | None:
@@ -293,11 +284,7 @@ def methods(cls: ast.ClassDef) -> dict[str, ast.FunctionDef]:
 
 def fields(cls: ast.ClassDef) -> dict[str, ast.expr | None]:
     """A dataclass's fields and their defaults."""
-    return {
-        n.target.id: n.value
-        for n in cls.body
-        if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
-    }
+    return {source(n.target): n.value for n in cls.body if isinstance(n, ast.AnnAssign)}
 
 
 def is_dataclass(cls: ast.ClassDef) -> bool:

@@ -1,5 +1,4 @@
-"""Checks of what a run of any part wrote (`output/<run>/`): its files, metrics.jsonl and
-the facts logged at its start. They import the project's config classes when they run."""
+"""Checks of what a run of any part wrote (`output/<run>/`); they import the part's config classes."""
 
 from __future__ import annotations
 
