@@ -124,10 +124,10 @@ def wall_clock(project: Project) -> str:
     base = shared_classes(project).get("BaseConfig")
     require(base and "max_wall_clock_hours" in fields(base), "BaseConfig has no max_wall_clock_hours field")
     for part in project.parts:  # Lightning's Timer, or an XGBoost callback, given the budget
-        stoppers = {
-            "Timer",
-            *(c.name for b in ("Timer", "TrainingCallback") for _, c in project.classes(b, part)),
-        }
+        subclasses = [
+            c.name for base in ("Timer", "TrainingCallback") for _, c in project.classes(base, part)
+        ]
+        stoppers = {"Timer", *subclasses}
         given = [c for _, c in project.find(ast.Call, part) if name_of(c) in stoppers]
         bounded = any("max_wall_clock_hours" in source(c) for c in given)
         require(bounded, f"{part.name}: no Timer or XGBoost callback is given cfg.max_wall_clock_hours")
@@ -149,9 +149,8 @@ def variants(project: Project, part: Part) -> None:
 def part_layout(project: Project) -> str:
     wanted = ["config.py", "data.py", "model.py", "train.py"] + (["sweep.py"] if project.has_sweep else [])
     for part in project.parts:
-        lacks(
-            f"{part.name}/", wanted, [p.name for p in (project.root / part.name).glob("*.py") if p.is_file()]
-        )
+        present = [path.name for path in (project.root / part.name).glob("*.py") if path.is_file()]
+        lacks(f"{part.name}/", wanted, present)
     return f"{len(project.parts)} part(s), each with {', '.join(wanted)}"
 
 
@@ -196,11 +195,8 @@ def gpu_lock(project: Project) -> str:
     for part in project.parts:
         train = f"{part.name}/train.py"
         tree = project.tree(train)
-        guard = [
-            n
-            for n in tree.body
-            if isinstance(n, ast.If) and "__name__" in source(n.test) and calls(n, "main")
-        ]
+        guard = [n for n in tree.body if isinstance(n, ast.If) and "__name__" in source(n.test)]
+        guard = [n for n in guard if calls(n, "main")]
         require(guard, f'{train}: no `if __name__ == "__main__": main()`')
         locks = [i.context_expr for w in of_type(function(tree, "main") or tree, ast.With) for i in w.items]
         require("GpuLock" in map(name_of, locks), f"{train}: main() runs outside `with GpuLock()`")

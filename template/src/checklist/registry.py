@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -82,39 +83,30 @@ CHECKS: list[Check] = []
 
 
 def check(id: str, title: str, applies_to: str = "all", *, mode: str = "static", sweep: bool = False):
-    """Register a check of a checklist item: function(project) or function(run_dir)."""
+    """Register function(project) or function(run_dir) as a check of a checklist item."""
+    return lambda function: CHECKS.append(Check(id, title, applies_to, mode, function, sweep)) or function
 
-    def register(function: Callable[..., str]) -> Callable[..., str]:
-        CHECKS.append(Check(id, title, applies_to, mode, function, sweep))
-        return function
 
-    return register
+def rules(item: str, title: str, applies_to: str, *checks: Callable[[Any, Any], object], sweep: bool = False):
+    """Register an item checked on each part it applies to by all of `checks`(project, part);
+    a failure's message starts with the part's name."""
+
+    def every(project: Any) -> str:
+        parts = project.parts_of(TAGS[applies_to])
+        for part, rule in itertools.product(parts, checks):
+            try:
+                rule(project, part)
+            except Failed as failure:
+                named = str(failure).startswith(part.name)
+                raise Failed(str(failure) if named else f"{part.name}: {failure}") from None
+        return f"{', '.join(part.name for part in parts)}: {title}"
+
+    CHECKS.append(Check(item, title, applies_to, "static", every, sweep))
 
 
 def each_part(id: str, title: str, applies_to: str = "all", *, sweep: bool = False):
-    """Register a static check made of function(project, part) for each part it applies to;
-    a failure's message is given the part's name when it does not start with it."""
-
-    def register(function: Callable[..., None]) -> Callable[..., None]:
-        def every(project: Any) -> str:
-            parts = project.parts_of(TAGS[applies_to])
-            for part in parts:
-                try:
-                    function(project, part)
-                except Failed as failure:
-                    named = str(failure).startswith(part.name)
-                    raise Failed(str(failure) if named else f"{part.name}: {failure}") from None
-            return f"{', '.join(part.name for part in parts)}: {title}"
-
-        check(id, title, applies_to, sweep=sweep)(every)
-        return function
-
-    return register
-
-
-def rules(item: str, title: str, applies_to: str, *checks: Callable[[Any, Any], object]) -> None:
-    """Register an item checked in each part it applies to by all of `checks`(project, part)."""
-    each_part(item, title, applies_to)(lambda project, part: [rule(project, part) for rule in checks])
+    """Register function(project, part) as the check of an item on each part it applies to."""
+    return lambda function: rules(id, title, applies_to, function, sweep=sweep) or function
 
 
 @dataclass
