@@ -1,5 +1,4 @@
-"""Static checks of every part kind: library APIs (W&B, tyro, torch) and the names the
-checklist itself gives, found in whatever files each part's code reaches."""
+"""Static checks of every part kind, and the rules they are made of."""
 
 from __future__ import annotations
 
@@ -19,13 +18,14 @@ from src.checklist.project import (
     keyword,
     name_of,
     names,
-    nodes,
+    of_type,
     source,
 )
-from src.checklist.registry import Failed, check, each_part, require
+from src.checklist.registry import Failed, check, each_part, lacks, require
 
 LEVELS = {"sl_neural": "SLNeuralConfig", "sl_tree": "SLTreeConfig", "rl": "RLConfig"}
 Test = Callable[[ast.expr | None], bool]
+Rule = Callable[[Project, Part], object]
 
 
 def given(value: ast.expr | None) -> bool:
@@ -45,7 +45,7 @@ def call_with(project: Project, part: Part, name: str, /, **tests: Test) -> str:
     subclasses = [cls.name for _, cls in project.classes(name, part)]
     made = [c for called in (name, *subclasses) for _, c in project.calls(called, part)]
     found = [c for c in made if all(test(keyword(c, k)) for k, test in tests.items())]
-    require(found, f"{part.name}: no {name}({', '.join(f'{k}=...' for k in tests)}) as the checklist asks")
+    require(found, f"no {name}({', '.join(f'{k}=...' for k in tests)}) as the checklist asks")
     return source(found[0])
 
 
@@ -60,21 +60,13 @@ def never_uses(project: Project, paths: list[str], name: str, advice: str) -> No
         require(name not in names(project.tree(path)), f"{path} uses {name}; {advice}")
 
 
-Rule = Callable[[Project, Part], object]
-
-
-def rules(item: str, title: str, applies_to: str, *checks: Rule) -> None:
-    """Register an item checked in each part it applies to by the rules below, all of them."""
-    each_part(item, title, applies_to)(lambda project, part: [rule(project, part) for rule in checks])
-
-
 def makes_call(name: str, /, **tests: Test) -> Rule:
     return lambda project, part: call_with(project, part, name, **tests)
 
 
-def gives(name: str, what: str, test: Test = given) -> Rule:
-    """Some call is given `name=` a value that passes `test`; `what` says which call."""
-    return lambda project, part: require(passes(project, part, name, test), f"{part.name}: no {what}")
+def gives(name: str, test: Test = given) -> Rule:
+    """Some call is given `name=` a value that passes `test`."""
+    return lambda project, part: require(passes(project, part, name, test), f"no call is given {name}=")
 
 
 def never(name: str, advice: str) -> Rule:
@@ -82,7 +74,7 @@ def never(name: str, advice: str) -> Rule:
 
 
 def holds(value: str) -> Rule:
-    return lambda project, part: require(project.has_constant(value, part), f'{part.name}: no "{value}"')
+    return lambda project, part: require(project.has_constant(value, part), f'no "{value}"')
 
 
 def main_with_config(project: Project, part: Part) -> ast.FunctionDef:
@@ -96,7 +88,7 @@ def shared_classes(project: Project) -> dict[str, ast.ClassDef]:
 def config_classes(project: Project, part: Part) -> list[ast.ClassDef]:
     """The part's task config (the one inheriting its level), then its variants."""
     family, found = {LEVELS[part.kind]}, []
-    for cls in (n for n in nodes(project.tree(f"{part.name}/config.py")) if isinstance(n, ast.ClassDef)):
+    for cls in of_type(project.tree(f"{part.name}/config.py"), ast.ClassDef):
         if {name_of(b) for b in cls.bases} & family:
             family.add(cls.name)
             found.append(cls)
@@ -113,9 +105,8 @@ def config_hierarchy(project: Project, part: Part) -> None:
         bases = [name_of(b) for b in cls.bases] if cls else []
         return bool(cls and is_dataclass(cls)) and (name == "BaseConfig" or any(map(reaches_base, bases)))
 
-    require(
-        reaches_base(LEVELS[part.kind]), f"src/: {LEVELS[part.kind]} is not a @dataclass reaching BaseConfig"
-    )
+    level = LEVELS[part.kind]
+    require(reaches_base(level), f"src/: {level} is not a @dataclass reaching BaseConfig")
     for cls in config_classes(project, part):
         require(cls.name not in shared, f"{part.name}/config.py redefines {cls.name} of src/")
         require(is_dataclass(cls), f"{part.name}/config.py: {cls.name} is not a @dataclass")
@@ -124,9 +115,7 @@ def config_hierarchy(project: Project, part: Part) -> None:
 @each_part("CFG-3", "main() parses --config NAME and the field flags with tyro.cli()")
 def config_by_name(project: Project, part: Part) -> None:
     main = function(project.tree(f"{part.name}/train.py"), "main")
-    require(
-        main and project.reaches(main, "cli", part), f"{part.name}/train.py: main() never reaches tyro.cli()"
-    )
+    require(main and project.reaches(main, "cli", part), "train.py: main() never reaches tyro.cli()")
     require(len(config_classes(project, part)) > 1, f"{part.name}/config.py: one config, nothing to pick")
 
 
@@ -135,37 +124,33 @@ def wall_clock(project: Project) -> str:
     base = shared_classes(project).get("BaseConfig")
     require(base and "max_wall_clock_hours" in fields(base), "BaseConfig has no max_wall_clock_hours field")
     for part in project.parts:  # Lightning's Timer, or an XGBoost callback, given the budget
-        stoppers = {
-            "Timer",
-            *(c.name for base in ("Timer", "TrainingCallback") for _, c in project.classes(base, part)),
-        }
+        subclasses = [
+            c.name for base in ("Timer", "TrainingCallback") for _, c in project.classes(base, part)
+        ]
+        stoppers = {"Timer", *subclasses}
         given = [c for _, c in project.find(ast.Call, part) if name_of(c) in stoppers]
-        require(
-            any("max_wall_clock_hours" in source(c) for c in given),
-            f"{part.name}: no Timer or XGBoost callback is given cfg.max_wall_clock_hours",
-        )
+        bounded = any("max_wall_clock_hours" in source(c) for c in given)
+        require(bounded, f"{part.name}: no Timer or XGBoost callback is given cfg.max_wall_clock_hours")
     return "BaseConfig.max_wall_clock_hours, enforced by a Timer or an XGBoost callback in every part"
 
 
 @each_part("CFG-6", ">= 3 variants overriding only fields, one changing several")
 def variants(project: Project, part: Part) -> None:
-    found = config_classes(project, part)[1:]
+    found, where = config_classes(project, part)[1:], f"{part.name}/config.py"
     for cls in found:
         extra = [n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.Assign))]
-        require(not extra, f"{part.name}/config.py: variant {cls.name} does more than override fields")
-    require(len(found) >= 3, f"{part.name}/config.py: {len(found)} variants, want >= 3")
-    require(
-        any(len(set(fields(cls)) - {"name"}) >= 2 for cls in found),
-        f"{part.name}/config.py: no variant changes several fields at once (an aggressive one)",
-    )
+        require(not extra, f"{where}: variant {cls.name} does more than override fields")
+    require(len(found) >= 3, f"{where}: {len(found)} variants, want >= 3")
+    several = any(len(set(fields(cls)) - {"name"}) >= 2 for cls in found)
+    require(several, f"{where}: no variant changes several fields at once (an aggressive one)")
 
 
 @check("STR-1", "partN/ holds config.py, data.py, model.py, train.py (and sweep.py)")
 def part_layout(project: Project) -> str:
     wanted = ["config.py", "data.py", "model.py", "train.py"] + (["sweep.py"] if project.has_sweep else [])
     for part in project.parts:
-        missing = [name for name in wanted if not (project.root / part.name / name).is_file()]
-        require(not missing, f"{part.name}/ lacks {', '.join(missing)}")
+        present = [path.name for path in (project.root / part.name).glob("*.py") if path.is_file()]
+        lacks(f"{part.name}/", wanted, present)
     return f"{len(project.parts)} part(s), each with {', '.join(wanted)}"
 
 
@@ -182,51 +167,39 @@ def shared_code(project: Project) -> str:
 @each_part("STR-3", "train.py defines main()")
 def has_main(project: Project, part: Part) -> None:
     body = project.tree(f"{part.name}/train.py").body
-    require(
-        any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in body),
-        f"{part.name}/train.py: no main()",
-    )
+    require("main" in [n.name for n in body if isinstance(n, ast.FunctionDef)], "train.py: no main()")
 
 
 @each_part("LOG-1", "main_with_config() reaches wandb.init(project, name=cfg.name, mode)")
 def wandb_init(project: Project, part: Part) -> None:
     call_with(project, part, "init", project=given, name=lambda v: source(v).endswith(".name"), mode=given)
-    require(
-        project.reaches(main_with_config(project, part), "init", part),
-        f"{part.name}: main_with_config() never reaches wandb.init()",
-    )
+    reached = project.reaches(main_with_config(project, part), "init", part)
+    require(reached, "main_with_config() never reaches wandb.init()")
 
 
 @each_part("LOG-6", "save_model(), then log_artifact(), in main_with_config()")
 def model_artifact(project: Project, part: Part) -> None:
-    steps = [c for c in nodes(main_with_config(project, part)) if isinstance(c, ast.Call)]
+    steps = of_type(main_with_config(project, part), ast.Call)
     logged = [c.lineno for c in steps if project.reaches(c, "log_artifact", part)]
     saved = [c.lineno for c in steps if name_of(c) == "save_model"]
-    require(logged, f"{part.name}: main_with_config() never reaches log_artifact()")
-    require(saved and saved[0] <= logged[0], f"{part.name}: the artifact is logged before save_model()")
+    require(logged, "main_with_config() never reaches log_artifact()")
+    require(saved and saved[0] <= logged[0], "the artifact is logged before save_model()")
 
 
 @check("OPS-1", 'main() runs inside GpuLock() under if __name__ == "__main__"')
 def gpu_lock(project: Project) -> str:
     path, lock = next(((p, c) for p, c in project.find(ast.ClassDef) if c.name == "GpuLock"), ("", None))
     require(lock and calls(lock, "flock"), "no GpuLock class that takes an fcntl.flock")
-    require(
-        "/tmp/gpu-task.lock" in constants(project.tree(path)),
-        f"{path}: the default lock is not /tmp/gpu-task.lock",
-    )
+    default = "/tmp/gpu-task.lock" in constants(project.tree(path))
+    require(default, f"{path}: the default lock is not /tmp/gpu-task.lock")
     for part in project.parts:
-        tree = project.tree(f"{part.name}/train.py")
-        guard = [
-            n
-            for n in tree.body
-            if isinstance(n, ast.If) and "__name__" in source(n.test) and calls(n, "main")
-        ]
-        require(guard, f'{part.name}/train.py: no `if __name__ == "__main__": main()`')
-        locks = [i for w in nodes(function(tree, "main") or tree) if isinstance(w, ast.With) for i in w.items]
-        require(
-            any(name_of(i.context_expr) == "GpuLock" for i in locks),
-            f"{part.name}/train.py: main() runs outside `with GpuLock()`",
-        )
+        train = f"{part.name}/train.py"
+        tree = project.tree(train)
+        guard = [n for n in tree.body if isinstance(n, ast.If) and "__name__" in source(n.test)]
+        guard = [n for n in guard if calls(n, "main")]
+        require(guard, f'{train}: no `if __name__ == "__main__": main()`')
+        locks = [i.context_expr for w in of_type(function(tree, "main") or tree, ast.With) for i in w.items]
+        require("GpuLock" in map(name_of, locks), f"{train}: main() runs outside `with GpuLock()`")
     return "every main() runs under GpuLock(), flock on /tmp/gpu-task.lock"
 
 
@@ -259,21 +232,12 @@ def map_location(project: Project) -> str:
 def data_validated(project: Project, part: Part) -> None:
     # Where the rows go: data.py's own functions, the DataModule the part builds, and what
     # train.py hands the part's data module to.
-    loaders: list[ast.AST] = [
-        f for f in nodes(project.tree(f"{part.name}/data.py")) if isinstance(f, ast.FunctionDef)
-    ]
+    loaders: list[ast.AST] = of_type(project.tree(f"{part.name}/data.py"), ast.FunctionDef)
     for _, datamodule in project.built("LightningDataModule", part):
         loaders += project.methods(datamodule, part).values()
-    train = nodes(project.tree(f"{part.name}/train.py"))
-    aliases = {
-        alias.asname or alias.name
-        for node in train
-        if isinstance(node, ast.ImportFrom) and node.module == part.name
-        for alias in node.names
-        if alias.name == "data"
-    }
-    loaders += [c for c in train if isinstance(c, ast.Call) and {name_of(a) for a in c.args} & aliases]
-    require(
-        any(project.reaches(f, "validate", part) for f in loaders),
-        f"{part.name}: neither data.py nor the code it goes to validates the table (pandera's validate())",
-    )
+    train = project.tree(f"{part.name}/train.py")
+    imported = [a for n in of_type(train, ast.ImportFrom) if n.module == part.name for a in n.names]
+    aliases = {a.asname or a.name for a in imported if a.name == "data"}
+    loaders += [c for c in of_type(train, ast.Call) if set(map(name_of, c.args)) & aliases]
+    validates = any(project.reaches(f, "validate", part) for f in loaders)
+    require(validates, "neither data.py nor the code it goes to validates the table (pandera's validate())")

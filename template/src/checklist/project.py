@@ -1,6 +1,4 @@
-"""The project under check, read with `ast`, never imported. A part is a folder with a
-train.py (STR-1); its kind and its constructs are found by what the code does and by
-the library and checklist names it uses, in whatever files its imports reach."""
+"""The project under check, read with `ast`: parts (folders with a train.py) and the code they reach."""
 
 from __future__ import annotations
 
@@ -14,6 +12,7 @@ from typing import Any, TypeVar
 from src.checklist.registry import Failed, require
 
 N = TypeVar("N", bound=ast.AST)
+Where = Any  # a Part, a part's folder, or None for every part
 
 
 @dataclass(frozen=True)
@@ -50,25 +49,21 @@ class Project:
         return [part for part in self.parts if part.kind in kinds]
 
     def kind_of(self, folder: str) -> str | None:
-        """An `xgboost.train` call makes a tree part; a LightningModule it builds, RL when
-        PPO's loss is in its class hierarchy, else supervised neural."""
-        trees = [self.tree(path) for path in self.code(folder) if self.parses(path)]
-        if any(_calls_xgboost_train(tree) for tree in trees):
+        """Tree: calls xgboost.train; RL: builds a LightningModule using ClipPPOLoss; else neural."""
+        if any(_calls_xgboost_train(self.tree(path)) for path in self.code(folder) if self.parses(path)):
             return "sl_tree"
         modules = self.built("LightningModule", folder)
         if any("ClipPPOLoss" in names(c) for _, m in modules for c in self.lineage(m, folder)):
             return "rl"
         return "sl_neural" if modules else None
 
-    def code(self, part: Part | str | None = None) -> list[str]:
-        """The files a part's train.py, sweep.py and __init__.py reach through imports
-        (every part's when `part` is None): the code its runs execute, wherever it lives."""
+    def code(self, part: Where = None) -> list[str]:
+        """The files a part's train.py, sweep.py and __init__.py import, directly or not (None: all parts)."""
         if part is None:
             return sorted({path for p in self.parts for path in self.code(p)})
-        folder = part if isinstance(part, str) else part.name
+        folder = getattr(part, "name", part)
         if folder not in self._code:
-            pending = [f"{folder}/{name}" for name in ("train.py", "sweep.py", "__init__.py")]
-            found: list[str] = []
+            pending, found = [f"{folder}/{name}" for name in ("train.py", "sweep.py", "__init__.py")], []
             while pending:
                 path = pending.pop()
                 if path not in found and (self.root / path).is_file():
@@ -78,8 +73,7 @@ class Project:
         return self._code[folder]
 
     def _imported_files(self, relative: str) -> list[str]:
-        package = Path(relative).parent.parts
-        modules: list[list[str]] = []
+        package, modules = Path(relative).parent.parts, []
         for node in nodes(self.tree(relative)) if self.parses(relative) else ():
             if isinstance(node, ast.Import):
                 modules += [alias.name.split(".") for alias in node.names]
@@ -87,10 +81,8 @@ class Project:
                 base = [*package[: len(package) - node.level + 1]] if node.level else []
                 base += node.module.split(".") if node.module else []
                 modules += [base] + [[*base, alias.name] for alias in node.names]
-        candidates = [
-            c for m in filter(None, modules) for c in (Path(*m).with_suffix(".py"), Path(*m, "__init__.py"))
-        ]
-        return [str(c) for c in candidates if (self.root / c).is_file()]
+        found = [c for m in modules if m for c in (Path(*m).with_suffix(".py"), Path(*m, "__init__.py"))]
+        return [str(c) for c in found if (self.root / c).is_file()]
 
     def tree(self, relative: str) -> ast.Module:
         """The parsed file; Failed when it is missing or does not parse."""
@@ -111,45 +103,48 @@ class Project:
         require((self.root / relative).is_file(), f"{relative} is missing")
         return (self.root / relative).read_text(encoding="utf-8")
 
-    def find(self, node_type: type[N], part: Part | str | None = None) -> list[tuple[str, N]]:
+    def find(self, node_type: type[N], part: Where = None) -> list[tuple[str, N]]:
         """Every node of a type in the code a part (or any part) runs."""
         return [(p, n) for p in self.code(part) for n in nodes(self.tree(p)) if isinstance(n, node_type)]
 
-    def calls(self, name: str, part: Part | str | None = None) -> list[tuple[str, ast.Call]]:
+    def calls(self, name: str, part: Where = None) -> list[tuple[str, ast.Call]]:
         """Every call of something named `name` in the code a part (or any part) runs."""
         return [(path, call) for path in self.code(part) for call in calls(self.tree(path), name)]
 
-    def uses(self, name: str, part: Part | str | None = None) -> bool:
+    def made(self, part: Where = None) -> set[str]:
+        """The names of everything the code calls, classes it instantiates included."""
+        return {name for path in self.code(part) for name in _calls(self.tree(path))}
+
+    def uses(self, name: str, part: Where = None) -> bool:
         return any(name in names(self.tree(path)) for path in self.code(part))
 
-    def has_constant(self, value: object, part: Part | str | None = None) -> bool:
+    def has_constant(self, value: object, part: Where = None) -> bool:
         return any(value in constants(self.tree(path)) for path in self.code(part))
 
-    def classes(self, base: str, part: Part | str | None = None) -> list[tuple[str, ast.ClassDef]]:
+    def classes(self, base: str, part: Where = None) -> list[tuple[str, ast.ClassDef]]:
         """Classes deriving from `base` (a library class), also through the project's own."""
-        every = self.find(ast.ClassDef, part)
-        found: list[tuple[str, ast.ClassDef]] = []
-        wanted = {base}
-        while more := [
-            (p, c) for p, c in every if (p, c) not in found and {name_of(b) for b in c.bases} & wanted
-        ]:
+        every, found, wanted = self.find(ast.ClassDef, part), [], {base}
+        while more := [(p, c) for p, c in every if (p, c) not in found and bases(c) & wanted]:
             found += more
             wanted |= {cls.name for _, cls in more}
         return found
 
-    def built(self, base: str, part: Part | str) -> list[tuple[str, ast.ClassDef]]:
+    def built(self, base: str, part: Where) -> list[tuple[str, ast.ClassDef]]:
         """The most derived classes of `base` that the part's code instantiates."""
         found = self.classes(base, part)
-        bases = {name_of(b) for _, c in found for b in c.bases}
-        made = {name_of(call) for _, call in self.find(ast.Call, part)}
-        return [(p, c) for p, c in found if c.name not in bases and c.name in made]
+        derived = {name for _, c in found for name in bases(c)}
+        return [(p, c) for p, c in found if c.name not in derived and c.name in self.made(part)]
 
     def the_class(self, base: str, part: Part) -> ast.ClassDef:
         found = self.built(base, part)
-        require(found, f"{part.name}: its code builds no {base} subclass")
+        require(found, f"its code builds no {base} subclass")
         return found[0][1]
 
-    def lineage(self, cls: ast.ClassDef, part: Part | str) -> list[ast.ClassDef]:
+    def in_use(self, base: str, part: Part) -> list[dict[str, ast.FunctionDef]]:
+        """The methods of each class deriving from `base` that the part's code creates."""
+        return [self.methods(c, part) for _, c in self.classes(base, part) if c.name in self.made(part)]
+
+    def lineage(self, cls: ast.ClassDef, part: Where) -> list[ast.ClassDef]:
         """The class and the project's classes it derives from, most derived first."""
         defined = {c.name: c for _, c in self.find(ast.ClassDef, part)}
         found, pending = [], [cls]
@@ -157,14 +152,14 @@ class Project:
             current = pending.pop(0)
             if current not in found:
                 found.append(current)
-                pending += [defined[name_of(b)] for b in current.bases if name_of(b) in defined]
+                pending += [defined[name] for name in bases(current) if name in defined]
         return found
 
-    def methods(self, cls: ast.ClassDef, part: Part | str) -> dict[str, ast.FunctionDef]:
+    def methods(self, cls: ast.ClassDef, part: Where) -> dict[str, ast.FunctionDef]:
         """Methods by name, inherited ones from the project's base classes included."""
         return {k: v for c in reversed(self.lineage(cls, part)) for k, v in methods(c).items()}
 
-    def functions(self, part: Part | str | None = None) -> dict[str, list[ast.FunctionDef]]:
+    def functions(self, part: Where = None) -> dict[str, list[ast.FunctionDef]]:
         """Functions and methods by name; a class's name gives its methods."""
         key = getattr(part, "name", part) or ""
         if key not in self._functions:
@@ -177,17 +172,17 @@ class Project:
             self._functions[key] = index
         return self._functions[key]
 
-    def reaches(self, node: ast.AST, target: str | set[str], part: Part | str | None = None) -> bool:
+    def reaches(self, node: ast.AST, target: str | set[str], part: Where = None) -> bool:
         """Whether `node` calls `target`, directly or through the project's functions."""
         targets = {target} if isinstance(target, str) else target
         index, seen, pending = self.functions(part), set(), [node]
         while pending:
-            for call in (n for n in nodes(pending.pop()) if isinstance(n, ast.Call)):
-                if name_of(call) in targets:
+            for name in _calls(pending.pop()):
+                if name in targets:
                     return True
-                if name_of(call) not in seen:
-                    seen.add(name_of(call))
-                    pending += index.get(name_of(call), [])
+                if name not in seen:
+                    seen.add(name)
+                    pending += index.get(name, [])
         return False
 
     def function(self, name: str, part: Part | None = None) -> tuple[str, ast.FunctionDef]:
@@ -198,16 +193,12 @@ class Project:
 
 
 def _calls_xgboost_train(tree: ast.Module) -> bool:
-    imported = [a for n in nodes(tree) if isinstance(n, ast.Import) for a in n.names if a.name == "xgboost"]
-    aliases = {alias.asname or alias.name for alias in imported}
-    return any(
-        isinstance(c.func, ast.Attribute) and name_of(c.func.value) in aliases for c in calls(tree, "train")
-    )
+    imported = [a.asname or a.name for n in of_type(tree, ast.Import) for a in n.names if a.name == "xgboost"]
+    return any(source(c.func) in [f"{name}.train" for name in imported] for c in calls(tree, "train"))
 
 
 def per_tree(query: Callable[[ast.AST], Any]) -> Callable[[ast.AST], Any]:
-    """`query` answered once per tree and kept on the tree itself, so it lives only as long
-    as the tree: a cache keyed by trees would keep every project ever checked alive."""
+    """`query`'s answer kept on the tree: a cache keyed by trees would keep every project alive."""
     attribute = f"_checklist_{query.__name__}"
 
     @functools.wraps(query)
@@ -222,9 +213,11 @@ def per_tree(query: Callable[[ast.AST], Any]) -> Callable[[ast.AST], Any]:
 def name_of(node: ast.AST | None) -> str:
     """The last name of a called or referenced object: `a.b.C(...)` -> "C"."""
     node = node.func if isinstance(node, ast.Call) else node
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return node.id if isinstance(node, ast.Name) else ""
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+
+
+def bases(cls: ast.ClassDef) -> set[str]:
+    return {name_of(base) for base in cls.bases}
 
 
 @per_tree
@@ -232,12 +225,15 @@ def nodes(tree: ast.AST) -> tuple[ast.AST, ...]:
     return tuple(ast.walk(tree))
 
 
+def in_order(tree: ast.AST) -> list[ast.Call]:
+    """Every call in source order."""
+    return sorted((n for n in nodes(tree) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
+
+
 @per_tree
 def _calls(tree: ast.AST) -> dict[str, list[ast.Call]]:
     index: dict[str, list[ast.Call]] = {}
-    for node in sorted(
-        (n for n in nodes(tree) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset)
-    ):
+    for node in in_order(tree):
         index.setdefault(name_of(node), []).append(node)
     return index
 
@@ -250,13 +246,12 @@ def calls(tree: ast.AST, name: str) -> list[ast.Call]:
 @per_tree
 def names(tree: ast.AST) -> frozenset[str]:
     """Every name and attribute used or imported."""
-    found = {n.id for n in nodes(tree) if isinstance(n, ast.Name)}
-    found |= {n.attr for n in nodes(tree) if isinstance(n, ast.Attribute)}
-    return frozenset(found | {n.name.rsplit(".", 1)[-1] for n in nodes(tree) if isinstance(n, ast.alias)})
+    found = {n.id for n in of_type(tree, ast.Name)} | {n.attr for n in of_type(tree, ast.Attribute)}
+    return frozenset(found | {n.name.rsplit(".", 1)[-1] for n in of_type(tree, ast.alias)})
 
 
 def constants(tree: ast.AST) -> set:
-    return {node.value for node in nodes(tree) if isinstance(node, ast.Constant)}
+    return {node.value for node in of_type(tree, ast.Constant)}
 
 
 def keyword(call: ast.Call, name: str) -> ast.expr | None:
@@ -267,12 +262,20 @@ def constant(node: ast.AST | None, default: object = None) -> object:
     return node.value if isinstance(node, ast.Constant) else default
 
 
+def keyword_constant(call: ast.Call, name: str, default: object = None) -> object:
+    return constant(keyword(call, name), default)
+
+
 def source(node: ast.AST | None) -> str:
     return ast.unparse(node) if node is not None else ""
 
 
+def of_type(tree: ast.AST, node_type: type[N]) -> list[N]:
+    return [node for node in nodes(tree) if isinstance(node, node_type)]
+
+
 def function(tree: ast.AST, name: str) -> ast.FunctionDef | None:
-    return next((n for n in nodes(tree) if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    return next((n for n in of_type(tree, ast.FunctionDef) if n.name == name), None)
 
 
 def methods(cls: ast.ClassDef) -> dict[str, ast.FunctionDef]:
@@ -281,11 +284,7 @@ def methods(cls: ast.ClassDef) -> dict[str, ast.FunctionDef]:
 
 def fields(cls: ast.ClassDef) -> dict[str, ast.expr | None]:
     """A dataclass's fields and their defaults."""
-    return {
-        n.target.id: n.value
-        for n in cls.body
-        if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
-    }
+    return {source(n.target): n.value for n in cls.body if isinstance(n, ast.AnnAssign)}
 
 
 def is_dataclass(cls: ast.ClassDef) -> bool:

@@ -1,5 +1,4 @@
-"""Checks of what a run of any part wrote (`output/<run>/`): its files, metrics.jsonl and
-the facts logged at its start. They import the project's config classes when they run."""
+"""Checks of what a run of any part wrote (`output/<run>/`); they import the part's config classes."""
 
 from __future__ import annotations
 
@@ -16,15 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from src.checklist.project import Part, Project
-from src.checklist.registry import Failed, Skipped, check, require
+from src.checklist.registry import BadInput, Failed, Skipped, check, lacks, require
 
 MODEL_FILES = {"sl_neural": "model.pt", "rl": "model.pt", "sl_tree": "model.ubj"}
 START_OF_RUN = ("total_params", "trainable_params", "num_train_samples", "num_val_samples", "gpu_name")
 VALID = "a run directory is output/<name>_<YYYYMMDD_HHMMSS>/ holding config.json (and run.json)"
-
-
-class BadRunDir(ValueError):
-    """A path given as RUN_DIR is not a run directory of this project."""
 
 
 @dataclass
@@ -45,9 +40,8 @@ class RunDir:
 
     @cached_property
     def events(self) -> list[dict[str, Any]]:
-        path = self.path / "metrics.jsonl"
+        path, events = self.path / "metrics.jsonl", []
         require(path.is_file(), "metrics.jsonl is missing")
-        events = []
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
             try:
                 events += [json.loads(line)] if line.strip() else []
@@ -55,28 +49,40 @@ class RunDir:
                 raise Failed(f"metrics.jsonl line {number} is not JSON: {error}") from None
         return events
 
+    def metrics(self) -> list[dict[str, Any]]:
+        return [event for event in self.events if event.get("event") == "metrics"]
+
     def metric_keys(self) -> set[str]:
-        return {key for event in self.events if event.get("event") == "metrics" for key in event}
+        return {key for event in self.metrics() for key in event}
 
     def start_facts(self) -> dict[str, Any]:
-        return {
-            k: v for event in self.events if event.get("event") == "hyperparams" for k, v in event.items()
-        }
+        return {k: v for e in self.events if e.get("event") == "hyperparams" for k, v in e.items()}
+
+    def fact(self, key: str) -> Any:
+        """One of the facts logged at the run's start."""
+        require(self.start_facts().get(key) is not None, f"metrics.jsonl's hyperparams lines lack {key}")
+        return self.start_facts()[key]
+
+    def file(self, relative: str) -> Path:
+        """A file the run wrote; Failed when it is missing or empty."""
+        path = self.path / relative
+        require(path.is_file() and path.stat().st_size, f"{relative} is missing or empty")
+        return path
 
 
 def read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text())
     except json.JSONDecodeError as error:
-        raise BadRunDir(f"{path} is not JSON ({error}); {VALID}") from None
+        raise BadInput(f"{path} is not JSON ({error}); {VALID}") from None
 
 
 def open_run_dir(path: Path, project: Project) -> RunDir:
-    """The run directory and its part; BadRunDir saying what is wrong otherwise."""
-    if not path.is_dir():
-        raise BadRunDir(f"{path} {'is not a directory' if path.exists() else 'does not exist'}; {VALID}")
+    """The run directory and its part; BadInput saying what is wrong otherwise."""
     if not (path / "config.json").is_file():
-        raise BadRunDir(f"{path} has no config.json; {VALID}")
+        problem = "has no config.json" if path.is_dir() else "is not a directory"
+        problem = problem if path.exists() else "does not exist"
+        raise BadInput(f"{path} {problem}; {VALID}")
     config = read_json(path / "config.json")
     run = read_json(path / "run.json") if (path / "run.json").is_file() else {}
     # run.json's command names the part's module (`-m part1.train`); else the config's keys tell.
@@ -84,7 +90,7 @@ def open_run_dir(path: Path, project: Project) -> RunDir:
     part = next((p for p in project.parts if p.name in named), None) or _best_fit(config, project)
     if part is None:
         kinds = ", ".join(f"{p.name} ({p.kind})" for p in project.parts)
-        raise BadRunDir(f"{path}: its config.json fits none of this project's parts: {kinds}")
+        raise BadInput(f"{path}: its config.json fits none of this project's parts: {kinds}")
     return RunDir(path, part, config, run)
 
 
@@ -109,38 +115,18 @@ def config_class(part: Part, config: dict[str, Any]) -> type:
     return (named or sorted(own, key=lambda c: len(c.__mro__)))[0]
 
 
-def fact(run: RunDir, key: str) -> Any:
-    """One of the facts logged at the run's start."""
-    value = run.start_facts().get(key)
-    require(value is not None, f"metrics.jsonl's hyperparams lines lack {key}")
-    return value
-
-
-def active(run: RunDir, wanted: str) -> str:
-    callbacks = fact(run, "callbacks")
-    require(
-        any(c == wanted or c.endswith(f"({wanted})") for c in callbacks),
-        f"no {wanted} in this run: {callbacks}",
-    )
-    return f"{wanted} was active"
-
-
 @check("OUT-1", "the run directory is named {name}_{YYYYMMDD_HHMMSS}", mode="run")
 def run_dir_name(run: RunDir) -> str:
     name = run.config.get("name")
-    require(
-        re.fullmatch(re.escape(str(name)) + r"_\d{8}_\d{6}(_\d+)?", run.path.name),
-        f"{run.path.name} is not {name}_YYYYMMDD_HHMMSS",
-    )
+    stamped = re.fullmatch(re.escape(str(name)) + r"_\d{8}_\d{6}(_\d+)?", run.path.name)
+    require(stamped, f"{run.path.name} is not {name}_YYYYMMDD_HHMMSS")
     return f"{run.path.name}: the config's name and a timestamp"
 
 
 @check("OUT-2", "the run directory holds config.json, console.log and checkpoints", mode="run")
 def run_contents(run: RunDir) -> str:
     for name in ("config.json", "console.log"):
-        require(
-            (run.path / name).is_file() and (run.path / name).stat().st_size, f"{name} is missing or empty"
-        )
+        run.file(name)
     checkpoints = sorted(
         p.name for p in (run.path / "checkpoints").glob("*") if p.suffix in {".ckpt", ".ubj"}
     )
@@ -151,8 +137,7 @@ def run_contents(run: RunDir) -> str:
 @check("OUT-2", "run.json records what produced the run: code, packages, machine, data", mode="run")
 def provenance_recorded(run: RunDir) -> str:
     recorded = run.record.get("provenance") or {}
-    missing = [key for key in ("code", "python", "packages", "machine", "data_files") if key not in recorded]
-    require(not missing, f"run.json's provenance lacks {', '.join(missing)}")
+    lacks("run.json's provenance", ("code", "python", "packages", "machine", "data_files"), recorded)
     code = recorded["code"]
     if code.get("git_commit") is None:
         return f"recorded, but no git commit: {code.get('why', 'the project is not in git')}"
@@ -175,31 +160,26 @@ def config_round_trip(run: RunDir) -> str:
     if run.kind == "sl_tree":
         return f"config.json == {cls.__name__}.from_dict(config.json).to_dict()"
     used = run.config.get("used", {})
-    missing = [key for key in ("precision", "batch_size") if key not in used]
-    require(not missing, f"config.json's used settings lack {', '.join(missing)} (what the Trainer chose)")
+    lacks("config.json's used settings (what the Trainer chose)", ("precision", "batch_size"), used)
     return f"config.json round-trips; used: precision {used['precision']}, batch size {used['batch_size']}"
 
 
 @check("OUT-4", "metrics.jsonl: one JSON line per logging event", mode="run")
 def metric_lines(run: RunDir) -> str:
-    metrics = [e for e in run.events if e.get("event") == "metrics"]
-    require(metrics, "metrics.jsonl has no metrics events")
-    return f"{len(run.events)} lines, {len(metrics)} metrics events"
+    require(run.metrics(), "metrics.jsonl has no metrics events")
+    return f"{len(run.events)} lines, {len(run.metrics())} metrics events"
 
 
 @check("LOG-4", "metrics in every namespace: top level, batch/, timing/, tracking/, system/", mode="run")
 def metric_namespaces(run: RunDir) -> str:
-    keys, missing = run.metric_keys(), []
-    if not {k[:4] for k in keys if "/" not in k} >= {"trai", "val_"}:
-        missing.append("top-level train_*/val_*")
-    if run.kind != "sl_tree" and not any(key.startswith("lr") for key in keys):
-        missing.append("lr")
-    spaces = ["timing/", "tracking/", "system/"] + ([] if run.kind == "sl_tree" else ["batch/"])
-    missing += [space for space in spaces if not any(key.startswith(space) for key in keys)]
-    if "tracking/epochs_since_improvement" not in keys or not any(
-        k.startswith("tracking/best_") for k in keys
-    ):
-        missing.append("tracking/best_* and tracking/epochs_since_improvement")
+    keys, tree = run.metric_keys(), run.kind == "sl_tree"
+    spaces = ["timing/", "tracking/", "system/"] + ([] if tree else ["batch/"])
+    best = "tracking/epochs_since_improvement" in keys and any(k.startswith("tracking/best_") for k in keys)
+    wanted = {"top-level train_*/val_*": {k[:4] for k in keys if "/" not in k} >= {"trai", "val_"}}
+    wanted |= {"lr": tree or any(key.startswith("lr") for key in keys)}
+    wanted |= {space: any(key.startswith(space) for key in keys) for space in spaces}
+    wanted |= {"tracking/best_* and tracking/epochs_since_improvement": best}
+    missing = [what for what, found in wanted.items() if not found]
     require(not missing, "metrics.jsonl lacks " + "; ".join(missing))
     return "top level, " + ", ".join(spaces) + " all present"
 
@@ -208,17 +188,13 @@ def metric_namespaces(run: RunDir) -> str:
 def start_facts(run: RunDir) -> str:
     # A tree's parameters, its leaves, are known once it is trained: metrics.json has them.
     wanted = START_OF_RUN[2:] if run.kind == "sl_tree" else START_OF_RUN
-    missing = [key for key in wanted if key not in run.start_facts()]
-    require(not missing, f"metrics.jsonl's hyperparams lines lack {', '.join(missing)}")
+    lacks("metrics.jsonl's hyperparams lines", wanted, run.start_facts())
     return ", ".join(wanted)
 
 
 @check("LOG-6", "the model file was saved and logged as a W&B artifact", mode="run")
 def artifact_logged(run: RunDir) -> str:
-    model = run.path / MODEL_FILES[run.kind]
-    require(
-        model.is_file() and model.stat().st_size, f"{model.name} (the file the artifact holds) is missing"
-    )
+    model = run.file(MODEL_FILES[run.kind])  # the file the artifact holds
     digest = base64.b64encode(hashlib.md5(model.read_bytes()).digest())  # the manifest's digest
     logs = [p for p in (run.path / "wandb").glob("*run-*/*.wandb") if not p.parent.is_symlink()]
     if not logs:
@@ -226,7 +202,6 @@ def artifact_logged(run: RunDir) -> str:
             f"{model.name} exists, but W&B was off for this run (no wandb/ in it): no artifact to verify"
         )
     for log in logs:
-        data = log.read_bytes()
-        if model.name.encode() in data and digest in data:
+        if model.name.encode() in (data := log.read_bytes()) and digest in data:
             return f"{model.name} (md5 {digest.decode()}) is in the artifact of {log.parent.name}"
     raise Failed(f"no W&B artifact in {', '.join(p.parent.name for p in logs)} holds this {model.name}")
