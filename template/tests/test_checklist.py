@@ -534,32 +534,32 @@ def class_deriving(path: Path, base: str) -> ast.ClassDef:
     )
 
 
-def split_module_class(model_py: Path) -> None:
-    """Move the LightningModule out of model.py into network.py; model.py imports it."""
+def split_function(model_py: Path, name: str) -> None:
+    """Move the function `name` out of model.py into network.py; model.py imports it."""
     lines = model_py.read_text().splitlines(keepends=True)
     tree = ast.parse("".join(lines))
-    cls = class_deriving(model_py, "LightningModule")
+    moved = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
     imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
     header = [line for n in imports for line in lines[n.lineno - 1 : n.end_lineno]]
-    body = lines[cls.lineno - 1 : cls.end_lineno]
+    body = lines[moved.lineno - 1 : moved.end_lineno]
     (model_py.parent / "network.py").write_text("".join([*header, "\n\n", *body]))
-    rest = lines[: cls.lineno - 1] + lines[cls.end_lineno :]
-    after_imports = max(n.end_lineno for n in imports)
-    rest.insert(after_imports, f"from .network import {cls.name}\n")
+    rest = lines[: moved.lineno - 1] + lines[moved.end_lineno :]
+    rest.insert(max(n.end_lineno for n in imports), f"from .network import {name}\n")
     model_py.write_text("".join(rest))
 
 
 def refactor(project: Path, part: str) -> None:
     """What a user does to a project they own: move a module into a package of its own,
-    rename a callback, split model.py, rename the part's classes."""
+    rename a callback, split model.py, rename the classes that train the part."""
     (project / "src" / "optimizers").mkdir()
     (project / "src" / "optimizers" / "__init__.py").write_text("")
     (project / "src" / "training" / "optim.py").rename(project / "src" / "optimizers" / "adamw.py")
     rename(project, "src.training.optim", "src.optimizers.adamw")
     rename(project, "TimingCallback", "StepTimer")
-    split_module_class(project / part / "model.py")
-    rename(project, class_deriving(project / part / "network.py", "LightningModule").name, "Classifier")
-    rename(project, class_deriving(project / part / "data.py", "LightningDataModule").name, "TableData")
+    split_function(project / part / "model.py", "build_network")
+    neural = project / "src" / "neural"
+    rename(project, class_deriving(neural / "module.py", "LightningModule").name, "TabularClassifier")
+    rename(project, class_deriving(neural / "data.py", "LightningDataModule").name, "TableData")
     rename(project, class_deriving(project / part / "config.py", "SLNeuralConfig").name, "TaskConfig")
 
 

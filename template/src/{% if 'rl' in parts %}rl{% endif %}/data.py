@@ -34,7 +34,7 @@ TRAINABLE = (
     "use an env with discrete actions and a flat vector observation that the part's make_env() "
     "makes (gymnasium's CartPole-v1, Acrobot-v1, MountainCar-v0)"
 )
-MakeEnv = Callable[..., EnvBase]  # (env_name, num_envs) -> a batch of envs; (env_name) -> one, before v0.3.0
+MakeEnv = Callable[..., EnvBase]  # (env_name, num_envs) -> a batch of envs; (env_name) -> one env
 
 
 def env_maker(source: ModuleType) -> MakeEnv:
@@ -223,7 +223,7 @@ class RolloutDataModule(L.LightningDataModule):
         # On a GPU, steps are stored where the policy learns. On the CPU no device is named: a
         # Collector given devices moves every step's tensors, a tenth of a CartPole collection.
         devices = {"env_device": "cpu", "policy_device": device, "storing_device": device}
-        # Each DDP rank collects experience of its own (seed 002).
+        # Each DDP rank collects experience of its own.
         self.env = training_env(self.cfg, self.make_env, rank_seed(self.cfg.seed, self.trainer.global_rank))
         self.collector = Collector(
             self.env,
