@@ -1,8 +1,8 @@
 """Sweep this part's hyperparameters (SWP-1): the search space, in W&B's format.
 
-python -m <this part>.sweep --engine local --trials 3 --config smoke     # seconds, no W&B server
-python -m <this part>.sweep --engine local --trials 30 --max-hours 6     # a real local sweep
-python -m <this part>.sweep --engine wandb --trials 30                   # a W&B sweep: more agents join it
+python -m part1.sweep --engine local --trials 3 --config smoke     # seconds, no W&B server
+python -m part1.sweep --engine local --trials 30 --max-hours 6     # a real local sweep
+python -m part1.sweep --engine wandb --trials 30                   # a W&B sweep: more agents join it
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Sweep this part's hyperparameters (SWP-1): the search space, in W&B's format.
 
-python -m <this part>.sweep --engine local --trials 3 --config smoke     # about a minute, no W&B server
-python -m <this part>.sweep --engine local --trials 20 --max-hours 4     # a real local sweep
-python -m <this part>.sweep --engine wandb --trials 20                   # a W&B sweep: more agents join it
+python -m part3.sweep --engine local --trials 3 --config smoke     # about a minute, no W&B server
+python -m part3.sweep --engine local --trials 20 --max-hours 4     # a real local sweep
+python -m part3.sweep --engine wandb --trials 20                   # a W&B sweep: more agents join it
 """
 
 from __future__ import annotations

@@ -31,9 +31,10 @@ def main_with_config(cfg: CartPoleConfig, resume_from: Path | None = None) -> di
     # or a mistyped flag answers before (main() parses the command line first).
     import lightning as L
 
-    from part1.data import RolloutDataModule
+    from part1 import data
     from part1.model import build_model, save_model
     from src.ops.memory import cleanup_vram
+    from src.rl.data import RolloutDataModule, target_reward
     from src.runs.lifetime import start_run
     from src.training.checkpoints import best_score, check_best_checkpoint
     from src.training.trainer import build_trainer
@@ -42,9 +43,9 @@ def main_with_config(cfg: CartPoleConfig, resume_from: Path | None = None) -> di
     with start_run(cfg, resume_from) as run:
         # MAIN-1: seed -> DataModule -> LightningModule -> WandbLogger -> Trainer -> fit -> test -> finish
         L.seed_everything(cfg.seed, workers=True)
-        datamodule = RolloutDataModule(cfg)
+        datamodule = RolloutDataModule(cfg, data)
         try:
-            model = build_model(cfg, *datamodule.observation_and_action_sizes())
+            model = build_model(cfg)
             logger = create_wandb_logger(cfg, run.dir)
             trainer = build_trainer(
                 cfg,
@@ -52,7 +53,7 @@ def main_with_config(cfg: CartPoleConfig, resume_from: Path | None = None) -> di
                 logger,
                 monitor="val_episode_reward",
                 mode="max",
-                stopping_threshold=cfg.target_reward,  # solved: no need to wait for a plateau
+                stopping_threshold=target_reward(cfg),  # solved: no need to wait for a plateau
                 fetch_section="env_step",  # PRF-3: collecting a rollout is this part's data fetch
                 # An epoch is a fixed number of collections from an endless collector.
                 limit_train_batches=cfg.iterations_per_epoch,

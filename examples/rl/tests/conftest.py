@@ -17,7 +17,6 @@ import lightning as L
 import pytest
 import torch
 
-from src.config import RLConfig, SLNeuralConfig, SLTreeConfig
 from src.training import trainer as trainer_module
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,12 +36,13 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 def parts_by_kind() -> dict[str, str]:
     """{"sl_neural": "part1", ...}: each part's kind is the level of the config hierarchy
     its configs inherit from (CFG-1)."""
-    levels = {SLNeuralConfig: "sl_neural", SLTreeConfig: "sl_tree", RLConfig: "rl"}
+    levels = {"SLNeuralConfig": "sl_neural", "SLTreeConfig": "sl_tree", "RLConfig": "rl"}
     found = {}
     for train in sorted(ROOT.glob("part*/train.py")):
         package = train.parent.name
         config_cls = next(iter(importlib.import_module(f"{package}.config").CONFIGS.values()))
-        found[next(kind for level, kind in levels.items() if issubclass(config_cls, level))] = package
+        (kind,) = (levels[cls.__name__] for cls in config_cls.__mro__ if cls.__name__ in levels)
+        found[kind] = package
     return found
 
 

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import types
 
 import psutil
 import pytest
@@ -16,11 +17,13 @@ import torch
 from conftest import PARTS, ROOT, Killed, assert_report, gpu, kill_next_run, killed_copy, part_module, slow
 from tensordict import TensorDict
 from torchrl.collectors import Collector
-from torchrl.envs import ExplorationType
+from torchrl.envs import ExplorationType, GymEnv
 from torchrl.envs.utils import check_env_specs, set_exploration_type
 
 from src.cli import parse_cli
 from src.config import ConfigError
+from src.rl import data as rl_data
+from src.rl.module import PPO
 from src.runs.metrics_jsonl import read_jsonl
 
 config = part_module("rl", "config")
@@ -33,6 +36,19 @@ train = part_module("rl", "train")
 # The smoke config steps its envs in this process; the tests of closing env workers ask
 # for two, each stepping two envs.
 WORKERS = {"env_workers": 2}
+
+
+def one_cartpole(env_name):
+    """make_env as a data.py rendered before v0.3.0 has it: one env per call."""
+    return GymEnv(env_name, categorical_action_encoding=True)
+
+
+def configured_ppo(cfg):
+    """The part's PPO module with its networks built, as Lightning's configure_model() builds them."""
+    sizes = rl_data.observation_and_action_sizes(data.make_env, cfg.env_name)
+    ppo = PPO(cfg, model.build_networks, model.loss_settings, *sizes)
+    ppo.configure_model()
+    return ppo
 
 
 def smoke_config(tmp_path, **overrides):
@@ -132,7 +148,7 @@ def test_a_run_that_raises_closes_the_workers(tmp_path, monkeypatch):  # RL-3
     def failing_step(self, batch, batch_idx):
         raise RuntimeError("broken update")
 
-    monkeypatch.setattr(model.PPOModule, "training_step", failing_step)
+    monkeypatch.setattr(PPO, "training_step", failing_step)
     with pytest.raises(RuntimeError, match="broken update"):
         train.main_with_config(smoke_config(tmp_path, **WORKERS))
     (run_dir,) = tmp_path.glob("smoke_*")
@@ -250,7 +266,7 @@ def test_custom_env_passes_torchrl_spec_checks():  # RL-5, RL-7, RL-10
 )
 def test_diagnostic_field_survives_the_collector(tmp_path, env_workers, batch):  # RL-1, RL-2, RL-5
     cfg = smoke_config(tmp_path, env_name="LineWalk", num_envs=4, env_workers=env_workers)
-    env = data.make_training_env(cfg, cfg.seed)
+    env = rl_data.training_env(cfg, data.make_env, cfg.seed)
     collector = Collector(env, None, frames_per_batch=32)
     try:
         frames = next(iter(collector))
@@ -266,12 +282,12 @@ def test_an_evaluation_episode_is_the_same_in_any_batch(env_name):
     # Episode i starts from seed + i whichever batch plays it, so DDP ranks sharing the
     # episodes, or a wider batch, play the same ones.
     cfg = config.CONFIGS["smoke"](env_name=env_name)
-    policy = model.build_model(cfg, *data.RolloutDataModule(cfg).observation_and_action_sizes()).policy
+    policy = configured_ppo(cfg).greedy_policy()
 
     def played(width: int, seed: int, count: int) -> list[float]:
-        env = data.with_episode_stats(data.make_env(env_name, width))
+        env = rl_data.make_envs(data.make_env, env_name, width)
         env.set_seed(seed)
-        return data.first_episodes(env, policy, count)["next", "episode_reward"].flatten().tolist()
+        return rl_data.first_episodes(env, policy, count)["next", "episode_reward"].flatten().tolist()
 
     five = played(5, seed=7, count=5)
     assert five[2:] == played(3, seed=9, count=3) and five[:2] == played(5, seed=7, count=2)
@@ -280,7 +296,7 @@ def test_an_evaluation_episode_is_the_same_in_any_batch(env_name):
 def test_evaluation_plays_the_action_the_deterministic_policy_takes():
     # greedy_policy() skips the distribution; it must pick what the policy itself would.
     cfg = config.CONFIGS["smoke"]()
-    ppo = model.build_model(cfg, *data.RolloutDataModule(cfg).observation_and_action_sizes())
+    ppo = configured_ppo(cfg)
     torch.nn.init.normal_(ppo.actor[-1].weight, std=3.0)  # confident, varied choices, not near-ties
     observations = TensorDict({"observation": torch.randn(256, 4)}, [256])
     with set_exploration_type(ExplorationType.DETERMINISTIC), torch.no_grad():
@@ -316,23 +332,65 @@ def test_no_flag_is_offered_that_ppo_would_ignore(flag, capsys):  # CFG-3, RL-13
 
 
 @pytest.mark.parametrize(
-    ("env_name", "message"), [("NoSuchEnv-v0", "use a gymnasium id"), ("Pendulum-v1", "continuous")]
+    ("env_name", "message"),
+    [("NoSuchEnv-v0", "`NoSuchEnv` doesn't exist"), ("Pendulum-v1", "actions are BoundedContinuous")],
 )
-def test_an_env_the_policy_cannot_train_is_a_config_error(tmp_path, env_name, message):  # CFG-3
+def test_an_env_the_policy_cannot_train_is_a_config_error(env_name, message):  # CFG-3
     with pytest.raises(ConfigError, match=message):
-        data.RolloutDataModule(smoke_config(tmp_path, env_name=env_name)).observation_and_action_sizes()
+        rl_data.observation_and_action_sizes(data.make_env, env_name)
 
 
 @pytest.mark.parametrize(
     ("env_name", "sizes"),
     [("CartPole-v1", (4, 2)), ("Acrobot-v1", (6, 3)), ("MountainCar-v0", (2, 3)), ("LineWalk", (2, 3))],
 )
-def test_an_env_the_config_accepts_is_one_the_policy_takes(tmp_path, env_name, sizes):  # CFG-3
-    assert config.env_problem(env_name) is None
-    assert (
-        data.RolloutDataModule(smoke_config(tmp_path, env_name=env_name)).observation_and_action_sizes()
-        == sizes
+def test_an_env_the_config_accepts_is_one_the_policy_takes(env_name, sizes):  # CFG-3
+    assert rl_data.env_problem(data, env_name) == []
+    assert rl_data.observation_and_action_sizes(data.make_env, env_name) == sizes
+
+
+@pytest.mark.parametrize(
+    ("overrides", "target"),
+    [
+        ({}, 475.0),
+        ({"env_name": "Acrobot-v1"}, -100.0),
+        ({"env_name": "LineWalk"}, None),
+        ({"target_reward": 9.0}, 9.0),
+    ],
+)
+def test_the_target_reward_is_the_envs_registered_threshold_unless_given(overrides, target):
+    assert rl_data.target_reward(config.CONFIGS["baseline"](**overrides)) == target
+
+
+def test_a_make_env_that_breaks_the_contract_is_named_in_one_line():
+    with pytest.raises(ConfigError, match=r"^part\w*\.data has no make_env\(env_name, num_envs\)"):
+        rl_data.env_maker(types.ModuleType(f"{PARTS['rl']}.data"))
+    with pytest.raises(ConfigError, match=r"make_env\('CartPole-v1', 3\) returned envs of batch_size \(2,\)"):
+        rl_data.make_envs(lambda env_name, num_envs: data.make_env(env_name, 2), "CartPole-v1", 3)
+    with pytest.raises(ConfigError, match="returned a str; it must return a TorchRL EnvBase"):
+        rl_data.make_envs(lambda env_name, num_envs: "CartPole", "CartPole-v1", 1)
+
+
+@slow
+def test_a_make_env_of_one_env_from_an_older_release_still_trains(tmp_path):  # RL-1, RL-2
+    # v0.2.0's data.py is the user's and stays: make_env(env_name) makes one env per call.
+    cfg = smoke_config(tmp_path)
+    assert rl_data.observation_and_action_sizes(one_cartpole, cfg.env_name) == (4, 2)
+    collector = Collector(rl_data.training_env(cfg, one_cartpole, cfg.seed), None, frames_per_batch=32)
+    try:
+        frames = next(iter(collector))  # a worker per env
+    finally:
+        collector.shutdown()
+    assert frames["next", "episode_reward"].shape == (cfg.num_envs, 8, 1)
+    assert worker_processes() == []
+    policy = configured_ppo(cfg).greedy_policy()
+    env = rl_data.make_envs(one_cartpole, cfg.env_name, 1)
+    episodes = list(
+        rl_data.EvaluationEpisodes(env, policy, 0, 3, types.SimpleNamespace(global_rank=0, world_size=1))
     )
+    env.close()
+    assert [len(batch) for batch in episodes] == [1, 1, 1]
+    assert all(batch["next", "step_count"].item() >= 1 for batch in episodes)
 
 
 @gpu

@@ -25,8 +25,9 @@ def main_with_config(cfg: DigitsConfig, resume_from: Path | None = None) -> dict
     import lightning as L
     from lightning.pytorch.callbacks import BatchSizeFinder
 
-    from part1.data import DigitsDataModule
+    from part1 import data
     from part1.model import build_model, save_model
+    from src.neural.data import TableDataModule
     from src.ops.memory import cleanup_vram
     from src.runs.lifetime import start_run
     from src.training.checkpoints import best_score, check_best_checkpoint
@@ -39,7 +40,7 @@ def main_with_config(cfg: DigitsConfig, resume_from: Path | None = None) -> dict
         # DDP-1: one seed on every rank, as DistributedSampler needs; workers=True gives
         # each rank's data-loader workers seeds of their own.
         L.seed_everything(cfg.seed, workers=True)
-        datamodule = DigitsDataModule(cfg)
+        datamodule = TableDataModule(cfg, data)  # the rows that data.py loads
         model = build_model(cfg)
         logger = create_wandb_logger(cfg, run.dir)
         trainer = build_trainer(
@@ -56,7 +57,8 @@ def main_with_config(cfg: DigitsConfig, resume_from: Path | None = None) -> dict
         check_best_checkpoint(trainer)  # intact, or the latest intact one stands in (RES-1)
         (test_metrics,) = trainer.test(model, datamodule=datamodule, ckpt_path="best")
         results = {**test_metrics, "best_val_loss": best_val_loss}
-        save_confusion_matrix(model.test_confusion_counts, run.dir / CONFUSION_FILE)  # for report.md
+        # for report.md
+        save_confusion_matrix(model.test_confusion_counts, run.dir / CONFUSION_FILE, datamodule.classes)
         # test() loaded that checkpoint's weights into `model`: they are the ones we keep.
         model_path = save_model(model, run.dir / "model.pt")
         log_model_artifact(model_path, f"{cfg.name}-model", metadata=test_metrics)  # once, at the end (LOG-6)

@@ -1,7 +1,9 @@
 """The config hierarchy shared by every part (CFG-1, CFG-2).
 
 BaseConfig -> SLNeuralConfig / SLTreeConfig / RLConfig -> a part's task config ->
-its variants. Variants override only the fields that differ (CFG-6).
+its variants. Each kind's level lives with that kind's shared code, in
+src/neural/config.py, src/trees/config.py or src/rl/config.py. Variants override only
+the fields that differ (CFG-6).
 """
 
 from __future__ import annotations
@@ -31,7 +33,6 @@ StepSchedule = Literal["constant", "cosine", "onecycle"]  # per optimizer step (
 Schedule = Literal["plateau", StepSchedule]  # plateau: per epoch, on the monitored metric
 SPANNING_SCHEDULES = ("cosine", "onecycle")  # they decay over the whole run: they need its length
 MAX_COUNT = 2**31 - 1  # the largest count torch, XGBoost and the OS take
-MAX_EPISODES = 10_000  # evaluation episodes: Lightning times training, not evaluation
 
 
 class ConfigError(ValueError):
@@ -219,7 +220,7 @@ class LightningConfig(BaseConfig):
     def problems(self) -> list[str]:
         return [
             *super().problems(),
-            *_at_least(
+            *at_least(
                 self,
                 num_epochs=1,
                 patience=0,
@@ -236,193 +237,6 @@ class LightningConfig(BaseConfig):
             *_schedule_problems(self.scheduler, self.num_epochs, self.warmup_fraction, self.min_lr_fraction),
             *_hardware_problems(self.accelerator, self.devices, self.num_nodes, self.strategy),
         ]
-
-
-@dataclass
-class SLNeuralConfig(LightningConfig):
-    """Supervised neural parts (Lightning).
-
-    Attributes:
-        scheduler: Learning-rate schedule: plateau cuts the rate when the monitored validation
-            metric stalls (once per epoch); constant, cosine (after a linear warmup) and onecycle
-            follow the optimizer steps, the last two over num_epochs, which they need set.
-        gradient_accumulation_steps: Batches whose gradients add up to one optimizer step, for
-            a larger effective batch.
-        gradient_clip_val: Gradients are clipped to this total norm before each optimizer
-            step; 0 turns clipping off.
-        find_batch_size: Replace batch_size with the largest that fits in memory before
-            training (worth it on a GPU).
-        num_workers: Data-loader worker processes; 0 loads batches in the training process.
-        val_fraction: Share of the rows held out for validation.
-        test_fraction: Share of the rows held out for the final test.
-        split_seed: Seed of the train/val/test split, apart from seed so that changing seed
-            keeps the split.
-    """
-
-    scheduler: Schedule = "plateau"
-    gradient_accumulation_steps: int = 1
-    gradient_clip_val: float = 1.0  # LIT-4: clipping through the Trainer
-    # MEM-1: Lightning's BatchSizeFinder (binsearch) replaces batch_size with the
-    # largest that fits in memory. Worth it on a GPU; off by default so a run's
-    # hyperparameters do not depend on the machine.
-    find_batch_size: bool = False
-    num_workers: int = 0
-    val_fraction: float = 0.15
-    test_fraction: float = 0.15
-    # The train/val/test split has its own seed, so changing `seed` keeps the split.
-    split_seed: int = 0
-
-    def problems(self) -> list[str]:
-        found = [
-            *super().problems(),
-            *_at_least(self, gradient_accumulation_steps=1, gradient_clip_val=0, num_workers=0),
-        ]
-        if self.find_batch_size and self.scheduler in SPANNING_SCHEDULES:
-            # The schedule's length is fixed before the search changes the steps per epoch.
-            found.append(
-                f"find_batch_size with scheduler {self.scheduler}: find the batch size in a run of its own, "
-                "then give it as batch_size"
-            )
-        return found + _split_problems(self.val_fraction, self.test_fraction)
-
-
-@dataclass
-class SLTreeConfig(BaseConfig):
-    """Supervised tree parts (XGBoost's native API).
-
-    Attributes:
-        num_boost_round: Upper bound on boosting rounds; set high so that early stopping ends
-            training.
-        early_stopping_rounds: Rounds without improvement of the validation metric before
-            training stops.
-        val_fraction: Share of the rows held out for validation (early stopping).
-        test_fraction: Share of the rows held out for the final test.
-        split_seed: Seed of the train/val/test split, apart from seed so that changing seed
-            keeps the split.
-        cluster: Train on a Dask cluster through xgboost.dask: local (or local:N) starts N
-            worker processes here, tcp://host:8786 joins a running scheduler; empty trains in
-            this process.
-        wandb_every_n_rounds: W&B charts every this many rounds (a W&B call costs about a
-            small round); every round still reaches metrics.jsonl and, at the end, W&B's
-            `rounds` table.
-    """
-
-    # The tree reading of CFG-5: a high round cap; early stopping is the binding limit.
-    num_boost_round: int = 10_000
-    early_stopping_rounds: int = 50
-    val_fraction: float = 0.15
-    test_fraction: float = 0.15
-    split_seed: int = 0
-    cluster: str = ""
-    wandb_every_n_rounds: int = 10
-
-    def problems(self) -> list[str]:
-        found = [
-            *super().problems(),
-            *_at_least(self, num_boost_round=1, early_stopping_rounds=1, wandb_every_n_rounds=1),
-        ]
-        found += _cluster_problems(self.cluster)
-        if (launch := current_launch()).world_size > 1:  # each would grow the same trees (DDP-1)
-            found.append(
-                f"{launch.launcher} started {launch.world_size} processes, but a tree part trains in one; "
-                "start it with python -m"
-            )
-        return found + _split_problems(self.val_fraction, self.test_fraction)
-
-
-DASK_INSTALL = "pip install -c constraints.txt '.[distributed]'"
-
-
-def _cluster_problems(cluster: str) -> list[str]:
-    if not cluster:
-        return []
-    if not re.fullmatch(r"local(:[1-9][0-9]{0,3})?|[a-z]+://\S+|(?!local:)[^\s:/]+:[0-9]+", cluster):
-        return [
-            f"cluster {cluster!r}: use local, local:N (N worker processes, up to 9999) or a Dask "
-            "scheduler's address such as tcp://host:8786"
-        ]
-    if not all(_installed(name) for name in ("distributed", "dask.dataframe", "pyarrow")):
-        return [f"cluster {cluster!r}: training on a Dask cluster needs Dask; install it with {DASK_INSTALL}"]
-    return []
-
-
-def _installed(module: str) -> bool:
-    from importlib.util import find_spec
-
-    try:
-        return find_spec(module) is not None
-    except (ImportError, ValueError):  # a parent package missing, or a module set to None
-        return False
-
-
-@dataclass
-class RLConfig(LightningConfig):
-    """Reinforcement-learning parts (TorchRL inside Lightning). A Lightning epoch is
-    `iterations_per_epoch` collections of `frames_per_batch` frames, each followed by
-    its policy updates; evaluation episodes are the validation.
-
-    Attributes:
-        num_envs: Environments stepping together; a collection takes frames_per_batch / num_envs
-            steps of each.
-        env_workers: Worker processes stepping them (ParallelEnv), num_envs / env_workers each
-            as one batch; 0 steps them all in this process. Give an env that is slow to step
-            workers, up to one per free core; a fast one like CartPole, 0.
-        frames_per_batch: Frames collected across all environments before each round of
-            policy updates.
-        iterations_per_epoch: Collections (each followed by its updates) per epoch;
-            evaluation follows each epoch.
-        gamma: Discount factor of future rewards, in (0, 1].
-        eval_episodes: Evaluation episodes after each epoch; their mean reward is what early
-            stopping watches.
-        test_episodes: Episodes of the final test of the best checkpoint.
-        target_reward: Training ends once the mean evaluation reward reaches this; None never
-            ends on reward.
-        batch_size: PPO minibatch, in frames.
-        log_every_n_steps: Collections between per-step metric logs (a step is a whole
-            collection and its updates).
-        val_every_n_steps: Evaluate every this many collections, across epoch ends, instead of
-            after each epoch; early stopping's patience then counts these evaluations. 0
-            evaluates after each epoch.
-        checkpoint_every_n_steps: Also rewrite checkpoints/last.ckpt every this many
-            collections; 0 never does on a step count.
-    """
-
-    num_envs: int = 8
-    # RL-1: process parallelism where stepping costs more than passing the steps between
-    # processes; in this process, a batch of cheap envs steps faster than any workers.
-    env_workers: int = 0
-    frames_per_batch: int = 1024
-    iterations_per_epoch: int = 5
-    gamma: float = 0.99
-    eval_episodes: int = 5
-    test_episodes: int = 20
-    # Training ends once the mean evaluation reward reaches this (None: never);
-    # early stopping on it (patience, in epochs) ends runs that stop improving.
-    target_reward: float | None = None
-    batch_size: int = 256  # the PPO minibatch: what BatchSizeFinder would change (MEM-2)
-    log_every_n_steps: int = 1  # a step is a whole collection and its updates
-
-    def problems(self) -> list[str]:
-        found = [
-            *super().problems(),
-            *_at_least(
-                self, num_envs=1, frames_per_batch=1, iterations_per_epoch=1, eval_episodes=1, test_episodes=1
-            ),
-        ]
-        found += [
-            f"{name} {value}: must be at most {MAX_EPISODES} (evaluation ignores the time budget)"
-            for name, value in (("eval_episodes", self.eval_episodes), ("test_episodes", self.test_episodes))
-            if value > MAX_EPISODES
-        ]
-        if self.env_workers < 0 or (self.env_workers and self.num_envs % self.env_workers):
-            found.append(f"env_workers {self.env_workers}: use 0 or a divisor of num_envs {self.num_envs}")
-        if self.num_envs >= 1 and self.frames_per_batch % self.num_envs:
-            found.append(
-                f"frames_per_batch {self.frames_per_batch}: must be a multiple of num_envs {self.num_envs}"
-            )
-        if not 0 < self.gamma <= 1:
-            found.append(f"gamma {self.gamma}: must be in (0, 1]")
-        return found
 
 
 def _schedule_problems(
@@ -546,7 +360,7 @@ def _output_problems(base_dir: Path) -> list[str]:
     return []
 
 
-def _at_least(config: object, **minimums: float) -> list[str]:
+def at_least(config: object, **minimums: float) -> list[str]:
     return [
         f"{name} {getattr(config, name)}: must be at least {minimum}"
         for name, minimum in minimums.items()
@@ -554,7 +368,7 @@ def _at_least(config: object, **minimums: float) -> list[str]:
     ]
 
 
-def _split_problems(val_fraction: float, test_fraction: float) -> list[str]:
+def split_problems(val_fraction: float, test_fraction: float) -> list[str]:
     if val_fraction > 0 and test_fraction > 0 and val_fraction + test_fraction < 1:
         return []
     return [

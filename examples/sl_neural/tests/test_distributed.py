@@ -186,20 +186,19 @@ def test_two_process_test_metrics_equal_one_process_testing_the_same_checkpoint(
 
 def one_process_test(kind: str, run_dir: Path) -> tuple[dict[str, float], L.LightningModule]:
     """The test metrics of a run's best.ckpt, tested by this process alone, and the module."""
-    config, data, model = (part_module(kind, name) for name in ("config", "data", "model"))
+    config, model = part_module(kind, "config"), part_module(kind, "model")
     cfg = next(iter(config.CONFIGS.values())).from_json((run_dir / "config.json").read_text())
-    (datamodule_cls,) = {
-        value
-        for value in vars(data).values()
-        if isinstance(value, type)
-        and issubclass(value, L.LightningDataModule)
-        and value.__module__ == data.__name__
-    }
+    # The DataModule of the part's kind, in src/, serving the part's data module.
+    if kind == "rl":
+        from src.rl.data import RolloutDataModule as datamodule_cls
+    else:
+        from src.neural.data import TableDataModule as datamodule_cls
     module = model.load_model_from_checkpoint(run_dir / "checkpoints" / "best.ckpt")
     trainer = L.Trainer(
         accelerator="cpu", devices=1, logger=False, enable_progress_bar=False, enable_model_summary=False
     )
-    (metrics,) = trainer.test(module, datamodule=datamodule_cls(cfg), verbose=False)
+    datamodule = datamodule_cls(cfg, part_module(kind, "data"))
+    (metrics,) = trainer.test(module, datamodule=datamodule, verbose=False)
     return metrics, module
 
 
@@ -221,9 +220,10 @@ def test_rl_frames_are_counted_over_both_ranks(two_processes, smoke_runs):
 FIRST_ROLLOUTS = """
 import json, sys
 import lightning as L
+from {part} import data
 from {part}.config import CONFIGS
-from {part}.data import RolloutDataModule
 from {part}.model import build_model
+from src.rl.data import RolloutDataModule
 
 class FirstRollouts(L.Callback):
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
@@ -233,8 +233,8 @@ class FirstRollouts(L.Callback):
 
 if __name__ == "__main__":  # processes started for DDP or environment workers import this file again
     cfg = CONFIGS["smoke"]()
-    datamodule = RolloutDataModule(cfg)
-    model = build_model(cfg, *datamodule.observation_and_action_sizes())
+    datamodule = RolloutDataModule(cfg, data)
+    model = build_model(cfg)
     trainer = L.Trainer(accelerator="cpu", devices=2, strategy="ddp", max_steps=1, limit_val_batches=0,
         logger=False, enable_checkpointing=False, enable_progress_bar=False, callbacks=[FirstRollouts()])
     trainer.fit(model, datamodule=datamodule)

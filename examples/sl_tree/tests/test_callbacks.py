@@ -12,7 +12,7 @@ import pytest
 from lightning.pytorch.callbacks import LambdaCallback
 from lightning.pytorch.demos.boring_classes import BoringModel
 
-from src.callbacks import FrozenHeapCallback
+from src.callbacks.frozen_heap import FrozenHeapCallback
 from src.training.batch_hooks import skip_inherited_batch_hooks
 from src.training.profiler import BoundedSimpleProfiler
 

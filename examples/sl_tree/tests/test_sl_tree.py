@@ -7,6 +7,7 @@ import dataclasses
 import json
 import subprocess
 import sys
+import types
 from operator import itemgetter
 
 import numpy as np
@@ -18,6 +19,8 @@ from src.data_checks import DataValidationError
 from src.runs.directory import latest_checkpoint
 from src.runs.metrics_jsonl import read_jsonl
 from src.trees import cluster
+from src.trees.booster import best_rounds, train_booster, training_matrices, training_params
+from src.trees.data import load_split
 from src.trees.rounds import RoundLoggers, round_callbacks
 
 config = part_module("sl_tree", "config")
@@ -117,13 +120,13 @@ def test_the_offline_wandb_run_charts_rounds_and_tables_every_one_as_metrics_jso
 
 def test_predictions_equal_a_plain_xgb_train(tmp_path):
     cfg = smoke_config(tmp_path)
-    split = data.load_split(cfg)
-    callbacks = round_callbacks(cfg, tmp_path, RoundLoggers(), cfg.eval_metric, cfg.checkpoint_minutes)
-    ours = model.train_booster(cfg, *model.training_matrices(split), callbacks)
+    split = load_split(cfg, data)
+    callbacks = round_callbacks(cfg, tmp_path, RoundLoggers())
+    ours = train_booster(cfg, model.booster_params(cfg), split, callbacks)
     plain_train = xgb.DMatrix(split.train_features, split.train_labels)
     plain_val = xgb.DMatrix(split.val_features, split.val_labels)
     plain = xgb.train(
-        model.booster_params(cfg),
+        training_params(cfg, model.booster_params(cfg)),
         plain_train,
         num_boost_round=cfg.num_boost_round,
         evals=[(plain_train, "train"), (plain_val, "val")],
@@ -132,9 +135,7 @@ def test_predictions_equal_a_plain_xgb_train(tmp_path):
     )
     expected = plain.predict(xgb.DMatrix(split.test_features), iteration_range=(0, plain.best_iteration + 1))
     assert ours.attr("best_iteration") == str(plain.best_iteration)
-    np.testing.assert_allclose(
-        model.predict(model.best_rounds(ours), split.test_features), expected, rtol=1e-6
-    )
+    np.testing.assert_allclose(best_rounds(ours).inplace_predict(split.test_features), expected, rtol=1e-6)
 
 
 @pytest.fixture(scope="module")
@@ -174,7 +175,7 @@ def test_a_resumed_run_stops_where_an_uninterrupted_one_does(tmp_path, uninterru
     split = json.loads((split_dir / "metrics.json").read_text())
     for key in ("best_round", "rounds_trained", "best_val_rmse", "test_rmse", "test_r2"):
         assert split[key] == pytest.approx(straight[key], rel=1e-6), key
-    features = data.load_split(resumed).test_features
+    features = load_split(resumed, data).test_features
     straight_model, split_model = (model.load_model(d / "model.ubj") for d in (straight_dir, split_dir))
     np.testing.assert_allclose(
         split_model.inplace_predict(features), straight_model.inplace_predict(features)
@@ -198,25 +199,27 @@ class CrashAfter(xgb.callback.TrainingCallback):
 
 
 def test_a_run_killed_between_checkpoints_resumes_without_losing_or_repeating_a_round(tmp_path):  # RES-1
-    cfg = smoke_config(tmp_path, num_boost_round=12, early_stopping_rounds=100, checkpoint_minutes=1e-9)
-    matrices = model.training_matrices(data.load_split(cfg))
-    straight = model.train_booster(cfg, *matrices)
     # A checkpoint every round, the latest three kept beside last.ubj (RES-1, keep-last-n).
-    callbacks = round_callbacks(cfg, tmp_path, RoundLoggers(), cfg.eval_metric, cfg.checkpoint_minutes, 3)
+    cfg = smoke_config(
+        tmp_path, num_boost_round=12, early_stopping_rounds=100, checkpoint_minutes=1e-9, keep_last_n=3
+    )
+    split, params = load_split(cfg, data), model.booster_params(cfg)
+    straight = train_booster(cfg, params, split)
+    callbacks = round_callbacks(cfg, tmp_path, RoundLoggers())
     callbacks[0].flush_every = 1  # round 7's metrics reach the file; its trees never reach last.ubj
     callbacks.insert(-1, CrashAfter(rounds=8))
     with pytest.raises(RuntimeError, match="killed"):
-        model.train_booster(cfg, *matrices, callbacks)
+        train_booster(cfg, params, split, callbacks)
     checkpoint = tmp_path / "checkpoints" / "last.ubj"
     assert model.load_model(checkpoint).num_boosted_rounds() == 7
     assert kept_rounds(tmp_path) == [4, 5, 6]
-    callbacks = round_callbacks(cfg, tmp_path, RoundLoggers(), cfg.eval_metric, cfg.checkpoint_minutes, 3)
-    resumed = model.train_booster(cfg, *matrices, callbacks, previous=model.load_model(checkpoint))
+    callbacks = round_callbacks(cfg, tmp_path, RoundLoggers())
+    resumed = train_booster(cfg, params, split, callbacks, previous=model.load_model(checkpoint))
     assert rounds_logged(tmp_path) == list(range(12))
     assert kept_rounds(tmp_path) == [9, 10, 11]  # the resumed run went on removing the oldest
     kept = model.load_model(tmp_path / "checkpoints" / "round=10.ubj")
     assert kept.num_boosted_rounds() == 11
-    features = data.load_split(cfg).test_features
+    features = split.test_features
     np.testing.assert_allclose(resumed.inplace_predict(features), straight.inplace_predict(features))
 
 
@@ -281,10 +284,10 @@ def test_every_dask_worker_trains_on_rows_of_its_own():  # DDP-1 for trees
     """XGBoost trains each worker on the partitions that worker holds: one holding none
     trains on an empty DMatrix while the others do all the work. Left to the scheduler,
     where the partitions land varies from run to run; they must land on every worker always."""
-    split = data.load_split(config.CONFIGS["smoke"]())
+    split = load_split(config.CONFIGS["smoke"](), data)
     with cluster.dask_client("local:2") as client:
         workers = set(client.nthreads())
-        matrices = model.training_matrices(split, client)
+        matrices = training_matrices(split, client)
         for matrix, labels in zip(matrices, (split.train_labels, split.val_labels), strict=True):
             assert set(matrix.worker_map) == workers, matrix.worker_map
             rows_held = {
@@ -326,7 +329,6 @@ def test_a_cluster_without_dask_is_one_line_naming_the_install(tmp_path):
         (lambda t: t.assign(bp="high"), "bp"),  # a wrong dtype
         (lambda t: t.drop(columns="s5"), "s5"),  # a missing column
         (lambda t: t.assign(s1=np.inf), "s1"),  # a non-finite value
-        (lambda t: t.assign(age=t["age"].mask(t.index == 3, 300)), "age"),  # out of range
         (lambda t: t.assign(target=100.0), "target"),  # a label that never varies
         (lambda t: t.assign(s2=t["s2"].mask(t.index == 4, 1e300)), "s2"),  # beyond float32
     ],
@@ -335,35 +337,105 @@ def test_bad_data_is_refused_naming_the_column(tmp_path, change, column):  # DAT
     path = tmp_path / "bad.csv"
     change(data.load_table(config.DiabetesConfig())).to_csv(path, index=False)
     with pytest.raises(DataValidationError, match=column):
-        data.load_split(config.DiabetesConfig(data_path=str(path)))
+        load_split(config.DiabetesConfig(data_path=str(path)), data)
 
 
 def test_a_table_too_small_to_validate_and_test_on_is_refused(tmp_path):  # DATA-1
     path = tmp_path / "five_rows.csv"
     data.load_table(config.DiabetesConfig()).head(5).to_csv(path, index=False)
     with pytest.raises(DataValidationError, match="5 rows leave 1 validation and 1 test row"):
-        data.load_split(config.DiabetesConfig(data_path=str(path)))
+        load_split(config.DiabetesConfig(data_path=str(path)), data)
 
 
 def test_parquet_without_an_engine_or_a_broken_file_is_a_clear_error(tmp_path):  # DATA-1
     path = tmp_path / "table.parquet"
     path.write_bytes(b"not parquet")
     with pytest.raises(DataValidationError, match=r"pyarrow|cannot read it as a table"):
-        data.load_split(config.DiabetesConfig(data_path=str(path)))
+        load_split(config.DiabetesConfig(data_path=str(path)), data)
+
+
+def test_the_bundled_tables_value_rules_check_it_and_no_table_of_ones_own(tmp_path, monkeypatch):  # DATA-1
+    table = data.load_table(config.DiabetesConfig())
+    odd = table.assign(age=table["age"].mask(table.index == 3, 300))  # a patient of 300 years
+    monkeypatch.setattr(data, "load_table", lambda cfg: odd)  # as if the bundled table held it
+    with pytest.raises(DataValidationError, match=r"column 'age': failed in_range\(0, 120\)"):
+        load_split(config.DiabetesConfig(), data)
+    monkeypatch.undo()
+    # A table of one's own with a sex column coded 0/1 (the bundled one codes it 1/2) trains.
+    path = tmp_path / "penguins.csv"
+    odd.assign(sex=table.index % 2).to_csv(path, index=False)
+    cfg = smoke_config(tmp_path, data_path=str(path), loggers=("csv",))
+    summary = train.main_with_config(cfg)
+    (run_dir,) = tmp_path.glob("smoke_*")
+    assert json.loads((run_dir / "metrics.json").read_text()) == summary and summary["rounds_trained"] > 1
+    assert summary["test_rmse"] > 0 and "sex" in model.load_model(run_dir / "model.ubj").feature_names
+
+
+def module(name, **functions):
+    """A part's data module as a test writes it."""
+    source = types.ModuleType(name)
+    source.__dict__.update(functions)
+    return source
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        (module("old"), "old.py: no function load_table; the pipeline calls old.load_table(cfg)"),
+        (module("two", load_table=lambda cfg, path: 1), "two.load_table(cfg): missing a required argument"),
+        (module("list", load_table=lambda cfg: [1]), "list.load_table(cfg) returned a list, not a DataFrame"),
+        (
+            module("rules", load_table=data.load_table, column_checks=lambda cfg: [1]),
+            "rules.column_checks(cfg) returned a list, not a dict",
+        ),
+    ],
+)
+def test_a_data_module_that_breaks_its_contract_is_one_line(source, message):  # DATA-1
+    source.__file__ = f"{source.__name__}.py"
+    with pytest.raises(DataValidationError) as error:
+        load_split(config.DiabetesConfig(), source)
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_data_module_of_an_older_release_loads_the_bundled_table():  # DATA-1: data.py is the user's
+    """Releases up to v0.2.0 wrote load_table(cfg) and no column_checks; their own
+    load_split and COLUMN_CHECKS, which applied to any table, are not read any more."""
+    older = module("older", load_table=data.load_table, COLUMN_CHECKS={"sex": []})
+    split = load_split(config.DiabetesConfig(), older)
+    assert len(split.train_labels) + len(split.val_labels) + len(split.test_labels) == 442
 
 
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
         ({"feature_columns": ("age", "bmi", "age")}, "age listed more than once"),
-        ({"min_child_weight": -1.0}, "min_child_weight -1.0: must be 0 or more"),
-        ({"learning_rate": 0.0}, "learning_rate 0.0"),
+        ({"min_child_weight": -1.0}, "min_child_weight -1.0: XGBoost: value -1 for Parameter min_child"),
+        ({"learning_rate": -0.1}, "learning_rate -0.1: XGBoost: value -0.1 for Parameter learning_rate"),
+        ({"keep_last_n": -1}, "keep_last_n -1: must be at least 0"),
         ({"cluster": "local:0"}, "cluster 'local:0': use local, local:N"),
         ({"cluster": "my cluster"}, "tcp://host:8786"),
     ],
 )
 def test_bad_config_values_are_refused_by_name(overrides, message):  # CFG-3
     assert any(message in problem for problem in config.DiabetesConfig(**overrides).problems())
+
+
+def test_a_hyperparameter_a_config_adds_is_checked_by_xgboost_and_reaches_its_objective():  # CFG-3
+    @dataclasses.dataclass
+    class WithGamma(config.DiabetesConfig):
+        gamma: float = -1.0  # XGBoost's min_split_loss, which must not be negative
+
+    (problem,) = WithGamma().problems()
+    assert problem.startswith("gamma -1.0: XGBoost: value -1 for Parameter min_split_loss")
+
+    @dataclasses.dataclass
+    class ThreeClasses(config.DiabetesConfig):
+        objective: str = "multi:softmax"
+        eval_metric: str = "mlogloss"
+        num_class: int = 3  # what multi:softmax needs, and the config check passes it
+
+    assert ThreeClasses().problems() == []
+    assert "num_class" in " ".join(config.DiabetesConfig(objective="multi:softmax").problems())
 
 
 @pytest.mark.parametrize(
@@ -378,10 +450,9 @@ def test_bad_config_values_are_refused_by_name(overrides, message):  # CFG-3
 )
 def test_labels_the_objective_or_metric_cannot_take_are_refused(objective, eval_metric, message):  # DATA-1
     with pytest.raises(DataValidationError) as error:
-        data.load_split(config.DiabetesConfig(objective=objective, eval_metric=eval_metric))
-    assert str(error.value).startswith(
-        "scikit-learn diabetes: labels 25 to 346 of column 'target' do not suit"
-    )
+        load_split(config.DiabetesConfig(objective=objective, eval_metric=eval_metric), data)
+    where = f"{data.__name__}.load_table(cfg)"
+    assert str(error.value).startswith(f"{where}: labels 25 to 346 of column 'target' do not suit")
     assert message in str(error.value) and "\n" not in str(error.value)
 
 
@@ -391,7 +462,7 @@ def test_negative_labels_of_a_count_objective_are_refused(tmp_path):  # DATA-1
     table.assign(y=table["target"] - 200).drop(columns="target").to_csv(path, index=False)
     cfg = config.DiabetesConfig(data_path=str(path), label_column="y", objective="count:poisson")
     with pytest.raises(DataValidationError, match="label must be non-negative for Poisson"):
-        data.load_split(cfg)
+        load_split(cfg, data)
 
 
 @pytest.mark.parametrize(
@@ -399,7 +470,7 @@ def test_negative_labels_of_a_count_objective_are_refused(tmp_path):  # DATA-1
     [("reg:absoluteerror", "mae"), ("reg:pseudohubererror", "mphe"), ("count:poisson", "poisson-nloglik")],
 )
 def test_labels_other_regression_objectives_take_pass(objective, eval_metric):  # DATA-1
-    split = data.load_split(config.DiabetesConfig(objective=objective, eval_metric=eval_metric))
+    split = load_split(config.DiabetesConfig(objective=objective, eval_metric=eval_metric), data)
     assert len(split.train_labels) > 0
 
 
@@ -428,8 +499,8 @@ def test_labels_that_do_not_suit_the_objective_fail_the_run_with_one_line(tmp_pa
 
 
 def test_split_is_fixed_by_split_seed_not_seed():
-    first = data.load_split(config.DiabetesConfig(seed=1))
-    second = data.load_split(config.DiabetesConfig(seed=2))
+    first = load_split(config.DiabetesConfig(seed=1), data)
+    second = load_split(config.DiabetesConfig(seed=2), data)
     assert first.test_features.index.equals(second.test_features.index)
     assert len(first.train_labels) + len(first.val_labels) + len(first.test_labels) == 442
 
@@ -437,5 +508,5 @@ def test_split_is_fixed_by_split_seed_not_seed():
 @gpu
 def test_trains_on_the_gpu(tmp_path):
     cfg = smoke_config(tmp_path)
-    assert model.booster_params(cfg)["device"] == "cuda"
+    assert training_params(cfg, model.booster_params(cfg))["device"] == "cuda"
     assert train.main_with_config(cfg)["test_rmse"] > 0

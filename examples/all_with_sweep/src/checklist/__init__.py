@@ -1,6 +1,1 @@
-"""The checklist compliance checker: `python -m src.checklist [RUN_DIR ...]`.
-
-Static checks read this project's code with `ast` (nothing is imported, torch is
-not needed); run checks read a finished run directory. Items are named by their
-CHECKLIST IDs.
-"""
+"""The checklist checker: static checks read the code with `ast`; run checks a finished run directory."""

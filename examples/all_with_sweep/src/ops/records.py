@@ -1,7 +1,9 @@
 """OPS-4: experiments are recorded under experiments/, problems under issues/.
 
-Each record is a Markdown file with YAML front matter: a `type`, a `status` and
-the fields of its type, so `python -m src.ops.records list` can tabulate them.
+Each record is a Markdown file with YAML front matter: a `type`, a `status` (edited by
+hand: an experiment is planned, running, done or abandoned; an issue open, investigating,
+fixed or wontfix) and the fields of its type, so `python -m src.ops.records list` can
+tabulate them.
 
     python -m src.ops.records experiment "wider MLP" --hypothesis "more width helps"
     python -m src.ops.records issue "loss went NaN in epoch 12" --type divergence
@@ -10,15 +12,16 @@ the fields of its type, so `python -m src.ops.records list` can tabulate them.
 
 from __future__ import annotations
 
-import argparse
 import re
+import sys
 from datetime import date
 from pathlib import Path
+from typing import Annotated, Literal
+
+import tyro
 
 from src.runs.atomic import write_text_atomic
 
-EXPERIMENT_STATUSES = ("planned", "running", "done", "abandoned")
-ISSUE_STATUSES = ("open", "investigating", "fixed", "wontfix")
 # The fields each issue type carries beyond the common ones.
 ISSUE_FIELDS = {
     "crash": ("exit_status", "last_checkpoint", "traceback"),
@@ -29,6 +32,9 @@ ISSUE_FIELDS = {
     "bug": ("component",),
     "infra": ("host", "resource"),
 }
+IssueType = Literal[tuple(ISSUE_FIELDS)]
+_TYPE_HELP = f"The kind of problem, each with fields of its own: {', '.join(ISSUE_FIELDS)}."
+Title = Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="TITLE", help="The record's title.")]
 
 
 def new_experiment(root: Path, title: str, hypothesis: str = "", configs: str = "") -> Path:
@@ -94,40 +100,55 @@ def _front_matter(text: str) -> dict[str, str]:
     return {key.strip(): value.strip().strip('"') for key, value in pairs}
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m src.ops.records", description=__doc__.split("\n\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    experiment = commands.add_parser("experiment", help="record a planned experiment")
-    experiment.add_argument("title")
-    experiment.add_argument("--hypothesis", default="")
-    experiment.add_argument("--configs", default="", help="config names, e.g. 'baseline wide'")
-    issue = commands.add_parser("issue", help="record a problem")
-    issue.add_argument("title")
-    issue.add_argument("--type", required=True, choices=list(ISSUE_FIELDS), dest="issue_type")
-    issue.add_argument("--run", default="", help="the run directory it happened in")
-    issue.add_argument(
-        "--field",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="a field of the issue's type, e.g. --field metric=val_loss (repeatable)",
-    )
-    commands.add_parser("list", help="every record with its type and status")
-    args = parser.parse_args(argv)
+def experiment(
+    title: Title,
+    hypothesis: Annotated[str, tyro.conf.arg(metavar="TEXT")] = "",
+    configs: Annotated[str, tyro.conf.arg(metavar="NAMES")] = "",
+) -> None:
+    """Record a planned experiment.
 
-    root = Path.cwd()
-    if args.command == "experiment":
-        print(new_experiment(root, args.title, args.hypothesis, args.configs))
-    elif args.command == "issue":
-        fields = dict(item.split("=", 1) for item in args.field if "=" in item)
-        unknown = sorted(set(fields) - set(ISSUE_FIELDS[args.issue_type]))
-        if unknown or len(fields) != len(args.field):
-            valid = ", ".join(ISSUE_FIELDS[args.issue_type])
-            parser.error(f"--field takes NAME=VALUE with NAME one of: {valid} (got {', '.join(args.field)})")
-        print(new_issue(root, args.title, args.issue_type, args.run, **fields))
-    else:
-        for record in list_records(root):
-            print(f"{record.get('status', '?'):<14} {record.get('type', '?'):<12} {record['file']}")
+    Args:
+        hypothesis: What the experiment expects to show.
+        configs: Config names, e.g. 'baseline wide'.
+    """
+    print(new_experiment(Path.cwd(), title, hypothesis, configs))
+
+
+def issue(
+    title: Title,
+    issue_type: Annotated[IssueType, tyro.conf.arg(name="type", metavar="TYPE", help=_TYPE_HELP)],
+    run: Annotated[str, tyro.conf.arg(metavar="RUN_DIR")] = "",
+    field: Annotated[tuple[str, ...], tyro.conf.UseAppendAction, tyro.conf.arg(metavar="NAME=VALUE")] = (),
+) -> None:
+    """Record a problem.
+
+    Args:
+        run: The run directory it happened in.
+        field: A field of the issue's type, e.g. --field metric=val_loss.
+    """
+    fields = dict(item.split("=", 1) for item in field if "=" in item)
+    if set(fields) - set(ISSUE_FIELDS[issue_type]) or len(fields) != len(field):
+        valid = ", ".join(ISSUE_FIELDS[issue_type])
+        print(
+            f"error: --field takes NAME=VALUE with NAME one of: {valid} (got {', '.join(field)})",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
+    print(new_issue(Path.cwd(), title, issue_type, run, **fields))
+
+
+def list_all() -> None:
+    """Every record with its type and status."""
+    for record in list_records(Path.cwd()):
+        print(f"{record.get('status', '?'):<14} {record.get('type', '?'):<12} {record['file']}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    commands = {"experiment": experiment, "issue": issue, "list": list_all}
+    description = __doc__.split("\n\n")[0]
+    tyro.extras.subcommand_cli_from_dict(
+        commands, prog="python -m src.ops.records", description=description, args=argv
+    )
 
 
 if __name__ == "__main__":

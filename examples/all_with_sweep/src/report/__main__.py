@@ -8,10 +8,11 @@ that is not a run directory.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import Annotated, NoReturn
+
+import tyro
 
 from src.report.comparison import compare_runs, default_output
 from src.report.run_files import NotARunDir, RunFiles
@@ -19,26 +20,27 @@ from src.report.run_report import write_report
 from src.runs.atomic import WriteFailed
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="python -m src.report", description="Write a run's report, or one comparing runs side by side."
-    )
-    parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="run directories")
-    parser.add_argument(
-        "--output",
-        type=Path,
-        metavar="DIR",
-        help="where a comparison goes (default: comparison-YYYYMMDD-HHMMSS beside the first run)",
-    )
-    args = parser.parse_args(argv)
-    if len(args.run_dirs) == 1 and args.output is not None:
+def report(
+    run_dirs: Annotated[
+        tuple[Path, ...],
+        tyro.conf.Positional,
+        tyro.conf.arg(metavar="RUN_DIR", help_behavior_hint="(one or more)"),
+    ],
+    output: Annotated[Path | None, tyro.conf.arg(metavar="DIR", help_behavior_hint="")] = None,
+) -> None:
+    """Write a run's report, or one comparing runs side by side.
+
+    Args:
+        run_dirs: Run directories.
+        output: Where a comparison goes (default: comparison-YYYYMMDD-HHMMSS beside the first run).
+    """
+    if not run_dirs:
+        _fail("give the run directory to report on, or two or more to compare")
+    if len(run_dirs) == 1 and output is not None:
         _fail("--output is for a comparison: give two run directories or more")
     try:
-        runs = [RunFiles.read(path) for path in args.run_dirs]
-        if len(runs) == 1:
-            print(write_report(runs[0]))
-        else:
-            print(compare_runs(runs, args.output or default_output(runs)))
+        runs = [RunFiles.read(path) for path in run_dirs]
+        print(write_report(runs[0]) if len(runs) == 1 else compare_runs(runs, output or default_output(runs)))
     except (NotARunDir, WriteFailed) as error:
         _fail(str(error))
 
@@ -46,6 +48,10 @@ def main(argv: list[str] | None = None) -> None:
 def _fail(message: str) -> NoReturn:
     print(f"error: {message}", file=sys.stderr)
     raise SystemExit(2)
+
+
+def main(argv: list[str] | None = None) -> None:
+    tyro.cli(report, args=argv, prog="python -m src.report")
 
 
 if __name__ == "__main__":

@@ -34,3 +34,11 @@ def skip_inherited_batch_hooks(callbacks: Iterable[L.Callback]) -> None:
             inherited = getattr(type(callback), hook) is getattr(L.Callback, hook)
             if inherited and hook not in vars(callback):
                 setattr(callback, hook, None)
+
+
+def logs_this_step(trainer: L.Trainer) -> bool:
+    """Whether this step's metrics reach the loggers (every log_every_n_steps): the steps a
+    per-step check or metric that waits for the GPU is worth its cost on. Private Lightning
+    state, the test Lightning's own LearningRateMonitor uses; a change shows in
+    test_gradient_norm_is_logged_at_each_step_lightning_logs."""
+    return trainer._logger_connector.should_update_logs

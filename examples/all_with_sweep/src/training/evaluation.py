@@ -36,8 +36,8 @@ def evaluation_sampler(dataset: Sized, split: str) -> UnrepeatedDistributedSampl
 
 
 @rank_zero_only
-def save_confusion_matrix(counts: list[list[int]], path: Path, labels: list[str] | None = None) -> None:
+def save_confusion_matrix(counts: list[list[int]], path: Path, labels: list | None = None) -> None:
     """Test-set counts, rows the true class and columns the predicted one, for the report
     (src.report.run_files reads them); labels default to the class numbers."""
-    labels = labels or [str(number) for number in range(len(counts))]
+    labels = [str(label) for label in labels or range(len(counts))]
     write_text_atomic(path, json.dumps({"labels": labels, "counts": counts}) + "\n")

@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 import xgboost as xgb
 from xgboost import collective
 
-from src.config import SLTreeConfig
 from src.ops.hardware import collect_system_metrics
 from src.runs.atomic import atomic_path
 from src.runs.directory import stop_file_paths, stop_requested
 from src.runs.metrics_jsonl import append_jsonl, drop_metrics_from_step, higher_is_better, read_jsonl
+from src.trees.config import SLTreeConfig
 
 if TYPE_CHECKING:  # only when --loggers asks for them does Lightning load (src.runs.loggers)
     from lightning.pytorch.loggers import Logger
@@ -278,7 +278,7 @@ class RoundMetrics(xgb.callback.TrainingCallback):
 
     def __getstate__(self) -> dict[str, Any]:
         # Sent to a Dask worker: the loggers stay in the training process, which logs
-        # the rounds from metrics.jsonl when training ends (replay_rounds).
+        # the rounds from metrics.jsonl when training ends (replay).
         return {**self.__dict__, "loggers": RoundLoggers()}
 
     def before_training(self, model: xgb.Booster) -> xgb.Booster:
@@ -312,6 +312,13 @@ class RoundMetrics(xgb.callback.TrainingCallback):
         self._written += len(self._seconds)
         self._seconds.clear()
 
+    def replay(self, first_round: int) -> None:
+        """The rounds from `first_round` on, as metrics.jsonl has them, to the loggers: the
+        workers of a Dask cluster wrote the file, but cannot reach this process's loggers."""
+        events = read_jsonl(self.jsonl_path) if self.jsonl_path.is_file() else []
+        events = [e for e in events if e.get("event") == "metrics" and e["step"] >= first_round]
+        self.loggers.log_rounds(events)
+
     def _progress_line(self, event: dict[str, Any], rounds: int) -> str:
         """`round 99 | train_rmse 45.1 | val_rmse 61.23 | best 61.07 at round 25 | 0.31 ms/round`:
         the console's and console.log's view of training, every `flush_every` rounds."""
@@ -337,31 +344,18 @@ class RoundMetrics(xgb.callback.TrainingCallback):
 
 
 def round_callbacks(
-    cfg: SLTreeConfig,
-    run_dir: Path,
-    loggers: RoundLoggers,
-    eval_metric: str,
-    checkpoint_minutes: float,
-    keep_last_n: int = 0,
+    cfg: SLTreeConfig, run_dir: Path, loggers: RoundLoggers
 ) -> list[xgb.callback.TrainingCallback]:
     """The callbacks of a tree run, in the order they act after each round."""
-    metrics = RoundMetrics(run_dir / "metrics.jsonl", loggers, monitor=f"val_{eval_metric}")
+    metrics = RoundMetrics(run_dir / "metrics.jsonl", loggers, monitor=f"val_{cfg.eval_metric}")
+    latest = run_dir / "checkpoints" / "last.ubj"
     return [
         metrics,
-        EarlyStoppingRounds(cfg.early_stopping_rounds, data_name="val", metric=eval_metric),
+        EarlyStoppingRounds(cfg.early_stopping_rounds, data_name="val", metric=cfg.eval_metric),
         StopFileRounds(stop_file_paths(cfg.stop_file, run_dir)),
         WallClockRounds(cfg.max_wall_clock_hours),
-        LatestModel(run_dir / "checkpoints" / "last.ubj", checkpoint_minutes, metrics.flush, keep_last_n),
+        LatestModel(latest, cfg.checkpoint_minutes, metrics.flush, cfg.keep_last_n),
     ]
-
-
-def replay_rounds(jsonl_path: Path, loggers: RoundLoggers, first_round: int) -> None:
-    """The rounds from `first_round` on, as metrics.jsonl has them, to the loggers: for a
-    run on a Dask cluster, whose workers wrote the file but cannot reach this process's
-    loggers."""
-    if jsonl_path.is_file():
-        events = read_jsonl(jsonl_path)
-        loggers.log_rounds([e for e in events if e.get("event") == "metrics" and e["step"] >= first_round])
 
 
 def log_start_of_run(jsonl_path: Path, loggers: RoundLoggers, facts: dict[str, Any]) -> None:

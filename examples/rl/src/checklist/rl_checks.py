@@ -1,24 +1,27 @@
-"""Checks of the TorchRL part's code (RL), wherever its files are."""
+"""Checks of the TorchRL parts (RL): environments, and the PPO update of the part's
+LightningModule, wherever its methods are defined."""
 
 from __future__ import annotations
 
 import ast
 
-from src.checklist.code_checks import never_uses
+from src.checklist.code_checks import main_with_config, never, never_uses
 from src.checklist.project import (
     Part,
     Project,
     calls,
     constant,
     constants,
+    in_order,
     keyword,
-    methods,
     name_of,
     names,
-    nodes,
+    of_type,
     source,
+    top_level_names,
 )
-from src.checklist.registry import check, require
+from src.checklist.registry import check, each_part, require, rules
+from src.checklist.run_checks import RunDir
 
 RENAMED_SPECS = {  # RL-10: old spec names and their current ones
     "BoundedTensorSpec": "Bounded",
@@ -35,250 +38,204 @@ THREAD_VARIABLES = {"OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"
 EPISODE_KEYS = {"reward", "done", "terminated", "truncated", "episode_reward"}
 
 
-def rl_parts(project: Project) -> list[Part]:
-    return project.parts_of({"rl"})
-
-
 def the_call(project: Project, part: Part, name: str) -> tuple[str, ast.Call]:
     found = project.calls(name, part)
-    require(found, f"{part.name}: no {name}(...)")
+    require(found, f"no {name}(...)")
     return found[0]
 
 
-def update_code(project: Project, part: Part) -> tuple[str, ast.AST]:
-    """The file of the PPO update: where ClipPPOLoss is used."""
-    path = next((p for p in project.code(part) if "ClipPPOLoss" in names(project.tree(p))), None)
-    require(path, f"{part.name}: no ClipPPOLoss")
-    return path, project.tree(path)
+def argument(call: ast.Call, name: str, position: int) -> ast.expr | None:
+    return keyword(call, name) or (call.args[position] if len(call.args) > position else None)
 
 
-@check("RL-1", "ParallelEnv(num_workers=<a config field>) for worker processes, never SerialEnv", "rl")
-def parallel_env(project: Project) -> str:
+def update_code(project: Project, part: Part) -> tuple[str, ast.Module]:
+    """The PPO module's name and its methods, inherited ones included, as one tree."""
+    cls = project.the_class("LightningModule", part)
+    return f"{part.name}: {cls.name}", ast.Module(list(project.methods(cls, part).values()), [])
+
+
+def custom_envs(project: Project) -> list[tuple[str, ast.ClassDef]]:
+    return [env for part in project.parts_of({"rl"}) for env in project.classes("EnvBase", part)]
+
+
+@each_part("RL-1", "ParallelEnv(<a config field>, ...) for worker processes, never SerialEnv", "rl")
+def parallel_env(project: Project, part: Part) -> None:
     # The config lays the envs out: worker processes (ParallelEnv) for an env that is slow
     # to step, a batch in the main process for a cheap one; never one after another.
-    for part in rl_parts(project):
-        never_uses(project, project.code(part), "SerialEnv", "ParallelEnv steps envs in parallel")
-        path, env = the_call(project, part, "ParallelEnv")
-        workers = keyword(env, "num_workers") or (env.args[0] if env.args else None)
-        require(
-            isinstance(workers, ast.Attribute) and source(workers.value) == "cfg",
-            f"{path}: ParallelEnv's num_workers is {source(workers)!r}, not a config field",
-        )
-    return "worker processes as ParallelEnv(cfg.<field>, ...); no SerialEnv"
+    never_uses(project, project.code(part), "SerialEnv", "ParallelEnv steps envs in parallel")
+    path, env = the_call(project, part, "ParallelEnv")
+    workers = argument(env, "num_workers", 0)
+    require(
+        isinstance(workers, ast.Attribute),
+        f"{path}: ParallelEnv's num_workers is {source(workers)!r}, not a config field",
+    )
 
 
-@check("RL-2", "the env factory is picklable: a module-level function or functools.partial", "rl")
-def picklable_factory(project: Project) -> str:
-    for part in rl_parts(project):
-        path, env = the_call(project, part, "ParallelEnv")
-        factory = keyword(env, "create_env_fn") or (env.args[1] if len(env.args) > 1 else None)
-        if isinstance(factory, ast.Call) and name_of(factory) == "partial":
-            factory = factory.args[0] if factory.args else None
-        tree = project.tree(path)
-        top = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
-        top |= {a.asname or a.name for n in tree.body if isinstance(n, ast.ImportFrom) for a in n.names}
-        require(
-            isinstance(factory, ast.Name) and factory.id in top,
-            f"{path}: ParallelEnv's factory {source(factory)!r} is not a module-level function",
-        )
-    return "ParallelEnv's factory is a module-level function"
+@each_part("RL-2", "ParallelEnv's env factory is a module-level function (or its functools.partial)", "rl")
+def picklable_factory(project: Project, part: Part) -> None:
+    path, env = the_call(project, part, "ParallelEnv")
+    factory = argument(env, "create_env_fn", 1)
+    if isinstance(factory, ast.Call) and name_of(factory) == "partial":
+        factory = factory.args[0] if factory.args else None
+    top_level = isinstance(factory, ast.Name) and factory.id in top_level_names(project.tree(path))
+    require(top_level, f"{path}: ParallelEnv's factory {source(factory)!r} is not a module-level function")
 
 
-@check("RL-3", "env.close() on every exit path (no zombie workers)", "rl")
-def env_closed(project: Project) -> str:
-    for part in rl_parts(project):
-        main = project.function("main_with_config", part)[1]
-        closing = [
-            t
-            for t in nodes(main)
-            if isinstance(t, ast.Try) and project.reaches(ast.Module(t.finalbody, []), "close", part)
-        ]
-        require(closing, f"{part.name}: main_with_config() closes the environments in no `finally:`")
-        teardown = methods(project.classes("LightningDataModule", part)[-1][1]).get("teardown")
-        require(
-            teardown and project.reaches(teardown, "close", part),
-            f"{part.name}: the DataModule's teardown() closes nothing",
-        )
-    return "closed in the DataModule's teardown() and in a finally: of main_with_config()"
-
-
-@check("RL-4", "RewardSum() appended so episode rewards are tracked", "rl")
-def reward_sum(project: Project) -> str:
-    for part in rl_parts(project):
-        the_call(project, part, "RewardSum")
-    return "RewardSum() on the environments"
-
-
-def custom_envs(project: Project, part: Part) -> list[tuple[str, ast.ClassDef]]:
-    return project.classes("EnvBase", part)
+@each_part("RL-3", "envs closed in the DataModule's teardown() and in a finally: of main_with_config()", "rl")
+def env_closed(project: Project, part: Part) -> None:
+    tries = of_type(main_with_config(project, part), ast.Try)
+    closing = [t for t in tries if project.reaches(ast.Module(t.finalbody, []), "close", part)]
+    require(closing, "main_with_config() closes the environments in no `finally:`")
+    data = project.the_class("LightningDataModule", part)
+    teardown = project.methods(data, part).get("teardown")
+    require(teardown and project.reaches(teardown, "close", part), f"{data.name}.teardown() closes nothing")
 
 
 @check("RL-5", "every field a custom env emits has a spec (diagnostics: Unbounded)", "rl")
 def diagnostic_specs(project: Project) -> str:
-    envs = [env for part in rl_parts(project) for env in custom_envs(project, part)]
-    for path, cls in envs:
-        emitted = {
-            constant(k)
-            for c in calls(cls, "TensorDict")
-            if c.args and isinstance(c.args[0], ast.Dict)
-            for k in c.args[0].keys
+    for path, cls in custom_envs(project):
+        dicts = [c.args[0] for c in calls(cls, "TensorDict") if c.args and isinstance(c.args[0], ast.Dict)]
+        emitted = {constant(k) for d in dicts for k in d.keys} - {
+            None,
+            "done",
+            "terminated",
+            "truncated",
+            "reward",
         }
-        specs = {
-            kw.arg
-            for n in nodes(cls)
-            if isinstance(n, ast.Assign)
-            and any(name_of(t) == "observation_spec" for t in n.targets)
-            and isinstance(n.value, ast.Call)
-            for kw in n.value.keywords
-        }
-        missing = (
-            {k for k in emitted if isinstance(k, str)} - {"done", "terminated", "truncated", "reward"} - specs
-        )
+        specs = [n.value for n in of_type(cls, ast.Assign) if "observation_spec" in map(name_of, n.targets)]
+        missing = sorted(map(str, emitted - {kw.arg for s in specs for kw in getattr(s, "keywords", [])}))
         require(
-            not missing,
-            f"{path}: {cls.name} emits {', '.join(sorted(missing))} without an observation_spec entry",
+            not missing, f"{path}: {cls.name} emits {', '.join(missing)} without an observation_spec entry"
         )
-    return f"{len(envs)} custom env(s): every emitted field is in observation_spec"
-
-
-@check("RL-6", "step_and_maybe_reset(), not step() plus a manual step_mdp()", "rl")
-def no_step_mdp(project: Project) -> str:
-    for part in rl_parts(project):
-        never_uses(project, project.code(part), "step_mdp", "use env.step_and_maybe_reset()")
-    return "no manual step_mdp() (the collector steps with step_and_maybe_reset)"
+    return f"{len(custom_envs(project))} custom env(s): every emitted field is in observation_spec"
 
 
 @check("RL-7", "a custom env's device is a torch.device", "rl")
 def env_device(project: Project) -> str:
-    envs = [env for part in rl_parts(project) for env in custom_envs(project, part)]
-    for path, cls in envs:
-        init = methods(cls).get("__init__")
-        device = keyword(calls(init, "__init__")[0], "device") if init and calls(init, "__init__") else None
-        require(
-            isinstance(device, ast.Call) and name_of(device) == "device",
-            f"{path}: {cls.name} passes device={source(device)!r}, not torch.device(...)",
+    for path, cls in custom_envs(project):
+        init = [c for c in calls(cls, "__init__") if keyword(c, "device")]
+        device = keyword(init[0], "device") if init else None
+        torch_device = isinstance(device, ast.Call) and name_of(device) == "device"
+        require(torch_device, f"{path}: {cls.name} passes device={source(device)!r}, not torch.device(...)")
+    return f"{len(custom_envs(project))} custom env(s) built on torch.device"
+
+
+@each_part("RL-8", "thread variables set to 1 with os.environ.setdefault before numpy/torch imports", "rl")
+def thread_variables(project: Project, part: Part) -> None:
+    for path in (f"{part.name}/__init__.py", f"{part.name}/train.py"):
+        seen: set[object] = set()
+        for node in project.tree(path).body:
+            imported = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if set(imported + ([node.module] if isinstance(node, ast.ImportFrom) else [])) - {
+                "os",
+                "__future__",
+            }:
+                break
+            seen |= {
+                constant(c.args[0])
+                for c in calls(node, "setdefault")
+                if len(c.args) == 2 and constant(c.args[1]) == "1"
+            }
+        missing = ", ".join(sorted(THREAD_VARIABLES - seen))
+        require(not missing, f"{path}: {missing} not set to 1 before the first other import")
+
+
+@each_part("RL-9", 'rewards and done flags read from batch["next"]', "rl")
+def next_keys(project: Project, part: Part) -> None:
+    where, tree = update_code(project, part)
+    # Names bound to a step's result, e.g. `final = episode["next"][-1]`.
+    from_next = {
+        source(t) for n in of_type(tree, ast.Assign) if "next" in constants(n.value) for t in n.targets
+    }
+    for node in of_type(tree, ast.Subscript):
+        inner, read = node.value, f"{where}: {source(node)} reads the batch root, not batch['next']"
+        if constant(node.slice) in EPISODE_KEYS:
+            nested = isinstance(inner, ast.Subscript) and "next" in constants(inner.slice)
+            require(source(inner) in from_next or nested, read)
+        if isinstance(node.slice, ast.Tuple) and node.slice.elts:
+            require(constant(node.slice.elts[0]) not in EPISODE_KEYS, read)
+
+
+@each_part("RL-10", "current TorchRL spec names only (Bounded, Composite, Unbounded, ...)", "rl")
+def spec_names(project: Project, part: Part) -> None:
+    for path in project.code(part):
+        old = sorted(names(project.tree(path)) & RENAMED_SPECS.keys())
+        require(not old, f"{path} uses " + ", ".join(f"{n} (now {RENAMED_SPECS[n]})" for n in old))
+
+
+@each_part("RL-11", "update metrics divided by the updates made, logged as actual_updates", "rl")
+def actual_updates(project: Project, part: Part) -> None:
+    where, tree = update_code(project, part)
+    require(any("actual_updates" in str(c) for c in constants(tree)), f"{where}: no actual_updates metric")
+    divided = any(
+        isinstance(n.op, ast.Div) and "updates" in source(n.right) for n in of_type(tree, ast.BinOp)
+    )
+    require(divided, f"{where}: update metrics are not divided by the updates made")
+
+
+@each_part(
+    "RL-12", "isfinite(loss) before backward, isfinite(grad norms) after clipping, KL early stop", "rl"
+)
+def finite_updates(project: Project, part: Part) -> None:
+    where, tree = update_code(project, part)
+
+    def checks_loss_first(method: ast.AST) -> bool:
+        steps = in_order(method)
+        first = next(
+            (c.lineno for c in steps if project.reaches(c, {"backward", "manual_backward"}, part)), None
         )
-    return f"{len(envs)} custom env(s) built on torch.device"
-
-
-@check("RL-8", "thread variables set with os.environ.setdefault before numpy/torch imports", "rl")
-def thread_variables(project: Project) -> str:
-    for part in rl_parts(project):
-        for path in (f"{part.name}/__init__.py", f"{part.name}/train.py"):
-            seen: set[object] = set()
-            for node in project.tree(path).body:
-                imported = (
-                    [a.name for a in node.names]
-                    if isinstance(node, ast.Import)
-                    else [node.module]
-                    if isinstance(node, ast.ImportFrom)
-                    else []
-                )
-                if set(imported) - {"os", "__future__"}:
-                    break
-                seen |= {
-                    constant(c.args[0])
-                    for c in calls(node, "setdefault")
-                    if len(c.args) == 2 and constant(c.args[1]) == "1"
-                }
-            missing = THREAD_VARIABLES - seen
-            require(
-                not missing,
-                f"{path}: {', '.join(sorted(missing))} not set to 1 before the first other import",
-            )
-    return "thread variables set before any other import in the part's __init__.py and train.py"
-
-
-@check("RL-9", 'rewards and done flags read from batch["next"]', "rl")
-def next_keys(project: Project) -> str:
-    for part in rl_parts(project):
-        path, tree = update_code(project, part)
-        # Names bound to a step's result, e.g. `final = episode["next"][-1]`.
-        from_next = {
-            source(t)
-            for n in nodes(tree)
-            if isinstance(n, ast.Assign) and "next" in constants(n.value)
-            for t in n.targets
-        }
-        for node in (n for n in nodes(tree) if isinstance(n, ast.Subscript)):
-            inner = node.value
-            if constant(node.slice) in EPISODE_KEYS:
-                good = source(inner) in from_next or (
-                    isinstance(inner, ast.Subscript) and "next" in constants(inner.slice)
-                )
-                require(good, f"{path}:{node.lineno}: {source(node)} reads the batch root, not batch['next']")
-            if isinstance(node.slice, ast.Tuple) and node.slice.elts:
-                require(
-                    constant(node.slice.elts[0]) not in EPISODE_KEYS,
-                    f"{path}:{node.lineno}: {source(node)} reads the batch root",
-                )
-    return 'rewards and done flags come from ["next", ...]'
-
-
-@check("RL-10", "current TorchRL spec names only (Bounded, Composite, Unbounded, ...)", "rl")
-def spec_names(project: Project) -> str:
-    for part in rl_parts(project):
-        for path in project.code(part):
-            old = names(project.tree(path)) & RENAMED_SPECS.keys()
-            require(
-                not old, f"{path} uses " + ", ".join(f"{n} (now {RENAMED_SPECS[n]})" for n in sorted(old))
-            )
-    return "no deprecated spec classes"
-
-
-@check("RL-11", "an actual_updates counter averages the update metrics", "rl")
-def actual_updates(project: Project) -> str:
-    for part in rl_parts(project):
-        path, tree = update_code(project, part)
-        require(any("actual_updates" in str(c) for c in constants(tree)), f"{path}: no actual_updates metric")
-        divides = [
-            n
-            for n in nodes(tree)
-            if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div) and "updates" in source(n.right)
-        ]
-        require(divides, f"{path}: update metrics are not divided by the updates really made")
-    return "sums divided by the updates made, logged as actual_updates"
-
-
-@check("RL-12", "isfinite(loss) before backward, isfinite(grad norm) after clipping, KL early stop", "rl")
-def finite_updates(project: Project) -> str:
-    for part in rl_parts(project):
-        path, tree = update_code(project, part)
-        finite = calls(tree, "isfinite")
-        backward = calls(tree, "manual_backward") or calls(tree, "backward")
-        require(backward, f"{path}: no backward pass")
-        require(
-            any("loss" in source(c) and c.lineno < backward[0].lineno for c in finite),
-            f"{path}: isfinite(loss) is not checked before backward",
+        return first is not None and any(
+            "loss" in source(c) and c.lineno < first for c in calls(method, "isfinite")
         )
-        norms = {
-            source(t)
-            for n in nodes(tree)
-            if isinstance(n, ast.Assign) and calls(n.value, "clip_grad_norm_")
-            for t in n.targets
-        }
-        require(
-            any(source(c.args[0]) in norms for c in finite if c.args),
-            f"{path}: the clipped gradient norms are not checked with isfinite",
-        )
-        kl_stop = [
-            n
-            for n in nodes(tree)
-            if isinstance(n, ast.If)
-            and "kl" in source(n.test)
-            and any(isinstance(s, ast.Break) for s in n.body)
-        ]
-        require(kl_stop, f"{path}: no KL early stopping (`if ...kl... > target: break`)")
-    return "finite loss and gradient norms checked; KL early stopping"
+
+    require(any(map(checks_loss_first, tree.body)), f"{where}: isfinite(loss) is not checked before backward")
+    norms = {
+        source(t) for n in of_type(tree, ast.Assign) if calls(n.value, "clip_grad_norm_") for t in n.targets
+    }
+    checked = {source(c.args[0]) for c in calls(tree, "isfinite") if c.args}
+    require(norms & checked, f"{where}: the clipped gradient norms are not checked with isfinite")
+    breaks = [n.test for n in of_type(tree, ast.If) if any(isinstance(s, ast.Break) for s in n.body)]
+    require(
+        any("kl" in source(test) for test in breaks),
+        f"{where}: no KL early stopping (`if ...kl... > target: break`)",
+    )
 
 
-@check("RL-13", "clip_grad_norm_() called for both actor and critic", "rl")
-def clipping(project: Project) -> str:
-    for part in rl_parts(project):
-        path, tree = update_code(project, part)
-        clipped = {source(c.args[0]) for c in calls(tree, "clip_grad_norm_") if c.args}
-        require(
-            len(clipped) >= 2,
-            f"{path}: clip_grad_norm_ clips {sorted(clipped) or 'nothing'}, want actor and critic apart",
-        )
-    return "clip_grad_norm_ on the actor's and the critic's parameters"
+@each_part("RL-13", "clip_grad_norm_() on the actor's and the critic's parameters apart", "rl")
+def clipping(project: Project, part: Part) -> None:
+    where, tree = update_code(project, part)
+    clipped = sorted({source(c.args[0]) for c in calls(tree, "clip_grad_norm_") if c.args})
+    require(
+        len(clipped) >= 2,
+        f"{where}: clip_grad_norm_ clips {clipped or 'nothing'}, want actor and critic apart",
+    )
+
+
+def rewards_summed(project: Project, part: Part) -> None:
+    the_call(project, part, "RewardSum")
+
+
+rules("RL-4", "RewardSum() on the environments, so episode rewards are tracked", "rl", rewards_summed)
+rules(
+    "RL-6",
+    "no manual step_mdp(): the collector steps with step_and_maybe_reset()",
+    "rl",
+    never("step_mdp", "use env.step_and_maybe_reset()"),
+)
+
+
+@check("PRF-3", "timing/env_step_seconds covers the rollouts", "rl", mode="run")
+def env_step_time(run: RunDir) -> str:
+    values = [e["timing/env_step_seconds"] for e in run.events if "timing/env_step_seconds" in e]
+    require(values, "metrics.jsonl has no timing/env_step_seconds")
+    require(
+        all(v > 0 for v in values), "timing/env_step_seconds is 0 in some epoch: the rollout is not timed"
+    )
+    return f"timing/env_step_seconds > 0 in {len(values)} epoch(s)"
+
+
+@check("RL-11", "batch/actual_updates logged", "rl", mode="run")
+def updates_logged(run: RunDir) -> str:
+    values = [e["batch/actual_updates"] for e in run.events if "batch/actual_updates" in e]
+    require(values, "metrics.jsonl has no batch/actual_updates")
+    return f"batch/actual_updates in {len(values)} step(s)"

@@ -23,7 +23,6 @@ import stat
 import sys
 import time
 from pathlib import Path
-from types import TracebackType
 from typing import IO, NoReturn
 
 from src.ops.hardware import visible_gpus
@@ -79,16 +78,10 @@ class GpuLock:
         except OSError as error:  # a missing folder, a folder at the path
             self._fail(error.strerror or str(error))
         info = os.fstat(descriptor)
-        problem = (
-            "it is not a regular file"
-            if not stat.S_ISREG(info.st_mode)
-            else "it has other hard links"
-            if info.st_nlink != 1
-            else None
-        )
-        if problem:
+        regular = stat.S_ISREG(info.st_mode)
+        if not regular or info.st_nlink != 1:
             os.close(descriptor)
-            self._fail(problem)
+            self._fail("it has other hard links" if regular else "it is not a regular file")
         writable = fcntl.fcntl(descriptor, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDWR
         self._owned = writable and info.st_uid == os.geteuid()
         return os.fdopen(descriptor, "r+" if self._owned else "r")
@@ -114,12 +107,7 @@ class GpuLock:
         )
         raise SystemExit(2)
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         if self._file is not None:
             if self._owned:
                 self._file.truncate(0)

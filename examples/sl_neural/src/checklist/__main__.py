@@ -7,76 +7,68 @@ not a run directory, a malformed waiver).
 
 from __future__ import annotations
 
+# argparse, not the project's tyro: the checker runs on a fresh clone, before anything is installed.
 import argparse
+import importlib
 import sys
 import tomllib
 from pathlib import Path
 
-from src.checklist import code_checks, rl_checks, run_checks  # noqa: F401 - they register the checks
 from src.checklist.project import Project
-from src.checklist.registry import CHECKS, MANUAL, TAGS, Result, id_order, run_check
-from src.checklist.report import FORMATS, Report
+from src.checklist.registry import CHECKS, FORMATS, MANUAL, TAGS, BadInput, Report, Result, id_order
+from src.checklist.run_checks import open_run_dir
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-class BadWaivers(ValueError):
-    """`[tool.checklist.waivers]` is malformed or names an unknown item."""
+# The check modules present: a project renders only those of its part kinds and its sweep.
+for module in sorted(Path(__file__).parent.glob("*_checks.py")):
+    importlib.import_module(f"src.checklist.{module.stem}")
 
 
 def load_waivers(pyproject: Path, known: list[str]) -> dict[str, str]:
     """`"CB-4" = "why it does not apply"` lines of pyproject.toml's [tool.checklist.waivers]."""
-    if not pyproject.is_file():
-        return {}
     try:
-        waivers = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}).get("checklist", {})
+        toml = tomllib.loads(pyproject.read_text(encoding="utf-8")) if pyproject.is_file() else {}
     except tomllib.TOMLDecodeError as error:
-        raise BadWaivers(f"{pyproject}: not valid TOML ({error})") from None
-    waivers = waivers.get("waivers", {})
+        raise BadInput(f"{pyproject}: not valid TOML ({error})") from None
+    waivers = toml.get("tool", {}).get("checklist", {}).get("waivers", {})
     if not isinstance(waivers, dict):
-        raise BadWaivers(f'{pyproject}: [tool.checklist.waivers] must be a table of ID = "reason"')
+        raise BadInput(f'{pyproject}: [tool.checklist.waivers] must be a table of ID = "reason"')
     for item, reason in waivers.items():
         if item not in known:
-            raise BadWaivers(f"{pyproject}: waiver for unknown item {item!r}; valid IDs: {', '.join(known)}")
+            raise BadInput(f"{pyproject}: waiver for unknown item {item!r}; valid IDs: {', '.join(known)}")
         if not isinstance(reason, str) or not reason.strip():
-            raise BadWaivers(
+            raise BadInput(
                 f'{pyproject}: the waiver of {item} needs a reason: {item} = "why it does not apply"'
             )
     return {item: reason.strip() for item, reason in waivers.items()}
 
 
 def check_project(root: Path, run_dirs: list[Path]) -> Report:
-    """Every applicable check's result; BadRunDir or BadWaivers for bad input."""
+    """Every applicable check's result; BadInput for a bad RUN_DIR or waiver."""
     project = Project.load(root)
     if run_dirs and str(root) not in sys.path:
         sys.path.insert(0, str(root))  # run checks import the project's config classes
-    runs = [run_checks.open_run_dir(path, project) for path in run_dirs]
-    known = sorted({c.id for c in CHECKS} | {item for item, _, _ in MANUAL}, key=id_order)
+    runs = [open_run_dir(path, project) for path in run_dirs]
+    known = sorted({c.id for c in CHECKS} | MANUAL.keys(), key=id_order)
     waivers = load_waivers(root / "pyproject.toml", known)
     applicable = [c for c in CHECKS if c.applies(project.kinds, project.has_sweep)]
-    results = [Result(c.id, "static", *run_check(c, project)) for c in applicable if c.mode == "static"]
+    applicable.sort(key=lambda c: id_order(c.id))
+    static = [c for c in applicable if c.mode == "static"]
+    results = [Result(c.id, "static", *c.outcome(project)) for c in static]
     for run in runs:
         where = f"{run.path} ({run.part.name}, {run.kind}, {run.status})"
-        for item in (c for c in applicable if c.mode == "run" and run.kind in TAGS[c.applies_to]):
-            results.append(Result(item.id, "run", *run_check(item, run), where=where))
+        checks = [c for c in applicable if c.mode == "run" and run.kind in TAGS[c.applies_to]]
+        results += [Result(c.id, "run", *c.outcome(run), where=where) for c in checks]
     if not run_dirs:  # items only a run directory shows
-        static = {c.id for c in applicable if c.mode == "static"}
-        for item in sorted({c.id for c in applicable} - static, key=id_order):
-            results.append(
-                Result(
-                    item,
-                    "run",
-                    "skipped",
-                    "checked on a run directory: python -m src.checklist output/<run>/",
-                )
-            )
-    manual = [(item, why) for item, tag, why in MANUAL if project.kinds & TAGS[tag]]
-    results += [Result(item, "manual", "manual", why) for item, why in manual]
-    for result in results:
-        if result.id in waivers:
-            result.why = f"{waivers[result.id]} (check: {result.status}: {result.why})"
-            result.status = "waived"
-    return Report(results, sorted({c.id for c in applicable}, key=id_order), [item for item, _ in manual])
+        later = sorted({c.id for c in applicable} - {c.id for c in static}, key=id_order)
+        why = "checked on a run directory: python -m src.checklist output/<run>/"
+        results += [Result(item, "run", "skipped", why) for item in later]
+    manual = list(MANUAL) if project.parts else []
+    results += [Result(item, "manual", "manual", MANUAL[item]) for item in manual]
+    for result in (r for r in results if r.id in waivers):
+        result.why = f"{waivers[result.id]} (check: {result.status}: {result.why})"
+        result.status = "waived"
+    return Report(results, sorted({c.id for c in applicable}, key=id_order), manual)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         report = check_project(args.root.resolve(), args.run_dirs)
-    except (BadWaivers, run_checks.BadRunDir) as error:
+    except BadInput as error:
         print(f"checklist: {error}", file=sys.stderr)
         return 2
     print(FORMATS[args.format](report))

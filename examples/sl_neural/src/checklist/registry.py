@@ -1,57 +1,52 @@
-"""Checks by checklist ID, the part kinds each applies to, their results, and the items
-no program can check honestly."""
+"""Checks by checklist ID and the part kinds each applies to; their results and report."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal
-
-Status = Literal["pass", "fail", "skipped", "manual", "waived"]
-Mode = Literal["static", "run"]
+import itertools
+import json
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
 
 # Applicability tags, as the checklist writes them: "nn" = the Lightning parts.
-TAGS = {
-    "all": {"sl_neural", "sl_tree", "rl"},
-    "nn": {"sl_neural", "rl"},
-    "sl": {"sl_neural", "sl_tree"},
-    "sl_neural": {"sl_neural"},
-    "tree": {"sl_tree"},
-    "rl": {"rl"},
+TAGS = {"all": {"sl_neural", "sl_tree", "rl"}, "nn": {"sl_neural", "rl"}, "sl": {"sl_neural", "sl_tree"}}
+TAGS |= {"sl_neural": {"sl_neural"}, "tree": {"sl_tree"}, "rl": {"rl"}}
+CHECKLIST_ORDER = "CFG STR LIT LOG PRF PRC RL MEM MAIN CB OPS OUT SWP RES DDP DATA"
+SECTIONS = CHECKLIST_ORDER.split()
+ESCAPED_BAR = r"\|"  # a | inside a Markdown table cell
+STATUSES = ("pass", "fail", "skipped", "waived", "manual")
+MANUAL = {  # items of every part kind that no program checks here, and why
+    "RES-1": "needs a run killed mid-way, resumed, and compared with an uninterrupted one (the "
+    "project's tests do this for each part; a finished run directory cannot show it)",
+    "DDP-2": "which process prepared the data, and that the others waited, leaves no trace in a run "
+    "directory; Lightning calls prepare_data once per node and holds the other ranks at a barrier",
+    "OPS-3": "judging process health, trends, hangs and restarts needs a live job "
+    "(the babysitter has its own tests)",
+    "OPS-4": "a working practice: whether a record was written when it should have been is not in the code",
 }
-SECTIONS = [
-    "CFG",
-    "STR",
-    "LIT",
-    "LOG",
-    "PRF",
-    "PRC",
-    "RL",
-    "MEM",
-    "MAIN",
-    "CB",
-    "OPS",
-    "OUT",
-    "SWP",
-    "RES",
-    "DDP",
-    "DATA",
-]
 
 
 def id_order(item: str) -> tuple[int, int]:
     """Sort key of an item ID in the checklist's order: CFG-1, CFG-2, ..., DATA-1."""
     section, _, number = item.partition("-")
-    position = SECTIONS.index(section) if section in SECTIONS else len(SECTIONS)
-    return position, int(number) if number.isdigit() else 0
+    return SECTIONS.index(section), int(number)
+
+
+class BadInput(ValueError):
+    """A RUN_DIR that is not a run directory, or a malformed waiver (exit status 2)."""
 
 
 class Failed(Exception):
     """A check found the item not satisfied; the message says where and why."""
 
+    status = "fail"
+
 
 class Skipped(Exception):
     """A check could not decide (e.g. W&B was off for the run); the message says why."""
+
+    status = "skipped"
 
 
 def require(condition: object, message: str) -> None:
@@ -59,75 +54,120 @@ def require(condition: object, message: str) -> None:
         raise Failed(message)
 
 
+def lacks(what: str, wanted: Iterable[str], present: Any) -> None:
+    """Failed, "`what` lacks a, b", unless `present` holds everything `wanted`."""
+    missing = [key for key in wanted if key not in present]
+    require(not missing, f"{what} lacks {', '.join(missing)}")
+
+
 @dataclass(frozen=True)
 class Check:
     id: str
     title: str
     applies_to: str  # a key of TAGS
-    mode: Mode
+    mode: str  # static (given the Project) or run (given a RunDir)
     function: Callable[..., str]  # returns why it passed; raises Failed or Skipped
     sweep_only: bool = False
 
     def applies(self, kinds: set[str], has_sweep: bool) -> bool:
         return bool(kinds & TAGS[self.applies_to]) and (has_sweep or not self.sweep_only)
 
-
-@dataclass
-class Result:
-    id: str
-    mode: str  # static, run or manual
-    status: Status
-    why: str
-    where: str = ""  # the run directory, for run checks
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "mode": self.mode, "status": self.status, "why": self.why, "where": self.where}
+    def outcome(self, *args: Any) -> tuple[str, str]:
+        try:
+            return "pass", self.function(*args)
+        except (Failed, Skipped) as found:
+            return found.status, str(found)
 
 
 CHECKS: list[Check] = []
 
 
-def check(id: str, title: str, applies_to: str = "all", *, mode: Mode = "static", sweep: bool = False):
-    """Register a check function under a checklist ID."""
-
-    def register(function: Callable[..., str]) -> Callable[..., str]:
-        CHECKS.append(Check(id, title, applies_to, mode, function, sweep))
-        return function
-
-    return register
+def check(id: str, title: str, applies_to: str = "all", *, mode: str = "static", sweep: bool = False):
+    """Register function(project) or function(run_dir) as a check of a checklist item."""
+    return lambda function: CHECKS.append(Check(id, title, applies_to, mode, function, sweep)) or function
 
 
-def run_check(item: Check, *args: Any) -> tuple[Status, str]:
-    try:
-        return "pass", item.function(*args)
-    except Failed as failure:
-        return "fail", str(failure)
-    except Skipped as skip:
-        return "skipped", str(skip)
+def rules(item: str, title: str, applies_to: str, *checks: Callable[[Any, Any], object], sweep: bool = False):
+    """Register an item checked on each part it applies to by all of `checks`(project, part);
+    a failure's message starts with the part's name."""
+
+    def every(project: Any) -> str:
+        parts = project.parts_of(TAGS[applies_to])
+        for part, rule in itertools.product(parts, checks):
+            try:
+                rule(project, part)
+            except Failed as failure:
+                named = str(failure).startswith(part.name)
+                raise Failed(str(failure) if named else f"{part.name}: {failure}") from None
+        return f"{', '.join(part.name for part in parts)}: {title}"
+
+    CHECKS.append(Check(item, title, applies_to, "static", every, sweep))
 
 
-MANUAL = [  # (ID, applies to, why no program checks it here)
-    (
-        "RES-1",
-        "all",
-        "needs a run killed mid-way, resumed, and compared with an uninterrupted one "
-        "(the project's tests do this for each part; a finished run directory cannot show it)",
-    ),
-    (
-        "DDP-2",
-        "all",
-        "which process prepared the data, and that the others waited, leaves no trace in a run "
-        "directory; Lightning calls prepare_data once per node and holds the other ranks at a barrier",
-    ),
-    (
-        "OPS-3",
-        "all",
-        "judging process health, trends, hangs and restarts needs a live job (the babysitter "
-        "has its own tests)",
-    ),
-    (
-        "OPS-4",
-        "all",
-        "a working practice: whether a record was written when it should have been is not in the code",
-    ),
-]
+def each_part(id: str, title: str, applies_to: str = "all", *, sweep: bool = False):
+    """Register function(project, part) as the check of an item on each part it applies to."""
+    return lambda function: rules(id, title, applies_to, function, sweep=sweep) or function
+
+
+@dataclass
+class Result:
+    id: str
+    mode: str  # static, run or manual
+    status: str  # one of STATUSES
+    why: str
+    where: str = ""  # the run directory, for run checks
+
+
+@dataclass
+class Report:
+    results: list[Result]
+    automated: list[str]  # item IDs with at least one applicable check
+    manual: list[str]  # item IDs no program checks here
+
+    @property
+    def failed(self) -> bool:
+        return any(result.status == "fail" for result in self.results)
+
+    def counts(self) -> dict[str, int]:
+        found = Counter(result.status for result in self.results)
+        return {status: found[status] for status in STATUSES}
+
+    def summary(self) -> str:
+        counts = ", ".join(f"{n} {status}" for status, n in self.counts().items())
+        automated, manual = len(self.automated), len(self.manual)
+        items = f"{automated + manual} checklist items apply: {automated} automated, {manual} manual"
+        return f"{items}. Results: {counts}."
+
+    def groups(self) -> dict[str, list[Result]]:
+        titles = {"static": "static (code)", "run": "run (no RUN_DIR given)", "manual": "manual"}
+        found: dict[str, list[Result]] = {}
+        for r in self.results:
+            found.setdefault(f"run {r.where}" if r.where else titles[r.mode], []).append(r)
+        return found
+
+
+def as_json(report: Report) -> str:
+    items = {"automated": report.automated, "manual": report.manual}
+    # Items (what applies) and results (one per check and run directory), counted apart.
+    found = {"items": items, "items_counts": {k: len(v) for k, v in items.items()}, "counts": report.counts()}
+    found |= {"failed": report.failed, "results": [asdict(result) for result in report.results]}
+    return json.dumps(found, indent=2)
+
+
+def as_table(report: Report) -> str:
+    lines = []
+    for title, results in report.groups().items():
+        lines += [f"== {title}"] + [f"  {r.status.upper():<8} {r.id:<7} {r.why}" for r in results]
+    return "\n".join([*lines, report.summary()])
+
+
+def as_markdown(report: Report) -> str:
+    lines = ["# Checklist report", ""]
+    for title, results in report.groups().items():
+        lines += [f"## {title}", "", "| status | item | why |", "| --- | --- | --- |"]
+        lines += [f"| {r.status} | {r.id} | {r.why.replace('|', ESCAPED_BAR)} |" for r in results]
+        lines.append("")
+    return "\n".join([*lines, report.summary()])
+
+
+FORMATS = {"table": as_table, "json": as_json, "markdown": as_markdown}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,15 @@ from src.config import ConfigError
 from src.runs.atomic import atomic_path
 from src.runs.checkpoint_checks import checkpoint_problem
 from src.runs.directory import latest_checkpoint, run_dir_of
+
+# Settings the start of a run logs as what the Trainer used, under the same names
+# (RunInfoCallback); what the config asked for stays in config.json.
+RUN_FACT_NAMES = ("precision", "profiler")
+
+
+def config_hyperparameters(cfg: Any) -> dict[str, Any]:
+    """A config's fields as a LightningModule's hyperparameters (LOG-2), saved with it."""
+    return {name: value for name, value in cfg.to_dict().items() if name not in RUN_FACT_NAMES}
 
 
 @rank_zero_only
@@ -74,15 +84,17 @@ def check_best_checkpoint(trainer: L.Trainer) -> None:
 
 
 def load_module(
-    module_cls: type[L.LightningModule], path: Path, map_location: str | torch.device = "cpu"
+    build: Callable[[dict[str, Any]], L.LightningModule], path: Path, map_location: str | torch.device = "cpu"
 ) -> L.LightningModule:
-    """Load a `save_module` file or a Lightning checkpoint onto any device.
+    """Load a `save_module` file or a Lightning checkpoint onto any device: `build` makes
+    the module from the hyperparameters saved with it, then the weights are loaded.
 
-    Both hold `hyper_parameters` and `state_dict`. weights_only=True refuses to run
-    code hidden in a pickle; our checkpoints hold only tensors and plain containers.
+    weights_only=True refuses to run code hidden in a pickle; our checkpoints hold only
+    tensors and plain containers.
     """
     checkpoint = torch.load(path, map_location=map_location, weights_only=True)
-    module = module_cls(**checkpoint["hyper_parameters"])
+    module = build(checkpoint["hyper_parameters"])
+    module.configure_model()  # a module that sizes its layers there, as Lightning does before loading
     module.load_state_dict(checkpoint["state_dict"])
     del checkpoint  # RES-3: the loaded copy (optimizer state included) is not kept
     return module.to(map_location).eval()

@@ -1,4 +1,4 @@
-"""Seeds under DDP (seed 002): the ranks agree where they must (model init, the data
+"""Seeds under DDP: the ranks agree where they must (model init, the data
 split, DistributedSampler's order: `seed_everything(cfg.seed)` before anything is
 built) and differ where they must (dropout, minibatch order, sampled actions,
 environments: `rank_seed`)."""

@@ -1,10 +1,4 @@
-"""The project under check, read with `ast` and never imported: its parts, the code
-each part reaches through its imports, and which functions a call reaches.
-
-Nothing here knows this project's own file or helper names: a part is a folder with a
-train.py (STR-1), its kind is told from what its code does (PPO's loss makes it RL,
-an `xgboost.train` call a tree part, a LightningModule a supervised neural part), and
-checks look for library APIs and checklist names wherever the user put them."""
+"""The project under check, read with `ast`: parts (folders with a train.py) and the code they reach."""
 
 from __future__ import annotations
 
@@ -15,9 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from src.checklist.registry import Failed
+from src.checklist.registry import Failed, require
 
 N = TypeVar("N", bound=ast.AST)
+Where = Any  # a Part, a part's folder, or None for every part
 
 
 @dataclass(frozen=True)
@@ -39,8 +34,7 @@ class Project:
         project = cls(root)
         for train in sorted(root.glob("*/train.py")):
             kind = project.kind_of(train.parent.name)
-            if kind:
-                project.parts.append(Part(kind, train.parent.name))
+            project.parts += [Part(kind, train.parent.name)] if kind else []
         return project
 
     @property
@@ -55,52 +49,40 @@ class Project:
         return [part for part in self.parts if part.kind in kinds]
 
     def kind_of(self, folder: str) -> str | None:
-        trees = [self.tree(path) for path in self.code(folder) if self.parses(path)]
-        if any("ClipPPOLoss" in names(tree) for tree in trees):
-            return "rl"
-        if any(_calls_xgboost_train(tree) for tree in trees):
+        """Tree: calls xgboost.train; RL: builds a LightningModule using ClipPPOLoss; else neural."""
+        if any(_calls_xgboost_train(self.tree(path)) for path in self.code(folder) if self.parses(path)):
             return "sl_tree"
-        if any(subclasses(tree, "LightningModule") for tree in trees):
-            return "sl_neural"
-        return None
+        modules = self.built("LightningModule", folder)
+        if any("ClipPPOLoss" in names(c) for _, m in modules for c in self.lineage(m, folder)):
+            return "rl"
+        return "sl_neural" if modules else None
 
-    def code(self, part: Part | str | None = None) -> list[str]:
-        """The files a part's train.py, sweep.py and __init__.py reach through imports (every part's
-        when `part` is None): the code its runs execute, wherever it lives."""
+    def code(self, part: Where = None) -> list[str]:
+        """The files a part's train.py, sweep.py and __init__.py import, directly or not (None: all parts)."""
         if part is None:
             return sorted({path for p in self.parts for path in self.code(p)})
-        folder = part if isinstance(part, str) else part.name
+        folder = getattr(part, "name", part)
         if folder not in self._code:
-            entries = [f"{folder}/{name}" for name in ("train.py", "sweep.py", "__init__.py")]
-            found: list[str] = []
-            pending = [path for path in entries if (self.root / path).is_file()]
+            pending, found = [f"{folder}/{name}" for name in ("train.py", "sweep.py", "__init__.py")], []
             while pending:
                 path = pending.pop()
-                if path not in found:
+                if path not in found and (self.root / path).is_file():
                     found.append(path)
                     pending += self._imported_files(path)
             self._code[folder] = sorted(found)
         return self._code[folder]
 
     def _imported_files(self, relative: str) -> list[str]:
-        package = Path(relative).parent.parts
-        files: list[str] = []
-        if not self.parses(relative):  # the checks that read it report it
-            return files
-        for node in nodes(self.tree(relative)):
+        package, modules = Path(relative).parent.parts, []
+        for node in nodes(self.tree(relative)) if self.parses(relative) else ():
             if isinstance(node, ast.Import):
-                modules = [alias.name.split(".") for alias in node.names]
+                modules += [alias.name.split(".") for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
                 base = [*package[: len(package) - node.level + 1]] if node.level else []
                 base += node.module.split(".") if node.module else []
-                modules = [base] + [[*base, alias.name] for alias in node.names]
-            else:
-                continue
-            for parts in filter(None, modules):
-                for candidate in (Path(*parts).with_suffix(".py"), Path(*parts, "__init__.py")):
-                    if (self.root / candidate).is_file():
-                        files.append(str(candidate))
-        return files
+                modules += [base] + [[*base, alias.name] for alias in node.names]
+        found = [c for m in modules if m for c in (Path(*m).with_suffix(".py"), Path(*m, "__init__.py"))]
+        return [str(c) for c in found if (self.root / c).is_file()]
 
     def tree(self, relative: str) -> ast.Module:
         """The parsed file; Failed when it is missing or does not parse."""
@@ -113,65 +95,89 @@ class Project:
 
     def parses(self, relative: str) -> bool:
         try:
-            self.tree(relative)
+            return bool(self.tree(relative))
         except Failed:
             return False
-        return True
 
     def text(self, relative: str) -> str:
-        path = self.root / relative
-        if not path.is_file():
-            raise Failed(f"{relative} is missing")
-        return path.read_text(encoding="utf-8")
+        require((self.root / relative).is_file(), f"{relative} is missing")
+        return (self.root / relative).read_text(encoding="utf-8")
 
-    def rel(self, path: Path) -> str:
-        return str(path.relative_to(self.root))
-
-    def find(self, node_type: type[N], part: Part | None = None) -> list[tuple[str, N]]:
-        """Every node of a type (ast.Call, ast.ClassDef...) in the code a part (or any part) runs."""
+    def find(self, node_type: type[N], part: Where = None) -> list[tuple[str, N]]:
+        """Every node of a type in the code a part (or any part) runs."""
         return [(p, n) for p in self.code(part) for n in nodes(self.tree(p)) if isinstance(n, node_type)]
 
-    def calls(self, name: str, part: Part | None = None) -> list[tuple[str, ast.Call]]:
+    def calls(self, name: str, part: Where = None) -> list[tuple[str, ast.Call]]:
         """Every call of something named `name` in the code a part (or any part) runs."""
         return [(path, call) for path in self.code(part) for call in calls(self.tree(path), name)]
 
-    def classes(self, base: str, part: Part | None = None) -> list[tuple[str, ast.ClassDef]]:
-        """Classes deriving from `base` (a library class such as LightningModule), also
-        through the project's own classes in between."""
-        every = [(path, cls) for path in self.code(part) for cls in classes(self.tree(path))]
-        found, wanted = [], {base}
-        while True:
-            more = [
-                (p, c) for p, c in every if (p, c) not in found and {name_of(b) for b in c.bases} & wanted
-            ]
-            if not more:
-                return found
+    def made(self, part: Where = None) -> set[str]:
+        """The names of everything the code calls, classes it instantiates included."""
+        return {name for path in self.code(part) for name in _calls(self.tree(path))}
+
+    def uses(self, name: str, part: Where = None) -> bool:
+        return any(name in names(self.tree(path)) for path in self.code(part))
+
+    def has_constant(self, value: object, part: Where = None) -> bool:
+        return any(value in constants(self.tree(path)) for path in self.code(part))
+
+    def classes(self, base: str, part: Where = None) -> list[tuple[str, ast.ClassDef]]:
+        """Classes deriving from `base` (a library class), also through the project's own."""
+        every, found, wanted = self.find(ast.ClassDef, part), [], {base}
+        while more := [(p, c) for p, c in every if (p, c) not in found and bases(c) & wanted]:
             found += more
             wanted |= {cls.name for _, cls in more}
+        return found
 
-    def functions(self, part: Part | None = None) -> dict[str, list[ast.FunctionDef]]:
-        """Functions and methods by name; a class's name gives its methods. Built once
-        per part: every reaches() question walks it."""
-        key = part.name if part else ""
+    def built(self, base: str, part: Where) -> list[tuple[str, ast.ClassDef]]:
+        """The most derived classes of `base` that the part's code instantiates."""
+        found = self.classes(base, part)
+        derived = {name for _, c in found for name in bases(c)}
+        return [(p, c) for p, c in found if c.name not in derived and c.name in self.made(part)]
+
+    def the_class(self, base: str, part: Part) -> ast.ClassDef:
+        found = self.built(base, part)
+        require(found, f"its code builds no {base} subclass")
+        return found[0][1]
+
+    def in_use(self, base: str, part: Part) -> list[dict[str, ast.FunctionDef]]:
+        """The methods of each class deriving from `base` that the part's code creates."""
+        return [self.methods(c, part) for _, c in self.classes(base, part) if c.name in self.made(part)]
+
+    def lineage(self, cls: ast.ClassDef, part: Where) -> list[ast.ClassDef]:
+        """The class and the project's classes it derives from, most derived first."""
+        defined = {c.name: c for _, c in self.find(ast.ClassDef, part)}
+        found, pending = [], [cls]
+        while pending:
+            current = pending.pop(0)
+            if current not in found:
+                found.append(current)
+                pending += [defined[name] for name in bases(current) if name in defined]
+        return found
+
+    def methods(self, cls: ast.ClassDef, part: Where) -> dict[str, ast.FunctionDef]:
+        """Methods by name, inherited ones from the project's base classes included."""
+        return {k: v for c in reversed(self.lineage(cls, part)) for k, v in methods(c).items()}
+
+    def functions(self, part: Where = None) -> dict[str, list[ast.FunctionDef]]:
+        """Functions and methods by name; a class's name gives its methods."""
+        key = getattr(part, "name", part) or ""
         if key not in self._functions:
             index: dict[str, list[ast.FunctionDef]] = {}
-            for path in self.code(part):
-                for node in nodes(self.tree(path)):
-                    if isinstance(node, ast.FunctionDef):
-                        index.setdefault(node.name, []).append(node)
-                    elif isinstance(node, ast.ClassDef):
-                        index.setdefault(node.name, []).extend(methods(node).values())
+            for _, node in self.find(ast.AST, part):
+                if isinstance(node, ast.FunctionDef):
+                    index.setdefault(node.name, []).append(node)
+                elif isinstance(node, ast.ClassDef):
+                    index.setdefault(node.name, []).extend(methods(node).values())
             self._functions[key] = index
         return self._functions[key]
 
-    def reaches(self, node: ast.AST, target: str | set[str], part: Part | None = None) -> bool:
+    def reaches(self, node: ast.AST, target: str | set[str], part: Where = None) -> bool:
         """Whether `node` calls `target`, directly or through the project's functions."""
         targets = {target} if isinstance(target, str) else target
         index, seen, pending = self.functions(part), set(), [node]
         while pending:
-            current = pending.pop()
-            for call in (n for n in nodes(current) if isinstance(n, ast.Call)):
-                name = name_of(call)
+            for name in _calls(pending.pop()):
                 if name in targets:
                     return True
                 if name not in seen:
@@ -181,53 +187,37 @@ class Project:
 
     def function(self, name: str, part: Part | None = None) -> tuple[str, ast.FunctionDef]:
         """The first function called `name` in the code a part runs; Failed if none."""
-        for path in self.code(part):
-            found = function(self.tree(path), name)
-            if found:
-                return path, found
-        raise Failed(f"no {name}() in the code {part.name if part else 'the parts'} run(s)")
+        found = [(p, f) for p, f in self.find(ast.FunctionDef, part) if f.name == name]
+        require(found, f"no {name}() in the code {part.name if part else 'the parts'} run(s)")
+        return found[0]
 
 
 def _calls_xgboost_train(tree: ast.Module) -> bool:
-    aliases = {
-        alias.asname or alias.name
-        for node in nodes(tree)
-        if isinstance(node, ast.Import)
-        for alias in node.names
-        if alias.name == "xgboost"
-    }
-    return any(
-        isinstance(c.func, ast.Attribute) and name_of(c.func.value) in aliases for c in calls(tree, "train")
-    )
-
-
-# Small `ast` queries; each tree is walked once, since checks ask many questions of it.
+    imported = [a.asname or a.name for n in of_type(tree, ast.Import) for a in n.names if a.name == "xgboost"]
+    return any(source(c.func) in [f"{name}.train" for name in imported] for c in calls(tree, "train"))
 
 
 def per_tree(query: Callable[[ast.AST], Any]) -> Callable[[ast.AST], Any]:
-    """`query` answered once per tree, the answer kept on the tree itself: it lives as long
-    as the tree does. A cache keyed by trees would keep every tree it ever saw alive, millions
-    of objects that each of gc's full collections walks, in a process that checks many projects."""
+    """`query`'s answer kept on the tree: a cache keyed by trees would keep every project alive."""
     attribute = f"_checklist_{query.__name__}"
 
     @functools.wraps(query)
     def answered(tree: ast.AST) -> Any:
-        try:
-            return tree.__dict__[attribute]
-        except KeyError:
-            answer = tree.__dict__[attribute] = query(tree)
-            return answer
+        if attribute not in tree.__dict__:
+            tree.__dict__[attribute] = query(tree)
+        return tree.__dict__[attribute]
 
     return answered
 
 
 def name_of(node: ast.AST | None) -> str:
     """The last name of a called or referenced object: `a.b.C(...)` -> "C"."""
-    if isinstance(node, ast.Call):
-        node = node.func
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return node.id if isinstance(node, ast.Name) else ""
+    node = node.func if isinstance(node, ast.Call) else node
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+
+
+def bases(cls: ast.ClassDef) -> set[str]:
+    return {name_of(base) for base in cls.bases}
 
 
 @per_tree
@@ -235,14 +225,16 @@ def nodes(tree: ast.AST) -> tuple[ast.AST, ...]:
     return tuple(ast.walk(tree))
 
 
+def in_order(tree: ast.AST) -> list[ast.Call]:
+    """Every call in source order."""
+    return sorted((n for n in nodes(tree) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
+
+
 @per_tree
 def _calls(tree: ast.AST) -> dict[str, list[ast.Call]]:
     index: dict[str, list[ast.Call]] = {}
-    for node in nodes(tree):
-        if isinstance(node, ast.Call):
-            index.setdefault(name_of(node), []).append(node)
-    for found in index.values():
-        found.sort(key=lambda node: (node.lineno, node.col_offset))
+    for node in in_order(tree):
+        index.setdefault(name_of(node), []).append(node)
     return index
 
 
@@ -254,19 +246,12 @@ def calls(tree: ast.AST, name: str) -> list[ast.Call]:
 @per_tree
 def names(tree: ast.AST) -> frozenset[str]:
     """Every name and attribute used or imported."""
-    found = set()
-    for node in nodes(tree):
-        if isinstance(node, ast.Name):
-            found.add(node.id)
-        elif isinstance(node, ast.Attribute):
-            found.add(node.attr)
-        elif isinstance(node, ast.alias):
-            found.add(node.name.rsplit(".", 1)[-1])
-    return frozenset(found)
+    found = {n.id for n in of_type(tree, ast.Name)} | {n.attr for n in of_type(tree, ast.Attribute)}
+    return frozenset(found | {n.name.rsplit(".", 1)[-1] for n in of_type(tree, ast.alias)})
 
 
 def constants(tree: ast.AST) -> set:
-    return {node.value for node in nodes(tree) if isinstance(node, ast.Constant)}
+    return {node.value for node in of_type(tree, ast.Constant)}
 
 
 def keyword(call: ast.Call, name: str) -> ast.expr | None:
@@ -277,20 +262,20 @@ def constant(node: ast.AST | None, default: object = None) -> object:
     return node.value if isinstance(node, ast.Constant) else default
 
 
+def keyword_constant(call: ast.Call, name: str, default: object = None) -> object:
+    return constant(keyword(call, name), default)
+
+
 def source(node: ast.AST | None) -> str:
     return ast.unparse(node) if node is not None else ""
 
 
+def of_type(tree: ast.AST, node_type: type[N]) -> list[N]:
+    return [node for node in nodes(tree) if isinstance(node, node_type)]
+
+
 def function(tree: ast.AST, name: str) -> ast.FunctionDef | None:
-    return next((n for n in nodes(tree) if isinstance(n, ast.FunctionDef) and n.name == name), None)
-
-
-def classes(tree: ast.AST) -> list[ast.ClassDef]:
-    return [node for node in nodes(tree) if isinstance(node, ast.ClassDef)]
-
-
-def subclasses(tree: ast.AST, base: str) -> list[ast.ClassDef]:
-    return [node for node in classes(tree) if any(name_of(b) == base for b in node.bases)]
+    return next((n for n in of_type(tree, ast.FunctionDef) if n.name == name), None)
 
 
 def methods(cls: ast.ClassDef) -> dict[str, ast.FunctionDef]:
@@ -299,12 +284,14 @@ def methods(cls: ast.ClassDef) -> dict[str, ast.FunctionDef]:
 
 def fields(cls: ast.ClassDef) -> dict[str, ast.expr | None]:
     """A dataclass's fields and their defaults."""
-    return {
-        node.target.id: node.value
-        for node in cls.body
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
-    }
+    return {source(n.target): n.value for n in cls.body if isinstance(n, ast.AnnAssign)}
 
 
 def is_dataclass(cls: ast.ClassDef) -> bool:
     return any(name_of(decorator) == "dataclass" for decorator in cls.decorator_list)
+
+
+def top_level_names(tree: ast.Module) -> set[str]:
+    """Functions defined or imported at a module's top level."""
+    found = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    return found | {a.asname or a.name for n in tree.body if isinstance(n, ast.ImportFrom) for a in n.names}

@@ -15,7 +15,6 @@ the run is still going (one-shot mode).
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -27,9 +26,11 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Annotated
 
 import psutil
 import torch
+import tyro
 
 from src.ops.records import new_issue
 from src.runs.atomic import write_text_atomic
@@ -132,13 +133,36 @@ def _load_checkpoint(path: Path) -> str:
     return f"epoch {torch.load(path, map_location='cpu', weights_only=True, mmap=True).get('epoch')}"
 
 
+@dataclass
+class BabysitOptions:
+    """Watch a running job and write what is found, as it is found, to logs/ (OPS-3).
+
+    Attributes:
+        run_dir: The run directory to watch.
+        every: Seconds between checks; 0: check once.
+        restart: Restart a killed run from its checkpoint.
+        max_restarts: Restarts at most, counted across checks and babysitters.
+        stall_minutes: Minutes without output after which a running job counts as hung.
+        monitor: The metric to watch (default: what the run early-stops on).
+        log_dir: Where the log of findings and the restarts' output go.
+    """
+
+    run_dir: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="RUN_DIR")]
+    every: Annotated[float, tyro.conf.arg(metavar="SECONDS")] = 0
+    restart: Annotated[bool, tyro.conf.FlagCreatePairsOff] = False
+    max_restarts: int = 3
+    stall_minutes: float = 30.0
+    monitor: Annotated[str | None, tyro.conf.arg(metavar="METRIC", help_behavior_hint="")] = None
+    log_dir: Annotated[Path, tyro.conf.arg(metavar="DIR")] = Path("logs")
+
+
 class Babysitter:
     """Checks one run; remembers its restarts in logs/babysit_<run>.json."""
 
-    def __init__(self, run_dir: Path, args: argparse.Namespace) -> None:
+    def __init__(self, run_dir: Path, options: BabysitOptions) -> None:
         self.run_dir = run_dir
-        self.args = args
-        self.log_dir = Path(args.log_dir)
+        self.options = options
+        self.log_dir = Path(options.log_dir)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = self.log_dir / f"babysit_{run_dir.name}.log"
         self.state_path = self.log_dir / f"babysit_{run_dir.name}.json"
@@ -148,7 +172,7 @@ class Babysitter:
         config = json.loads((self.run_dir / "config.json").read_text())
         findings = [check_process(self.run_dir, record, self._pending_restart(record))]
         if record.get("status") == "running":
-            findings.append(check_hung(self.run_dir, self.args.stall_minutes))
+            findings.append(check_hung(self.run_dir, self.options.stall_minutes))
         findings += [
             check_metrics(
                 self.run_dir,
@@ -162,15 +186,15 @@ class Babysitter:
             self._log(f"{finding.level:<4} {finding.check:<10} {finding.message}")
             if finding.issue_type:
                 self._record_issue(finding, record.get("pid"))
-        if findings[0].restartable and self.args.restart:
+        if findings[0].restartable and self.options.restart:
             self._log(f"ACT  restart    {self._restart(record)}")
         return findings
 
     def _monitor(self, config: dict) -> str:
         """--monitor, or what the run early-stops on: val_<eval_metric> for trees,
         val_episode_reward for RL, else val_loss."""
-        if self.args.monitor:
-            return self.args.monitor
+        if self.options.monitor:
+            return self.options.monitor
         if "eval_metric" in config:
             return f"val_{config['eval_metric']}"
         return "val_episode_reward" if "num_envs" in config else "val_loss"
@@ -178,7 +202,7 @@ class Babysitter:
     def _restart(self, record: dict) -> str:
         """Start the run's own command again, detached, resuming from its last checkpoint."""
         restarts = self._state().get("restarts", [])
-        if len(restarts) >= self.args.max_restarts:
+        if len(restarts) >= self.options.max_restarts:
             return f"not restarted: {len(restarts)} restarts already (--max-restarts)"
         if latest_checkpoint(self.run_dir) is None:
             return "not restarted: no checkpoint to resume from"
@@ -224,24 +248,17 @@ class Babysitter:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m src.ops.babysit", description=__doc__.split("\n\n")[0])
-    parser.add_argument("run_dir", type=Path)
-    parser.add_argument("--every", type=float, default=0, help="seconds between checks; 0: check once")
-    parser.add_argument("--restart", action="store_true", help="restart a killed run from its checkpoint")
-    parser.add_argument("--max-restarts", type=int, default=3)
-    parser.add_argument("--stall-minutes", type=float, default=30.0)
-    parser.add_argument("--monitor", help="the metric to watch (default: what the run early-stops on)")
-    parser.add_argument("--log-dir", default="logs")
-    args = parser.parse_args(argv)
-    if not (args.run_dir / "run.json").is_file():
-        parser.error(f"{args.run_dir} is not a run directory (it has no run.json)")
-    babysitter = Babysitter(args.run_dir, args)
+    options = tyro.cli(BabysitOptions, args=argv, prog="python -m src.ops.babysit")
+    if not (options.run_dir / "run.json").is_file():
+        print(f"error: {options.run_dir} is not a run directory (it has no run.json)", file=sys.stderr)
+        return 2
+    babysitter = Babysitter(options.run_dir, options)
     while True:
         findings = babysitter.check()
         finished = findings[0].message == "finished"
-        if finished or not args.every:
+        if finished or not options.every:
             return 0 if finished else 1 if any(f.level == "FAIL" for f in findings) else 3
-        time.sleep(args.every)
+        time.sleep(options.every)
 
 
 def _gpu_readings() -> list[str]:

@@ -2,7 +2,7 @@
 
 Recorded in run.json at the start of every session, and in the W&B run's config, so a
 result can be traced back to the exact code, environment and data that made it
-(OUT-2, and seed 004's reproducibility: every seed and the environment logged).
+(OUT-2: every seed and the environment are logged).
 """
 
 from __future__ import annotations

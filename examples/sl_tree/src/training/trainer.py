@@ -16,27 +16,11 @@ from lightning.pytorch.loggers import Logger
 from lightning.pytorch.profilers import AdvancedProfiler
 from lightning.pytorch.utilities import rank_zero_info
 
-from src.callbacks import (
-    BatchMetricsCallback,
-    EpochSummaryCallback,
-    FiniteLossCallback,
-    FrozenHeapCallback,
-    MovedRunCallback,
-    PeriodicCheckpointCallback,
-    PlateauResumeCallback,
-    ProgressBar,
-    ResumableEarlyStopping,
-    ResumedMetricsCallback,
-    RngStateCallback,
-    RunInfoCallback,
-    ScheduleLengthCallback,
-    StopFileCallback,
-    SystemMetricsCallback,
-    TimingCallback,
-    TrackingCallback,
-    TrainingEndCallback,
-    WallClockTimer,
-)
+from src.callbacks.frozen_heap import FrozenHeapCallback
+from src.callbacks.guards import FiniteLossCallback, StopFileCallback, WallClockTimer
+from src.callbacks.metrics import MetricsCallback, RunInfoCallback, TimingCallback
+from src.callbacks.progress import EpochSummaryCallback, ProgressBar
+from src.callbacks.resume import ExactResume, ResumableEarlyStopping
 from src.config import SPANNING_SCHEDULES, LightningConfig
 from src.runs.directory import stop_file_paths
 from src.runs.launch import current_launch, trainer_processes
@@ -71,6 +55,17 @@ def build_callbacks(
     stopping_threshold: float | None,
     fetch_section: str,
 ) -> list[L.Callback]:
+    """The checklist's callbacks, in the order Lightning calls each hook in, which matters:
+    - ExactResume after the guards: a step that ends training (the budget) is validated and
+      checkpointed, not checkpointed mid-epoch as if training went on;
+    - ExactResume after the metrics: the plateau step a resume takes at an epoch's end
+      changes the rate after `lr` is logged, as Lightning's own step does, and a checkpoint
+      it saves mid-epoch counts as timing/overhead;
+    - the metrics before EpochSummaryCallback, which prints what they logged;
+    - Lightning moves the ModelCheckpoints last, in their order: best.ckpt first (the one
+      test(ckpt_path="best") uses), the latest epochs before last.ckpt, so that last.ckpt
+      records which epochs it keeps and a resume deletes the right ones."""
+    checkpoints = run_dir / "checkpoints"
     return [
         ResumableEarlyStopping(  # CB-1: patience counts validations, not epochs
             monitor=monitor,
@@ -79,45 +74,34 @@ def build_callbacks(
             min_delta=cfg.min_delta,
             stopping_threshold=stopping_threshold,
         ),
-        # CB-2, OUT-3: checkpoints/best.ckpt (the best monitored value) and checkpoints/last.ckpt.
-        # Two callbacks, because Lightning 2.6's save_last=True rewrites last.ckpt only
-        # when the best improves; a callback of its own rewrites it after every validation.
+        # CB-2, OUT-3: best.ckpt, and last.ckpt from a callback of its own: Lightning 2.6's
+        # save_last=True rewrites it only when the best improves, not after every validation.
         ModelCheckpoint(
-            dirpath=run_dir / "checkpoints",
+            dirpath=checkpoints,
             filename="best",
             monitor=monitor,
             mode=mode,
             save_top_k=1,
             enable_version_counter=False,
         ),
-        # Before last.ckpt's, so that last.ckpt records which epochs it keeps (a resume
-        # then deletes the right ones).
-        *_latest_epochs(run_dir / "checkpoints", cfg.keep_last_n),
-        ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="last", enable_version_counter=False),
-        # CB-3: each scheduler at its own interval, per epoch for plateau and per step for the
-        # others (RES-2: their warmup and decay show in lr/).
+        *_latest_epochs(checkpoints, cfg.keep_last_n),
+        ModelCheckpoint(dirpath=checkpoints, filename="last", enable_version_counter=False),
+        # CB-3: each scheduler at its own interval, per step but for plateau (RES-2: warmup shows).
         LearningRateMonitor(logging_interval=None),
         FiniteLossCallback(monitor=monitor),  # a NaN loss fails the run, never saved as best
         StopFileCallback(stop_file_paths(cfg.stop_file, run_dir)),  # `touch STOP` (CB-4)
         WallClockTimer(cfg.max_wall_clock_hours),  # CFG-4 budget, mid-epoch
-        # RES-1: last.ckpt mid-epoch too. After the Timer, so that it sees a step that ends
-        # training, which is validated and then checkpointed by the callbacks above.
-        PeriodicCheckpointCallback(
-            run_dir / "checkpoints" / "last.ckpt", cfg.checkpoint_every_n_steps, cfg.checkpoint_minutes
-        ),
         TimingCallback(fetch_section=fetch_section),  # timing/ (PRF-2..4)
-        TrackingCallback(monitor=monitor, mode=mode),  # tracking/ (LOG-4)
-        BatchMetricsCallback(),  # batch/ (LOG-4)
-        SystemMetricsCallback(),  # system/ (LOG-4)
+        MetricsCallback(monitor=monitor, mode=mode),  # batch/, lr, system/, tracking/ (LOG-4)
         RunInfoCallback(run_dir),  # start-of-run facts (LOG-5)
-        RngStateCallback(cfg.seed),  # RES-1: resume draws the same random numbers
-        PlateauResumeCallback(),  # RES-1: resume keeps the plateau scheduler's count
-        # RES-1, RES-2: a resume that would change a cosine or onecycle run's length is refused.
-        *([ScheduleLengthCallback()] if cfg.scheduler in SPANNING_SCHEDULES else []),
-        ResumedMetricsCallback(),  # RES-1: a resumed run's metrics.jsonl has each step once
-        MovedRunCallback(),  # RES-1: a run directory moved elsewhere still resumes
+        ExactResume(  # RES-1, RES-2
+            run_dir,
+            seed=cfg.seed,
+            every_n_steps=cfg.checkpoint_every_n_steps,
+            minutes=cfg.checkpoint_minutes,
+            schedule_spans_run=cfg.scheduler in SPANNING_SCHEDULES,
+        ),
         EpochSummaryCallback(),
-        TrainingEndCallback(run_dir),  # a resume after training ended only tests and saves
         FrozenHeapCallback(),  # the garbage collector walks only what a step makes
     ]
 

@@ -1,0 +1,72 @@
+"""The config level of the supervised neural parts (CFG-1): its fields and their checks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from src.config import SPANNING_SCHEDULES, LightningConfig, Schedule, at_least, split_problems
+
+
+@dataclass
+class SLNeuralConfig(LightningConfig):
+    """Supervised neural parts (Lightning).
+
+    Attributes:
+        data_path: A table of your own, CSV or Parquet: numeric feature columns and a label
+            column; empty means the part's bundled data.
+        label_column: Column of the table that holds the label; its distinct values are the classes.
+        scheduler: Learning-rate schedule: plateau cuts the rate when the monitored validation
+            metric stalls (once per epoch); constant, cosine (after a linear warmup) and onecycle
+            follow the optimizer steps, the last two over num_epochs, which they need set.
+        lr_factor: Under scheduler plateau, the learning rate is multiplied by this when
+            val_loss stops improving.
+        lr_patience: Under scheduler plateau, epochs without a lower val_loss before the
+            learning rate is cut.
+        gradient_accumulation_steps: Batches whose gradients add up to one optimizer step, for
+            a larger effective batch.
+        gradient_clip_val: Gradients are clipped to this total norm before each optimizer
+            step; 0 turns clipping off.
+        find_batch_size: Replace batch_size with the largest that fits in memory before
+            training (worth it on a GPU).
+        num_workers: Data-loader worker processes; 0 loads batches in the training process.
+        val_fraction: Share of the rows held out for validation.
+        test_fraction: Share of the rows held out for the final test.
+        split_seed: Seed of the train/val/test split, apart from seed so that changing seed
+            keeps the split.
+    """
+
+    data_path: str = ""
+    label_column: str = "label"
+    scheduler: Schedule = "plateau"
+    lr_factor: float = 0.5
+    lr_patience: int = 5
+    gradient_accumulation_steps: int = 1
+    gradient_clip_val: float = 1.0  # LIT-4: clipping through the Trainer
+    # MEM-1: Lightning's BatchSizeFinder (binsearch) replaces batch_size with the
+    # largest that fits in memory. Worth it on a GPU; off by default so a run's
+    # hyperparameters do not depend on the machine.
+    find_batch_size: bool = False
+    num_workers: int = 0
+    val_fraction: float = 0.15
+    test_fraction: float = 0.15
+    # The train/val/test split has its own seed, so changing `seed` keeps the split.
+    split_seed: int = 0
+
+    def problems(self) -> list[str]:
+        found = [
+            *super().problems(),
+            *at_least(self, gradient_accumulation_steps=1, gradient_clip_val=0, num_workers=0),
+        ]
+        if not 0 < self.lr_factor < 1:
+            found.append(f"lr_factor {self.lr_factor}: must be in (0, 1)")
+        if self.data_path:  # here, so that a bad one is refused before a run directory exists
+            from src.data_checks import data_path_problems  # pandas: only for a table of one's own
+
+            found += data_path_problems(self.data_path, (self.label_column,))
+        if self.find_batch_size and self.scheduler in SPANNING_SCHEDULES:
+            # The schedule's length is fixed before the search changes the steps per epoch.
+            found.append(
+                f"find_batch_size with scheduler {self.scheduler}: find the batch size in a run of its own, "
+                "then give it as batch_size"
+            )
+        return found + split_problems(self.val_fraction, self.test_fraction)

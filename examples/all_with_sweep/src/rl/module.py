@@ -1,0 +1,217 @@
+"""PPO inside Lightning's loop: a part's actor and critic trained on collected rollouts,
+with TorchRL's own GAE and clipped objective (LIT-1, LOG-2, LOG-3, RL-9, RL-11..13).
+
+The part's model.py builds the networks and sets the loss; this module makes them a
+policy and a value operator, updates them, logs, and holds the optimizer and schedule.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import torch
+from tensordict import TensorDictBase
+from tensordict.nn import TensorDictModule, TensorDictSequential
+from torch import nn
+from torch.distributions import Categorical
+from torchrl.modules import ProbabilisticActor, ValueOperator
+from torchrl.objectives import ClipPPOLoss
+from torchrl.objectives.value import GAE
+
+from src.rl.config import RLConfig
+from src.training.checkpoints import config_hyperparameters, load_module
+from src.training.optim import adamw
+from src.training.schedules import step_schedule
+from src.training.stopwatch import Stopwatch
+
+# (cfg, num_observations, num_actions) -> (actor: one logit per action, critic: one value)
+BuildNetworks = Callable[[Any, int, int], tuple[nn.Module, nn.Module]]
+LossSettings = Callable[[Any], dict[str, Any]]  # cfg -> ClipPPOLoss's keyword arguments
+LOSS_TERMS = ("loss_objective", "loss_critic", "loss_entropy", "kl_approx", "clip_fraction", "entropy")
+LOGGED_TERMS = (*LOSS_TERMS, "loss", "actor_grad_norm", "critic_grad_norm")
+
+
+class PPO(L.LightningModule):
+    """`build_networks(cfg, num_observations, num_actions)` makes the actor and the critic
+    once the env's sizes are known; `loss_settings(cfg)` gives ClipPPOLoss's arguments.
+
+    A training step is one collected batch: advantages by GAE, then up to `ppo_epochs`
+    passes of minibatch updates, the rest dropped once a minibatch finds the policy too
+    far from the collecting one (KL early stopping, RL-12), before it is applied."""
+
+    def __init__(
+        self,
+        cfg: RLConfig,
+        build_networks: BuildNetworks,
+        loss_settings: LossSettings,
+        num_observations: int = 0,
+        num_actions: int = 0,
+    ) -> None:
+        super().__init__()
+        self.cfg, self.build_networks, self.loss_settings = cfg, build_networks, loss_settings
+        # LIT-1, LOG-2: the config reaches checkpoints and W&B; the env's sizes join it once
+        # known, so that a saved model can be rebuilt without the env.
+        sizes = {"num_observations": num_observations, "num_actions": num_actions}
+        self.save_hyperparameters({**config_hyperparameters(cfg), **sizes})
+        self.automatic_optimization = False  # several updates per batch, clipped by hand (RL-13)
+        self.batch_size = cfg.batch_size  # the PPO minibatch (MEM-2)
+        self.stopwatch = Stopwatch()  # PRF-2: this step's inference / backward / data seconds
+        self.frames = 0  # environment frames trained on, kept in checkpoints
+        self.actor: nn.Module | None = None
+
+    def configure_model(self) -> None:
+        """The networks, sized by the env: Lightning calls this after the DataModule's
+        setup, and again (a no-op) for test."""
+        if self.actor is not None:
+            return
+        if not self.hparams.num_actions:
+            data = self.trainer.datamodule
+            self.hparams.update(num_observations=data.num_observations, num_actions=data.num_actions)
+        cfg = self.cfg
+        self.actor, critic = self.build_networks(cfg, self.hparams.num_observations, self.hparams.num_actions)
+        self.policy = ProbabilisticActor(
+            TensorDictModule(self.actor, in_keys=["observation"], out_keys=["logits"]),
+            in_keys=["logits"],
+            distribution_class=Categorical,
+            return_log_prob=True,  # PPO's ratio needs the collecting policy's log-probabilities
+        )
+        self.critic = ValueOperator(critic, in_keys=["observation"])
+        self.advantage = GAE(
+            gamma=cfg.gamma, lmbda=cfg.gae_lambda, value_network=self.critic, average_gae=True
+        )
+        # functional=False: the networks themselves, not functional copies: a faster update.
+        self.loss_module = ClipPPOLoss(self.policy, self.critic, functional=False, **self.loss_settings(cfg))
+
+    def forward(self, observation: torch.Tensor) -> torch.Tensor:
+        return self.actor(observation)
+
+    def greedy_policy(self) -> TensorDictSequential:
+        """The policy's most likely action, which evaluation plays, without the distribution
+        the policy builds for PPO (a fifth of an evaluation step). Made on each call, not a
+        submodule, so that checkpoints keep their keys."""
+        return TensorDictSequential(
+            TensorDictModule(self.actor, in_keys=["observation"], out_keys=["logits"]),
+            TensorDictModule(functools.partial(torch.argmax, dim=-1), ["logits"], ["action"]),
+        )
+
+    def training_step(self, batch: TensorDictBase, batch_idx: int) -> None:
+        with self.stopwatch("inference"), torch.no_grad():
+            self.advantage(batch)
+        with self.stopwatch("data"):
+            frames = batch.reshape(-1)
+        # The logged terms are summed on the device and read once, after the updates.
+        sums = torch.zeros(len(LOGGED_TERMS), device=frames.device)
+        updates = skipped = 0
+        for indices in self._minibatches(frames.numel(), frames.device):
+            with self.stopwatch("inference"):
+                terms = self.loss_module(frames[indices])
+                loss = terms["loss_objective"] + terms["loss_critic"] + terms["loss_entropy"]
+            # Under DDP each backward is a collective, so the ranks make the same updates:
+            # they decide on their mean KL, and skip a minibatch if any rank's loss is not finite.
+            kl, finite = self.trainer.strategy.reduce(
+                torch.stack([terms["kl_approx"].detach().float(), torch.isfinite(loss).float()]),
+                reduce_op="mean",
+            ).tolist()
+            if updates and kl > self.cfg.target_kl:
+                break  # RL-12: the policy has moved far enough from the collecting one
+            grad_norms = self._update(loss) if finite == 1.0 else None
+            if grad_norms is None:  # RL-12: a non-finite loss or gradient is skipped, not applied
+                skipped += 1
+                continue
+            updates += 1  # RL-11: the updates really made
+            values = [*(terms[key] for key in LOSS_TERMS), loss, *grad_norms]
+            sums += torch.stack([value.detach().float() for value in values])
+        self.lr_schedulers().step()  # once per collection, however many updates KL early stopping left
+        # No update made, nothing to average: the batch's loss is logged as NaN.
+        made = dict(zip(LOGGED_TERMS, sums.tolist(), strict=True)) if updates else {}
+        self._log_step(batch, made, updates, skipped)
+
+    def _minibatches(self, size: int, device: torch.device) -> Iterator[torch.Tensor]:
+        """Indices of `ppo_epochs` shuffled passes over a batch of `size` frames."""
+        for _ in range(self.cfg.ppo_epochs):
+            yield from torch.randperm(size, device=device).split(self.batch_size)
+
+    def _update(self, loss: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """Backward, clip actor and critic, step; None (nothing applied) if a gradient
+        norm is not finite (the same on every rank: DDP has averaged the gradients)."""
+        optimizer = self.optimizers()
+        with self.stopwatch("backward"):
+            optimizer.zero_grad()
+            self.manual_backward(loss)
+            # RL-13: clip_grad_norm_ really called, separately for actor and critic.
+            actor_norm = nn.utils.clip_grad_norm_(self.policy.parameters(), self.cfg.max_grad_norm)
+            critic_norm = nn.utils.clip_grad_norm_(self.critic.parameters(), self.cfg.max_grad_norm)
+            if not (torch.isfinite(actor_norm) & torch.isfinite(critic_norm)):  # one read of the device
+                optimizer.zero_grad()
+                return None
+            optimizer.step()
+        return actor_norm, critic_norm
+
+    def _log_step(self, batch: TensorDictBase, sums: dict[str, float], updates: int, skipped: int) -> None:
+        self.frames += batch.numel() * self.trainer.world_size  # every DDP rank collects a batch
+        # Over the updates really made: KL early stopping makes them fewer (RL-11).
+        averages = {key: value / max(updates, 1) for key, value in sums.items()}
+        metrics = {f"batch/{key}": value for key, value in averages.items() if key != "loss"}
+        metrics |= {"batch/actual_updates": float(updates), "batch/skipped_updates": float(skipped)}
+        self.log_dict(metrics, on_step=True, on_epoch=False, batch_size=1)
+        loss = averages.get("loss", float("nan"))
+        self.log("train_loss", loss, on_step=True, on_epoch=True, prog_bar=True, sync_dist=True)
+        self.log("frames", float(self.frames), on_step=True, on_epoch=False)
+        # RL-9: rewards and done flags are read from batch["next"], where the step put them.
+        rewards = batch["next", "episode_reward"][batch["next", "done"]].float()
+        # The mean over every rank's finished episodes; each rank takes part, finished or not.
+        total, count = self.trainer.strategy.reduce(
+            torch.stack([rewards.sum(), torch.tensor(float(rewards.numel()), device=rewards.device)]),
+            reduce_op="sum",
+        )
+        if count > 0:
+            mean = total / count
+            self.log(
+                "episode_reward", mean, on_step=True, on_epoch=True, batch_size=int(count), sync_dist=True
+            )
+
+    def validation_step(self, episodes: TensorDictBase, batch_idx: int) -> None:
+        self._log_episodes("val", episodes)
+
+    def test_step(self, episodes: TensorDictBase, batch_idx: int) -> None:
+        self._log_episodes("test", episodes)
+
+    def _log_episodes(self, stage: str, episodes: TensorDictBase) -> None:
+        # A batch holds whole episodes' returns and lengths; the epoch's value is the mean
+        # over episodes, of every DDP rank's.
+        for name, key in (("reward", "episode_reward"), ("length", "step_count")):
+            mean = episodes["next", key].float().mean()
+            self.log(f"{stage}_episode_{name}", mean, batch_size=episodes.numel(), sync_dist=True)
+
+    def configure_optimizers(self) -> dict:
+        optimizer = adamw(self, self.cfg.learning_rate, self.cfg.weight_decay)
+        # RES-2: the schedule's step is a collection (Lightning's step here), as in PPO's usual
+        # annealing: the updates per collection vary, the collections per run do not.
+        schedule = step_schedule(optimizer, self.trainer.estimated_stepping_batches, self.hparams)
+        return {"optimizer": optimizer, "lr_scheduler": schedule}
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        checkpoint["frames"] = self.frames
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        self.frames = checkpoint.get("frames", 0)
+
+
+def load_ppo(
+    path: Path,
+    config_class: type[RLConfig],
+    build_networks: BuildNetworks,
+    loss_settings: LossSettings,
+    map_location: Any,
+) -> PPO:
+    """A PPO module from a saved model or a checkpoint, rebuilt from the config it holds."""
+
+    def rebuild(hparams: dict[str, Any]) -> PPO:
+        sizes = hparams.pop("num_observations"), hparams.pop("num_actions")
+        return PPO(config_class.from_dict(hparams), build_networks, loss_settings, *sizes)
+
+    return load_module(rebuild, path, map_location)

@@ -1,0 +1,1 @@
+"""What the reinforcement-learning parts share."""

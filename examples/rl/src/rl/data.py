@@ -1,0 +1,266 @@
+"""Any part's environments, checked, laid out and served to Lightning (LIT-2, RL-1..4, RL-9).
+
+A part's data.py says where they come from: `make_env(env_name, num_envs)` returns
+`num_envs` TorchRL envs stepping as one batch (a data.py older than v0.3.0 has
+`make_env(env_name)`, one env: each then steps in a worker process, as it did then).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import multiprocessing
+import signal
+from collections.abc import Callable, Iterator
+from types import ModuleType
+
+import gymnasium
+import lightning as L
+import torch
+from tensordict import TensorDict, TensorDictBase
+from tensordict.nn import TensorDictModuleBase
+from torchrl.collectors import Collector
+from torchrl.envs import EnvBase, ExplorationType, ParallelEnv, RewardSum, StepCounter, TransformedEnv
+from torchrl.envs.utils import set_exploration_type
+
+from src.config import ConfigError
+from src.rl.config import RLConfig
+from src.training.seeding import derived_seed, rank_seed
+
+# Evaluation episodes end on their own (CartPole-v1 after 500 steps); this bounds one that never does.
+EVAL_MAX_STEPS = 10_000
+MAX_EVAL_ENVS = 32  # evaluation episodes played at once, at most: the envs' memory
+TRAINABLE = (
+    "use an env with discrete actions and a flat vector observation that the part's make_env() "
+    "makes (gymnasium's CartPole-v1, Acrobot-v1, MountainCar-v0)"
+)
+MakeEnv = Callable[..., EnvBase]  # (env_name, num_envs) -> a batch of envs; (env_name) -> one env
+
+
+def env_maker(source: ModuleType) -> MakeEnv:
+    if not callable(make_env := getattr(source, "make_env", None)):
+        raise ConfigError(f"{source.__name__} has no make_env(env_name, num_envs) to make the envs")
+    return make_env
+
+
+def makes_batches(make_env: MakeEnv) -> bool:
+    """Whether `make_env` takes a number of envs; one that does not makes one env per call."""
+    return len(inspect.signature(make_env).parameters) >= 2
+
+
+def make_envs(make_env: MakeEnv, env_name: str, num_envs: int) -> EnvBase:
+    """`num_envs` envs as one batch (one env where `make_env` makes one per call), checked.
+    RL-2: module-level, so ParallelEnv pickles it (with functools.partial) into its workers."""
+    if multiprocessing.parent_process() is not None:
+        # In a ParallelEnv worker. Ctrl-C or a `kill` of the process group reaches every
+        # process; the main one stops after its step and shuts the workers down (RL-3).
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    batched = makes_batches(make_env)
+    env = make_env(env_name, num_envs) if batched else make_env(env_name)
+    if not (is_env := isinstance(env, EnvBase)) or (batched and tuple(env.batch_size) != (num_envs,)):
+        call = f"{make_env.__module__}.make_env({env_name!r}{f', {num_envs}' if batched else ''})"
+        got = f"envs of batch_size {tuple(env.batch_size)}" if is_env else type(env).__name__
+        wanted = f"{num_envs} stepping as one batch, batch_size ({num_envs},)" if batched else "one"
+        raise ConfigError(f"{call} returned {got}; it must return TorchRL EnvBase envs: {wanted}")
+    return env
+
+
+def env_problem(source: ModuleType, env_name: str) -> list[str]:
+    """Why the policy cannot train on `env_name`, one line; none when it can (CFG-3)."""
+    try:
+        observation_and_action_sizes(env_maker(source), env_name)
+    except ConfigError as error:
+        return [str(error)]
+    return []
+
+
+def observation_and_action_sizes(make_env: MakeEnv, env_name: str) -> tuple[int, int]:
+    """The policy's input and output sizes: one flat vector of continuous values in, one of
+    n actions out; a ConfigError (one line) for an env the policy cannot take."""
+
+    def refused(problem: str) -> ConfigError:
+        return ConfigError(f"env_name {env_name!r}: {problem}; {TRAINABLE}")
+
+    try:
+        env = make_envs(make_env, env_name, 1)
+    except (gymnasium.error.Error, ImportError) as error:  # an unknown id, a missing dependency
+        raise refused(str(error).strip().splitlines()[0].rstrip(".")) from None
+    except ValueError as error:  # TorchRL cannot batch the observation (Blackjack's tuple)
+        if isinstance(error, ConfigError):  # make_env's own contract, already one line
+            raise
+        raise refused("its observation is not one flat vector: TorchRL cannot batch it") from None
+    try:
+        observation, action = env.observation_spec, env.action_spec
+        if env.batch_size:  # the specs of one env of the batch
+            observation, action = observation[0], action[0]
+        observation = observation.get("observation", None)
+        if not hasattr(action.space, "n"):  # continuous, or several choices at once
+            raise refused(f"its actions are {_describe(action)}, not one choice of n")
+        # A discrete observation (FrozenLake's cell) or an image is none.
+        if observation is None or observation.domain != "continuous" or len(observation.shape) != 1:
+            raise refused(f"its observation is {_describe(observation)}, not one flat vector of floats")
+        return observation.shape[0], action.space.n
+    finally:
+        env.close()
+
+
+def _describe(spec) -> str:
+    return "missing" if spec is None else f"{type(spec).__name__} of shape {tuple(spec.shape)}"
+
+
+def target_reward(cfg: RLConfig) -> float | None:
+    """cfg.target_reward, or else the reward gymnasium registers as solving cfg.env_name, if any."""
+    if cfg.target_reward is not None:
+        return cfg.target_reward
+    spec = gymnasium.registry.get(cfg.env_name)
+    return None if spec is None else spec.reward_threshold
+
+
+def training_env(cfg: RLConfig, make_env: MakeEnv, seed: int) -> TransformedEnv:
+    """cfg.num_envs envs stepping together, with RewardSum and StepCounter (RL-4)."""
+    if not makes_batches(make_env):
+        # RL-1: one env per call: each steps in a worker process of its own.
+        env = ParallelEnv(cfg.num_envs, functools.partial(make_envs, make_env, cfg.env_name, 1), device="cpu")
+    elif cfg.env_workers:
+        # RL-1: ParallelEnv, never SerialEnv, for envs slow to step: each worker steps a batch.
+        each = functools.partial(make_envs, make_env, cfg.env_name, cfg.num_envs // cfg.env_workers)
+        env = ParallelEnv(cfg.env_workers, each, device="cpu")
+    else:
+        # Cheap envs: one batch in this process, no worker to start or to pass steps to.
+        env = make_envs(make_env, cfg.env_name, cfg.num_envs)
+    env = TransformedEnv(env, RewardSum())
+    env.append_transform(StepCounter())
+    env.set_seed(seed)
+    return env
+
+
+class EvaluationEpisodes:
+    """This process's share of `episodes` whole episodes of the greedy policy, as many at a
+    time as `env` holds. Episode i starts from seed `seed + i` (element j of a batched env
+    seeded s from s + j), so they are the same however many DDP ranks share them."""
+
+    def __init__(
+        self, env: EnvBase, policy: TensorDictModuleBase, seed: int, episodes: int, trainer: L.Trainer
+    ):
+        if episodes < trainer.world_size:
+            raise ConfigError(
+                f"{episodes} evaluation episode(s) for {trainer.world_size} processes: give each "
+                "process one at least (eval_episodes, test_episodes)"
+            )
+        self.env, self.policy, self.seed = env, policy, seed
+        rank, processes, size = trainer.global_rank, trainer.world_size, env.batch_size.numel()
+        first, end = episodes * rank // processes, episodes * (rank + 1) // processes
+        self.batches = [range(start, min(start + size, end)) for start in range(first, end, size)]
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __iter__(self) -> Iterator[TensorDictBase]:
+        for batch in self.batches:
+            self.env.set_seed(self.seed + batch.start)
+            yield first_episodes(self.env, self.policy, len(batch))
+
+
+def first_episodes(env: EnvBase, policy: TensorDictModuleBase, count: int) -> TensorDictBase:
+    """The return and length of the first episode of each of the first `count` envs, as
+    ("next", "episode_reward" / "step_count" / "done") of a batch of `count`. Summed here,
+    not by RewardSum and StepCounter transforms: a fifth of an evaluation step."""
+    device = next(policy.parameters()).device
+    # The envs step on the CPU: a policy on a GPU acts on a copy of their state, and only its
+    # action comes back (moving whole steps costs a tenth of a CartPole step).
+    move = device.type != "cpu"
+    returns, lengths = torch.zeros(count), torch.zeros(count, dtype=torch.int64)
+    ended = torch.zeros(count, dtype=torch.bool)
+    # A probabilistic policy takes its most likely action; the greedy policy does so anyway.
+    with set_exploration_type(ExplorationType.DETERMINISTIC), torch.no_grad():
+        state = env.reset()
+        for _ in range(EVAL_MAX_STEPS):
+            if move:
+                state[env.action_key] = policy(state.to(device))[env.action_key].cpu()
+            else:
+                policy(state)
+            step, state = env.step_and_maybe_reset(state)
+            playing = ~ended
+            # RL-9: the step's reward and done flag are in its "next" entry.
+            returns += step["next", "reward"][:count].reshape(count) * playing
+            lengths += playing
+            ended |= step["next", "done"][:count].reshape(count)
+            if ended.all():
+                break
+    # An episode that EVAL_MAX_STEPS cut off counts as ended where it stopped.
+    episode_end = {"episode_reward": returns, "step_count": lengths, "done": torch.ones_like(ended)}
+    return TensorDict({"next": {key: value.unsqueeze(-1) for key, value in episode_end.items()}}, [count])
+
+
+class RolloutDataModule(L.LightningDataModule):
+    """The envs of `source`, a part's data module: training batches are rollouts, validation
+    and test batches whole evaluation episodes. Opened when needed and closed by `close()`
+    on every way out (RL-3): teardown, and the train script's `finally`."""
+
+    def __init__(self, cfg: RLConfig, source: ModuleType) -> None:
+        super().__init__()
+        self.cfg, self.make_env = cfg, env_maker(source)
+        self.batched = makes_batches(self.make_env)
+        # LOG-5: samples are frames per epoch, and evaluation episodes.
+        self.num_train_samples = cfg.frames_per_batch * cfg.iterations_per_epoch
+        self.num_val_samples = cfg.eval_episodes
+        self.num_observations = self.num_actions = 0  # known once an env is made (setup)
+        self.env: EnvBase | None = None
+        self.collector: Collector | None = None
+        self.eval_envs: dict[int, EnvBase] = {}  # by width: episodes played at once
+
+    def setup(self, stage: str | None = None) -> None:
+        if not self.num_actions:
+            sizes = observation_and_action_sizes(self.make_env, self.cfg.env_name)
+            self.num_observations, self.num_actions = sizes
+
+    def train_dataloader(self) -> Collector:
+        # Built here, not in setup(): Lightning has moved the policy to its device by now,
+        # so the collector acts with the very module being trained.
+        policy = self.trainer.lightning_module.policy
+        device = next(policy.parameters()).device
+        # On a GPU, steps are stored where the policy learns. On the CPU no device is named: a
+        # Collector given devices moves every step's tensors, a tenth of a CartPole collection.
+        devices = {"env_device": "cpu", "policy_device": device, "storing_device": device}
+        # Each DDP rank collects experience of its own.
+        self.env = training_env(self.cfg, self.make_env, rank_seed(self.cfg.seed, self.trainer.global_rank))
+        self.collector = Collector(
+            self.env,
+            policy,
+            frames_per_batch=self.cfg.frames_per_batch,
+            total_frames=-1,  # endless: Lightning's limit_train_batches makes the epochs
+            auto_register_policy_transforms=False,  # the policy needs no extra env transform
+            **(devices if device.type != "cpu" else {}),
+        )
+        return self.collector
+
+    def val_dataloader(self) -> EvaluationEpisodes:
+        return self._episodes(seed=derived_seed(self.cfg.seed, 1), episodes=self.cfg.eval_episodes)
+
+    def test_dataloader(self) -> EvaluationEpisodes:
+        # Seeds of its own: the test episodes are not the validation episodes played again.
+        return self._episodes(seed=derived_seed(self.cfg.seed, 2), episodes=self.cfg.test_episodes)
+
+    def _episodes(self, seed: int, episodes: int) -> EvaluationEpisodes:
+        # This process's share of the episodes steps as one batch (one env where make_env makes
+        # one), so twenty take little longer than the longest; validation and test share it.
+        width = min(-(-episodes // self.trainer.world_size), MAX_EVAL_ENVS) if self.batched else 1
+        if width not in self.eval_envs:
+            self.eval_envs[width] = make_envs(self.make_env, self.cfg.env_name, width)
+        policy = self.trainer.lightning_module.greedy_policy()
+        return EvaluationEpisodes(self.eval_envs[width], policy, seed, episodes, self.trainer)
+
+    def teardown(self, stage: str) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Shut the collector and every environment down, worker processes included;
+        safe to call more than once (RL-3)."""
+        if self.collector is not None:
+            self.collector.shutdown()  # closes self.env too
+            self.collector = None
+        for env in (self.env, *self.eval_envs.values()):
+            if env is not None and not env.is_closed:
+                env.close(raise_if_closed=False)
+        self.env, self.eval_envs = None, {}

@@ -1,0 +1,82 @@
+"""What ends a run before early stopping does: a loss that is not a number, a STOP file
+(CB-4) and the wall-clock budget (CFG-4)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+from lightning.pytorch.callbacks import Timer
+from lightning.pytorch.utilities import rank_zero_info
+
+from src.errors import TrainingDiverged
+from src.runs.directory import stop_requested
+from src.training.batch_hooks import logs_this_step
+
+
+class FiniteLossCallback(L.Callback):
+    """Raises TrainingDiverged once the training loss or the monitored validation metric is
+    not finite. The loss is read at the steps Lightning logs (on a GPU each read waits for
+    the step; the weights stay non-finite once they are) and before any checkpoint is
+    written, so a diverged step's weights are never saved."""
+
+    def __init__(self, monitor: str = "val_loss") -> None:
+        self.monitor = monitor
+
+    def on_train_batch_end(self, trainer: L.Trainer, *args: Any) -> None:
+        if logs_this_step(trainer):
+            self._check_training_loss(trainer)
+
+    def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict) -> None:
+        self._check_training_loss(trainer)
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        value = trainer.callback_metrics.get(self.monitor)
+        if not trainer.sanity_checking and value is not None and not math.isfinite(float(value)):
+            _diverged(trainer, self.monitor, float(value))
+
+    def _check_training_loss(self, trainer: L.Trainer) -> None:
+        loss = trainer.callback_metrics.get("train_loss_step", trainer.callback_metrics.get("train_loss"))
+        if loss is not None and not math.isfinite(float(loss)):
+            _diverged(trainer, "training loss", float(loss))
+
+
+def _diverged(trainer: L.Trainer, what: str, value: float) -> None:
+    now = f" (now {trainer.optimizers[0].param_groups[0]['lr']:g})" if trainer.optimizers else ""
+    raise TrainingDiverged(
+        f"training diverged: the {what} is {value} at epoch {trainer.current_epoch}, "
+        f"step {trainer.global_step}; checkpoints from before it are kept. Lower the learning "
+        f"rate{now} or look for extreme values in the data."
+    )
+
+
+class StopFileCallback(L.Callback):
+    """`touch STOP`: the epoch finishes, then checkpoints, cleanup and the test run. The file
+    stays (other runs and ranks see it too): delete it before the next run."""
+
+    def __init__(self, paths: Sequence[Path]) -> None:
+        self.paths = list(paths)
+
+    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        found = stop_requested(self.paths)
+        # Any rank that sees the file stops them all, so DDP ranks never diverge.
+        if trainer.strategy.reduce_boolean_decision(found is not None, all=False):
+            trainer.should_stop = True
+            rank_zero_info(f"STOP file {found}: stopping after epoch {trainer.current_epoch}")
+
+
+class WallClockTimer(Timer):
+    """Lightning's Timer: training ends mid-epoch once `hours` are spent, earlier sessions of
+    a resumed run counted. Its clock is read at the steps Lightning logs, not every step
+    (under DDP each reading is a broadcast), so a run ends at most that many steps late."""
+
+    def __init__(self, hours: float) -> None:
+        super().__init__(duration=timedelta(hours=hours), interval="step")
+
+    def on_train_batch_end(self, trainer: L.Trainer, *args: Any, **kwargs: Any) -> None:
+        if logs_this_step(trainer):
+            super().on_train_batch_end(trainer, *args, **kwargs)

@@ -1,0 +1,224 @@
+"""LOG-4, LOG-5, PRF-2..4: what the Lightning module does not log itself. Per epoch:
+timing/, tracking/, system/ and `lr`; per logged step: batch/grad_norm; once at the start:
+what the run is and how it trains."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import torch
+from lightning.pytorch.utilities.parsing import lightning_getattr, lightning_hasattr
+
+from src.ops.hardware import GIB, collect_system_metrics, gpu_name
+from src.runs.lifetime import record_in_run_json, record_used_settings
+from src.training.batch_hooks import logs_this_step
+
+
+class TimingCallback(L.Callback):
+    """Splits every epoch into fetching the batch (`data`; `env_step` for RL, the whole
+    collector rollout with its inter-process communication), inference (the forward pass),
+    backward (loss, backward pass and optimizer step), validation and overhead (logging,
+    checkpointing, the rest), as seconds and as shares that add up to 100. A module with a
+    `stopwatch` (src.training.stopwatch) times the sections of its own training step."""
+
+    def __init__(self, fetch_section: str = "data") -> None:
+        self.fetch_section = fetch_section
+        self._totals: dict[str, float] = defaultdict(float)
+        self._epoch_start = self._mark = self._validation_start = time.perf_counter()
+        self._forward_end: float | None = None
+        self._hook: Any = None
+
+    def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        self.teardown(trainer, pl_module, stage)  # where the forward pass ends inside training_step
+        self._hook = pl_module.register_forward_hook(self._on_forward_end)
+
+    def teardown(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        if self._hook is not None:
+            self._hook.remove()
+            self._hook = None
+
+    def _on_forward_end(self, module: Any, args: Any, output: Any) -> None:
+        if module.training:
+            self._forward_end = time.perf_counter()
+
+    def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._totals = defaultdict(float)
+        self._epoch_start = self._mark = time.perf_counter()
+
+    def on_train_batch_start(self, trainer: L.Trainer, pl_module: L.LightningModule, *args: Any) -> None:
+        self._lap(self.fetch_section)  # since the previous batch ended: waiting for this one
+        self._forward_end = None
+
+    def on_before_backward(self, trainer: L.Trainer, pl_module: L.LightningModule, loss: Any) -> None:
+        if not hasattr(pl_module, "stopwatch"):  # the loss computed from the output counts as backward
+            self._lap("inference", until=self._forward_end)
+
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, *args: Any) -> None:
+        if hasattr(pl_module, "stopwatch"):
+            for section, seconds in pl_module.stopwatch.pop().items():
+                self._totals[section] += seconds
+            self._mark = time.perf_counter()  # the rest of the step is overhead
+        else:
+            self._lap("backward")  # loss.backward() and the optimizer step
+
+    def on_validation_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._validation_start = time.perf_counter()
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if not trainer.sanity_checking:
+            self._totals["validation"] += time.perf_counter() - self._validation_start
+
+    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        total = time.perf_counter() - self._epoch_start
+        seconds = {**self._totals, "overhead": max(total - sum(self._totals.values()), 0.0)}
+        metrics = {f"timing/{name}_seconds": value for name, value in seconds.items()}
+        metrics |= {f"timing/{name}_pct": 100 * value / total for name, value in seconds.items()}
+        metrics["timing/epoch_seconds"] = total
+        # DDP-1: the mean over the processes, one all-reduce an epoch.
+        pl_module.log_dict(metrics, on_step=False, on_epoch=True, sync_dist=True)
+
+    def _lap(self, section: str, until: float | None = None) -> None:
+        now = until or time.perf_counter()
+        self._totals[section] += now - self._mark
+        self._mark = now
+
+
+class MetricsCallback(L.Callback):
+    """batch/grad_norm (before clipping) at the steps Lightning logs; after every epoch the
+    first parameter group's `lr` (LearningRateMonitor, CB-3, logs each group under lr/),
+    system/ (GPU, CPU, RAM) and, after an epoch that validated, tracking/best_{monitor},
+    tracking/best_epoch and tracking/epochs_since_improvement."""
+
+    def __init__(self, monitor: str = "val_loss", mode: str = "min") -> None:
+        self.monitor, self.mode = monitor, mode
+        self.best: float | None = None
+        self.best_epoch = -1
+        self.epochs_since_improvement = 0
+
+    def on_before_optimizer_step(
+        self, trainer: L.Trainer, pl_module: L.LightningModule, optimizer: torch.optim.Optimizer
+    ) -> None:
+        # A manual-optimization module logs its own norms (RL: batch/actor_grad_norm). The norm
+        # takes a kernel per parameter: only on the steps whose metrics reach the loggers.
+        if not pl_module.automatic_optimization or not logs_this_step(trainer):
+            return
+        grads = [p.grad.detach().norm() for p in pl_module.parameters() if p.grad is not None]
+        if grads:
+            norm = torch.linalg.vector_norm(torch.stack(grads))
+            pl_module.log("batch/grad_norm", norm, on_step=True, on_epoch=False)
+
+    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        metrics = collect_system_metrics(gpu=pl_module.device.index or 0)  # this rank's GPU
+        if torch.cuda.is_available():  # what torch's allocator holds: the model's memory
+            metrics |= {
+                "system/gpu_memory_allocated_gb": torch.cuda.memory_allocated() / GIB,
+                "system/gpu_memory_reserved_gb": torch.cuda.memory_reserved() / GIB,
+                "system/gpu_max_memory_allocated_gb": torch.cuda.max_memory_allocated() / GIB,
+            }
+        if trainer.optimizers:
+            metrics["lr"] = trainer.optimizers[0].param_groups[0]["lr"]
+        if (value := trainer.callback_metrics.get(self.monitor)) is not None:
+            value = float(value)
+            if self.best is None or (value < self.best if self.mode == "min" else value > self.best):
+                self.best, self.best_epoch, self.epochs_since_improvement = value, trainer.current_epoch, 0
+            else:
+                self.epochs_since_improvement += 1
+            metrics[f"tracking/best_{self.monitor}"] = self.best
+            metrics["tracking/best_epoch"] = float(self.best_epoch)
+            metrics["tracking/epochs_since_improvement"] = float(self.epochs_since_improvement)
+        # DDP-1: the mean over the processes, one all-reduce an epoch.
+        pl_module.log_dict(metrics, on_step=False, on_epoch=True, sync_dist=True)
+
+    def state_dict(self) -> dict[str, Any]:  # tracking/ goes on across a resume (RES-1)
+        return {key: getattr(self, key) for key in ("best", "best_epoch", "epochs_since_improvement")}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.best, self.best_epoch = state_dict["best"], state_dict["best_epoch"]
+        self.epochs_since_improvement = state_dict["epochs_since_improvement"]
+
+
+class RunInfoCallback(L.Callback):
+    """Logs to every logger (W&B: the run's config; metrics.jsonl: one line) the model's size,
+    the sample counts, the GPU and how the run trains: the settings the Trainer settled on,
+    each optimizer's parameter groups, the callbacks and the profiler, so a run directory
+    shows the checklist's settings took effect (LIT-4, PRC-1, CB-1..3, PRF-1). The
+    processes it trains on go to run.json too (DDP-1)."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        processes = {"world_size": trainer.world_size, "num_nodes": trainer.num_nodes}
+        used = _used_settings(trainer, pl_module)
+        if trainer.is_global_zero:
+            record_in_run_json(self.run_dir, **processes)
+            record_used_settings(self.run_dir, **used)
+        info = {
+            **processes,
+            "used": used,
+            "total_params": sum(p.numel() for p in pl_module.parameters()),
+            "trainable_params": sum(p.numel() for p in pl_module.parameters() if p.requires_grad),
+            "num_train_samples": _num_samples(trainer, "num_train_samples", trainer.train_dataloader),
+            "num_val_samples": _num_samples(trainer, "num_val_samples", trainer.val_dataloaders),
+            "gpu_name": gpu_name(),
+            "precision": trainer.precision,
+            "optimizers": [_describe_optimizer(optimizer) for optimizer in trainer.optimizers],
+            "callbacks": [_lightning_name(callback) for callback in trainer.callbacks],
+            "profiler": _lightning_name(trainer.profiler),
+        }
+        for logger in trainer.loggers:
+            logger.log_hyperparams(info)
+
+
+def _used_settings(trainer: L.Trainer, pl_module: L.LightningModule) -> dict[str, Any]:
+    """What the Trainer settled on where the config said auto, or a callback chose
+    (BatchSizeFinder searches at the start of fit, before this)."""
+    used = {
+        "precision": trainer.precision,
+        "accelerator": type(trainer.accelerator).__name__.removesuffix("Accelerator").lower(),
+        "devices": trainer.num_devices,
+        "num_nodes": trainer.num_nodes,
+        "strategy": getattr(trainer.strategy, "strategy_name", type(trainer.strategy).__name__),
+        "accumulate_grad_batches": trainer.accumulate_grad_batches,
+    }
+    if lightning_hasattr(pl_module, "batch_size"):
+        used["batch_size"] = int(lightning_getattr(pl_module, "batch_size"))
+    return used
+
+
+def _describe_optimizer(optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+    groups = [
+        {
+            "weight_decay": group.get("weight_decay", 0.0),
+            "param_dims": sorted({p.dim() for p in group["params"]}),
+        }
+        for group in optimizer.param_groups
+    ]
+    return {
+        "name": type(optimizer).__name__,
+        "fused": bool(optimizer.defaults.get("fused")),
+        "param_groups": groups,
+    }
+
+
+def _lightning_name(obj: object) -> str:
+    """A Lightning class's own name; a class of ours with the Lightning class it extends,
+    e.g. "StopFileCallback(Callback)", which the checklist's run checks look for."""
+    own = type(obj)
+    base = next((c for c in own.__mro__ if c.__module__.startswith("lightning.")), None)
+    return own.__name__ if base is None or base is own else f"{own.__name__}({base.__name__})"
+
+
+def _num_samples(trainer: L.Trainer, name: str, loaders: Any) -> int:
+    """The DataModule's own count where it has one (RL: frames per epoch), else the size of
+    the loaders' datasets."""
+    if hasattr(trainer.datamodule, name):
+        return int(getattr(trainer.datamodule, name))
+    if loaders is None:
+        return 0
+    loaders = loaders if isinstance(loaders, (list, tuple)) else [loaders]
+    return sum(len(loader.dataset) for loader in loaders)

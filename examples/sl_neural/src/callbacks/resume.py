@@ -1,0 +1,200 @@
+"""RES-1: a run killed at any point, by kill -9 and mid-epoch too, resumes as if it had never
+stopped: the same steps, learning rates, random numbers and metrics.jsonl rows."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import numpy as np
+import torch
+from lightning.pytorch.callbacks import EarlyStopping
+from lightning.pytorch.utilities import rank_zero_info
+
+from src.config import ConfigError
+from src.runs.lifetime import mark_training_ended, training_ended
+from src.training.jsonl_logger import JsonlLogger
+from src.training.seeding import rank_seed, seed_generators
+
+
+class ExactResume(L.Callback):
+    """What Lightning's own checkpoint leaves out of an exact resume.
+
+    - last.ckpt is rewritten every `every_n_steps` steps and every `minutes` (0 turns either
+      off), and once more when training ends. A step is an optimizer step, or a batch where
+      the module optimizes by hand (RL), as metrics.jsonl counts them. ModelCheckpoint has
+      both triggers, but ignores the clock under manual optimization and fires between
+      accumulated batches, whose gradients no checkpoint holds.
+    - The checkpoint carries the random generators' states, the metric each ReduceLROnPlateau
+      watches (Lightning steps it at an epoch's end, after the checkpoints, and skips that
+      step on resume), and the length of a schedule that spans the run (cosine, onecycle).
+    - A resume restores them and takes the skipped plateau step; refuses settings that would
+      change the schedule's length; drops the metrics.jsonl rows the killed session logged
+      after the checkpoint; moves the checkpoint callbacks' paths along with a run directory
+      moved elsewhere; and stops before its first step once run.json says training ended, so
+      only the test and the save remain.
+
+    No checkpoint is taken at an epoch's last batch or just before a validation: a resume
+    would count that epoch's end (its scheduler step, its epoch metrics) or that validation
+    as done. The step waits for the next one, or for ModelCheckpoint's after the validation.
+    Its place among the other callbacks is stated in src.training.trainer.build_callbacks.
+    """
+
+    def __init__(
+        self, run_dir: Path, seed: int, every_n_steps: int, minutes: float, schedule_spans_run: bool
+    ) -> None:
+        self.run_dir, self.seed, self.schedule_spans_run = run_dir, seed, schedule_spans_run
+        self.every_n_steps, self.seconds = every_n_steps, minutes * 60
+        self._trainer: L.Trainer | None = None  # state_dict() is given none
+        self._steps: int | None = None  # the schedule's length in optimizer steps, this session
+        self._planned_steps: int | None = None  # and as the checkpoint recorded it
+        self._plateau_metrics: dict[str, float] | None = None  # from the checkpoint, until stepped
+        self._saved_at, self._saved_step = time.monotonic(), -1
+
+    def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        self._trainer = trainer
+
+    def state_dict(self) -> dict[str, Any]:
+        kind, keys, *rest = np.random.get_state()  # lists and tensors: loads with weights_only=True
+        state: dict[str, Any] = {"python": random.getstate(), "numpy": [kind, keys.tolist(), *rest]}
+        state["torch"] = torch.get_rng_state()
+        if torch.cuda.is_available():
+            state["cuda"] = torch.cuda.get_rng_state_all()
+        if self._trainer is not None:
+            watched = {c.monitor for c in self._trainer.lr_scheduler_configs if c.reduce_on_plateau}
+            metrics = self._trainer.callback_metrics
+            state["plateau_metrics"] = {name: float(metrics[name]) for name in watched if name in metrics}
+        if self._steps is not None:
+            state["optimizer_steps"] = self._steps
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        version, internal, gauss = state_dict["python"]
+        random.setstate((version, tuple(internal), gauss))
+        kind, keys, *rest = state_dict["numpy"]
+        np.random.set_state((kind, np.array(keys, dtype=np.uint32), *rest))
+        torch.set_rng_state(state_dict["torch"])
+        # RES-3: resumed on another number of GPUs, the CUDA generators stay freshly seeded.
+        if len(state_dict.get("cuda", ())) == torch.cuda.device_count() > 0:
+            torch.cuda.set_rng_state_all(state_dict["cuda"])
+        self._plateau_metrics = state_dict.get("plateau_metrics")
+        self._planned_steps = state_dict.get("optimizer_steps")
+
+    def on_load_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict) -> None:
+        # Runs before any callback loads its state. The checkpoint callbacks' states hold
+        # absolute paths: left pointing at a run's old place, Lightning would drop the best
+        # score and test(ckpt_path="best") would look there.
+        for callback in trainer.checkpoint_callbacks:
+            state = checkpoint.get("callbacks", {}).get(callback.state_key)
+            old = state.get("dirpath") if isinstance(state, dict) else None
+            if old and callback.dirpath and old != callback.dirpath:
+                _move_paths(state, old, callback.dirpath)
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if self.schedule_spans_run:
+            self._steps = int(trainer.estimated_stepping_batches)
+            if self._planned_steps is not None and self._planned_steps != self._steps:
+                raise ConfigError(
+                    f"this run's learning-rate schedule spans {self._planned_steps} optimizer steps, and "
+                    f"resuming it with these settings would make the run {self._steps}: resume with the "
+                    "num_epochs, batch size, devices and data it started with"
+                )
+        if training_ended(self.run_dir):
+            rank_zero_info("this run's training ended in an earlier session: only testing and saving remain")
+            trainer.should_stop = True
+        if trainer.global_rank > 0:  # the checkpoint holds rank zero's states: the others seed apart
+            seed_generators(rank_seed(self.seed, trainer.global_rank, trainer.global_step))
+        if trainer.ckpt_path is not None:
+            for logger in trainer.loggers:
+                if isinstance(logger, JsonlLogger):
+                    logger.resuming()
+        # Private loop state: whether the checkpoint was taken within an epoch, which then
+        # finishes first (on_train_epoch_end steps the scheduler). A change shows in
+        # test_resumed_run_matches_an_uninterrupted_one (resumed between epochs) and
+        # test_a_run_killed_mid_epoch_resumes_as_if_never_stopped (within one).
+        if not trainer.fit_loop.restarting:
+            self._step_plateau(trainer, {})
+        self._saved_at, self._saved_step = time.monotonic(), trainer.global_step
+
+    def on_train_batch_end(
+        self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any, batch_idx: int
+    ) -> None:
+        if not (self.every_n_steps or self.seconds) or (batch_idx + 1) % trainer.accumulate_grad_batches:
+            return  # off, or gradients are still accumulating
+        # Private loop state: the batches of the whole fit, which Lightning counts validations
+        # in (--val-every-n-steps) and metrics.jsonl counts a manual-optimization run's steps in.
+        # A change shows in test_a_run_killed_in_validation_resumes_and_validates (SL) and
+        # test_a_run_killed_mid_epoch_resumes_its_frame_count (RL).
+        batches = trainer.fit_loop.epoch_loop.total_batch_idx + 1
+        validates = trainer.check_val_every_n_epoch is None and batches % trainer.val_check_batch == 0
+        if trainer.is_last_batch or trainer.should_stop or validates:
+            return
+        steps = trainer.global_step if pl_module.automatic_optimization else batches
+        due = bool(self.every_n_steps) and steps % self.every_n_steps == 0
+        # The clock is read on logging steps only: under DDP the ranks' clocks differ, and
+        # agreeing on it costs a collective that waits for the GPU, as logging does anyway.
+        if self.seconds and steps % trainer.log_every_n_steps == 0:
+            late = time.monotonic() - self._saved_at >= self.seconds
+            due = trainer.strategy.reduce_boolean_decision(due or late, all=False)
+        if due:
+            trainer.save_checkpoint(self.run_dir / "checkpoints" / "last.ckpt")
+
+    def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict) -> None:
+        self._saved_at, self._saved_step = time.monotonic(), trainer.global_step
+
+    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if trainer.fit_loop.restarting:  # the epoch the checkpoint was taken in ends (see on_train_start)
+            self._step_plateau(trainer, trainer.callback_metrics)
+
+    def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if trainer.global_step != self._saved_step:  # validating every n steps can leave steps unsaved
+            trainer.save_checkpoint(self.run_dir / "checkpoints" / "last.ckpt")
+        if trainer.is_global_zero:  # after the save: killed in between, the resume trains the rest
+            mark_training_ended(self.run_dir)
+
+    def _step_plateau(self, trainer: L.Trainer, logged: Mapping[str, Any]) -> None:
+        """The ReduceLROnPlateau step the checkpoint's epoch end missed, on the value the
+        checkpoint recorded or the one logged since."""
+        monitored, self._plateau_metrics = self._plateau_metrics, None
+        if monitored is None:
+            return
+        monitored |= {name: float(value) for name, value in logged.items()}
+        for config in trainer.lr_scheduler_configs:
+            if config.reduce_on_plateau and config.interval == "epoch" and config.monitor in monitored:
+                config.scheduler.step(monitored[config.monitor])
+
+
+def _move_paths(state: dict[str, Any], old_dir: str, new_dir: str) -> None:
+    def moved(path: Any) -> Any:
+        return new_dir + path[len(old_dir) :] if isinstance(path, str) and path.startswith(old_dir) else path
+
+    for key in ("dirpath", "best_model_path", "last_model_path", "kth_best_model_path"):
+        if key in state:
+            state[key] = moved(state[key])
+    if isinstance(state.get("best_k_models"), dict):
+        state["best_k_models"] = {moved(path): score for path, score in state["best_k_models"].items()}
+
+
+class ResumableEarlyStopping(EarlyStopping):
+    """CB-1: EarlyStopping, except at the end of an epoch whose validation a resumed session
+    did not run. A checkpoint taken after an epoch's last batch (SLURM's signal, the budget
+    or a STOP file landing there) resumes with that validation counted as done, so the
+    monitored metric is missing and EarlyStopping's strict check would fail the run.
+    Anywhere else a missing metric is still an error."""
+
+    _validated_this_session = False
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._validated_this_session = False
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._validated_this_session |= not trainer.sanity_checking
+        super().on_validation_end(trainer, pl_module)
+
+    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if self._validated_this_session or self.monitor in trainer.callback_metrics:
+            super().on_train_epoch_end(trainer, pl_module)

@@ -1,0 +1,185 @@
+"""The config level of the supervised tree parts (CFG-1): its fields and their checks,
+XGBoost's own among them (CFG-3), for a field a part adds for its booster too."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import warnings
+from dataclasses import dataclass
+from typing import Literal
+
+from src.config import BaseConfig, at_least, split_problems
+from src.runs.launch import current_launch
+
+XGBOOST_DOCS = "https://xgboost.readthedocs.io/en/stable/parameter.html#learning-task-parameters"
+
+
+@dataclass
+class SLTreeConfig(BaseConfig):
+    """Supervised tree parts (XGBoost's native API).
+
+    Attributes:
+        data_path: Your own CSV or Parquet table with feature_columns and label_column; empty
+            means the part's bundled data.
+        label_column: Column of the table that holds the numeric label.
+        feature_columns: Columns of the table the model reads, in order.
+        objective: XGBoost learning objective, e.g. reg:squarederror, reg:absoluteerror,
+            count:poisson, binary:logistic (labels in [0, 1]).
+        eval_metric: XGBoost metric that early stopping watches on the validation set, e.g.
+            rmse, logloss, auc.
+        num_boost_round: Upper bound on boosting rounds; set high so that early stopping ends
+            training.
+        early_stopping_rounds: Rounds without improvement of the validation metric before
+            training stops.
+        val_fraction: Share of the rows held out for validation (early stopping).
+        test_fraction: Share of the rows held out for the final test.
+        split_seed: Seed of the train/val/test split, apart from seed so that changing seed
+            keeps the split.
+        checkpoint_minutes: Minutes between rewrites of checkpoints/last.ubj, the model a
+            resume starts from.
+        keep_last_n: Earlier checkpoints to keep beside last.ubj, as checkpoints/round=R.ubj,
+            one per checkpoint_minutes; the oldest goes once a newer one is written.
+        device: Where XGBoost trains: auto is cuda where a GPU is present, else cpu.
+        num_threads: CPU threads XGBoost uses; 0 uses every core.
+        cluster: Train on a Dask cluster through xgboost.dask: local (or local:N) starts N
+            worker processes here, tcp://host:8786 joins a running scheduler; empty trains in
+            this process.
+        wandb_every_n_rounds: W&B charts every this many rounds (a W&B call costs about a
+            small round); every round still reaches metrics.jsonl and, at the end, W&B's
+            `rounds` table.
+    """
+
+    data_path: str = ""
+    label_column: str = "label"
+    feature_columns: tuple[str, ...] = ()
+    objective: str = "reg:squarederror"
+    eval_metric: str = "rmse"
+    # The tree reading of CFG-5: a high round cap; early stopping is the binding limit.
+    num_boost_round: int = 10_000
+    early_stopping_rounds: int = 50
+    val_fraction: float = 0.15
+    test_fraction: float = 0.15
+    split_seed: int = 0
+    checkpoint_minutes: float = 5.0  # RES-1: how often checkpoints/last.ubj is rewritten
+    keep_last_n: int = 0
+    device: Literal["auto", "cpu", "cuda"] = "auto"  # auto: cuda where a GPU is present
+    num_threads: int = 0  # 0: every core
+    cluster: str = ""
+    wandb_every_n_rounds: int = 10
+
+    def problems(self) -> list[str]:
+        found = [
+            *super().problems(),
+            *at_least(self, num_boost_round=1, early_stopping_rounds=1, wandb_every_n_rounds=1),
+            *at_least(self, keep_last_n=0, num_threads=0),
+        ]
+        if self.checkpoint_minutes <= 0:
+            found.append(f"checkpoint_minutes {self.checkpoint_minutes}: must be positive")
+        if self.label_column in self.feature_columns or not self.feature_columns:
+            found.append("feature_columns: list one or more columns, not including label_column")
+        if duplicates := sorted({c for c in self.feature_columns if self.feature_columns.count(c) > 1}):
+            found.append(f"feature_columns: {', '.join(duplicates)} listed more than once")
+        if self.data_path:  # here, so that a bad one is refused before a run directory exists
+            from src.data_checks import data_path_problems  # pandas: only for a table of one's own
+
+            found += data_path_problems(self.data_path, (*self.feature_columns, self.label_column))
+        found += _cluster_problems(self.cluster)
+        if (launch := current_launch()).world_size > 1:  # each would grow the same trees (DDP-1)
+            found.append(
+                f"{launch.launcher} started {launch.world_size} processes, but a tree part trains in one; "
+                "start it with python -m"
+            )
+        found += split_problems(self.val_fraction, self.test_fraction)
+        return found + xgboost_problems(self.objective, self.eval_metric, self.booster_fields())
+
+    def booster_fields(self) -> dict[str, float]:
+        """The numbers a part's config adds to this level: its booster's parameters."""
+        own = {f.name for f in dataclasses.fields(SLTreeConfig)}
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in own}
+        return {name: v for name, v in values.items() if type(v) in (int, float)}  # bool is an int
+
+
+def xgboost_problems(objective: str, eval_metric: str, numbers: dict[str, float]) -> list[str]:
+    """CFG-3: objective, eval_metric and a part's numbers as the installed XGBoost sees
+    them. XGBoost is asked, not a list kept here: it checks them while configuring a
+    booster, which on one empty row takes about a millisecond and trains nothing. A name
+    XGBoost does not know passes: it is not one of its parameters."""
+    found = []
+    for name, value in numbers.copy().items():
+        try:
+            _configure({name: value})
+        except ValueError as error:
+            found.append(f"{name} {value}: {xgboost_says(error)}")
+            del numbers[name]
+    try:  # with the numbers: num_class or quantile_alpha, which some objectives need, among them
+        _configure({"objective": objective, **numbers})
+    except ValueError as error:
+        # An unknown name: XGBoost's message lists every objective it has.
+        known = sorted(set(re.findall(r"Objective candidate: (\S+)", str(error))))
+        valid = f"it has {', '.join(known)}; " if known else ""
+        found.append(
+            f"objective {objective!r}: {xgboost_says(error)}; {valid}multi:* and reg:quantileerror need "
+            f"num_class or quantile_alpha: a config field of that name, passed in model.booster_params "
+            f"({XGBOOST_DOCS})"
+        )
+    try:
+        logged = [metric["name"] for metric in _configure({"eval_metric": eval_metric})["metrics"]]
+    except ValueError as error:  # its message lists no metrics: a few common ones
+        found.append(
+            f"eval_metric {eval_metric!r}: {xgboost_says(error)}; common ones: rmse, mae, mape, logloss, "
+            f"error, auc, aucpr, poisson-nloglik, ndcg (all: {XGBOOST_DOCS})"
+        )
+    else:  # early stopping looks the metric up by the name XGBoost logs it under
+        if logged != [eval_metric]:
+            found.append(
+                f"eval_metric {eval_metric!r}: XGBoost logs it as {', '.join(logged) or 'nothing'}, the "
+                "name early stopping looks for; give that name"
+            )
+    return found
+
+
+def _configure(params: dict) -> dict:
+    """The learner's config XGBoost makes of `params`; its XGBoostError, a ValueError,
+    where it refuses them."""
+    # Here, not at the top: --help and a mistyped flag answer without XGBoost's seconds of import.
+    import numpy as np
+    import xgboost as xgb
+
+    # One thread: starting XGBoost's pool would take longer than the check. Named: the
+    # booster needs the row alive while it configures.
+    row = xgb.DMatrix(np.zeros((1, 1)), nthread=1)
+    with warnings.catch_warnings(action="ignore"):  # "parameters not used": a part's other numbers
+        return json.loads(xgb.Booster(params, [row]).save_config())["learner"]
+
+
+def xgboost_says(error: ValueError) -> str:
+    """The first line of XGBoost's message, without its time stamp and source file."""
+    first_line = str(error).strip().splitlines()[0]
+    return "XGBoost: " + re.sub(r"^\[[0-9:]+\] \S+:\d+: ", "", first_line).strip(" :")
+
+
+DASK_INSTALL = "pip install -c constraints.txt '.[distributed]'"
+
+
+def _cluster_problems(cluster: str) -> list[str]:
+    if not cluster:
+        return []
+    if not re.fullmatch(r"local(:[1-9][0-9]{0,3})?|[a-z]+://\S+|(?!local:)[^\s:/]+:[0-9]+", cluster):
+        return [
+            f"cluster {cluster!r}: use local, local:N (N worker processes, up to 9999) or a Dask "
+            "scheduler's address such as tcp://host:8786"
+        ]
+    if not all(_installed(name) for name in ("distributed", "dask.dataframe", "pyarrow")):
+        return [f"cluster {cluster!r}: training on a Dask cluster needs Dask; install it with {DASK_INSTALL}"]
+    return []
+
+
+def _installed(module: str) -> bool:
+    from importlib.util import find_spec
+
+    try:
+        return find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package missing, or a module set to None
+        return False
