@@ -270,7 +270,7 @@ def source(node: ast.AST | None) -> str:
     return ast.unparse(node) if node is not None else ""
 
 
-def of_type(tree: ast.AST, node_type: type[N]) -> list[N]:
+def of_type(tree: ast.AST, node_type: type[ast.AST]) -> list[Any]:
     return [node for node in nodes(tree) if isinstance(node, node_type)]
 
 
