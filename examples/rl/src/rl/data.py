@@ -60,7 +60,7 @@ def make_envs(make_env: MakeEnv, env_name: str, num_envs: int) -> EnvBase:
     env = make_env(env_name, num_envs) if batched else make_env(env_name)
     if not (is_env := isinstance(env, EnvBase)) or (batched and tuple(env.batch_size) != (num_envs,)):
         call = f"{make_env.__module__}.make_env({env_name!r}{f', {num_envs}' if batched else ''})"
-        got = f"envs of batch_size {tuple(env.batch_size)}" if is_env else type(env).__name__
+        got = f"envs of batch_size {tuple(env.batch_size)}" if is_env else f"a {type(env).__name__}"
         wanted = f"{num_envs} stepping as one batch, batch_size ({num_envs},)" if batched else "one"
         raise ConfigError(f"{call} returned {got}; it must return TorchRL EnvBase envs: {wanted}")
     return env
