@@ -4,7 +4,7 @@ display, backend or global state involved, so they work the same on a headless s
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from matplotlib.axes import Axes
@@ -143,6 +143,41 @@ def confusion_matrix(labels: list[str], counts: list[list[int]], path: Path) -> 
     axes.set_xticks(ticks, [labels[i] for i in ticks], rotation=90 if size > 10 else 0)
     axes.set_yticks(ticks, [labels[i] for i in ticks])
     axes.set(title="Test set confusion matrix", xlabel="predicted class", ylabel="true class")
+    return save_figure(figure, path)
+
+
+def roc_curves(truth: Sequence[str], probabilities: Mapping[str, Sequence[float]], path: Path) -> Path:
+    """One ROC curve per class against the rest (the positive class alone for two), with its AUC."""
+    from sklearn.metrics import roc_auc_score, roc_curve
+
+    figure = Figure(figsize=(5.5, 4.8), layout="constrained")
+    axes = figure.subplots()
+    classes = list(probabilities)
+    for name in classes[1:] if len(classes) == 2 else classes:
+        positive = [label == name for label in truth]
+        if 0 < sum(positive) < len(positive):
+            false_rate, true_rate, _ = roc_curve(positive, probabilities[name])
+            auc = roc_auc_score(positive, probabilities[name])
+            axes.plot(false_rate, true_rate, label=f"{name} (AUC {auc:.3f})")
+    axes.plot([0, 1], [0, 1], color="grey", linestyle=":", linewidth=1)
+    axes.set(title="Test set ROC", xlabel="false positive rate", ylabel="true positive rate")
+    axes.legend(fontsize="small", loc="lower right")
+    return save_figure(figure, path)
+
+
+def predicted_vs_actual(pairs: Mapping[str, tuple[Sequence[float], Sequence[float]]], path: Path) -> Path:
+    """Per target, predicted against true values beside the residuals (predicted minus true)."""
+    figure, panels = _grid(2 * len(pairs), columns=2)
+    for (target, (truth, predicted)), scatter, residual in zip(
+        pairs.items(), panels[::2], panels[1::2], strict=True
+    ):
+        scatter.scatter(truth, predicted, s=8, alpha=0.6)
+        low, high = min(*truth, *predicted), max(*truth, *predicted)
+        scatter.plot([low, high], [low, high], color="grey", linestyle=":", linewidth=1)
+        scatter.set(title=f"{target}: predicted vs true", xlabel="true", ylabel="predicted")
+        residual.scatter(predicted, [p - t for t, p in zip(truth, predicted, strict=True)], s=8, alpha=0.6)
+        residual.axhline(0, color="grey", linestyle=":", linewidth=1)
+        residual.set(title=f"{target}: residuals", xlabel="predicted", ylabel="predicted - true")
     return save_figure(figure, path)
 
 

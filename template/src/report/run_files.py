@@ -1,6 +1,6 @@
 """A run directory's own files, read back for its report: config.json, run.json,
-metrics.jsonl, metrics.json, confusion_matrix.json and plots/*.png. Every part writes
-the same metric namespaces, so what to draw follows from which keys are there."""
+metrics.jsonl, metrics.json, test_predictions.csv, confusion_matrix.json and plots/*.png.
+Every part writes the same metric namespaces, so what to draw follows from which keys are there."""
 
 from __future__ import annotations
 
@@ -11,6 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
+from src.errors import DataValidationError
+from src.predictions import PREDICTIONS_FILE, read_predictions
 from src.runs.metrics_jsonl import higher_is_better, read_jsonl
 
 CONFUSION_FILE = "confusion_matrix.json"
@@ -35,6 +39,7 @@ class RunFiles:
     hyperparams: dict[str, Any]  # its "hyperparams" lines, merged
     summary: dict[str, Any]  # metrics.json, where the part writes one
     confusion: dict[str, Any] | None
+    predictions: pd.DataFrame | None  # the test set's, where the part writes them
     plots: list[Path]  # the part's own figures
 
     @classmethod
@@ -57,6 +62,7 @@ class RunFiles:
             hyperparams={k: v for k, v in hyperparams.items() if k not in ("time", "event")},
             summary=_read_json(run_dir / "metrics.json"),
             confusion=_read_json(run_dir / CONFUSION_FILE) or None,
+            predictions=_read_predictions(run_dir / PREDICTIONS_FILE),
             plots=sorted((run_dir / "plots").glob("*.png")),
         )
 
@@ -138,6 +144,16 @@ class RunFiles:
                 at = (max if higher_is_better(key) else min)(series, key=series.__getitem__)
                 rows[key] |= {"best": series[at], "at": at}
         return rows
+
+
+def _read_predictions(path: Path) -> pd.DataFrame | None:
+    """The run's test predictions; None when it has none, NotARunDir when they are damaged."""
+    if not path.is_file():
+        return None
+    try:
+        return read_predictions(path)
+    except DataValidationError as error:
+        raise NotARunDir(str(error)) from None
 
 
 def _read_json(path: Path, read: Callable[[Path], Any] = lambda path: json.loads(path.read_text())) -> Any:

@@ -7,6 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
+from src import predictions
 from src.report import figures
 from src.report.run_files import REPORT_FILE, RunFiles
 from src.runs.atomic import write_text_atomic
@@ -55,12 +58,42 @@ def draw_figures(run: RunFiles, folder: Path) -> dict[str, Path]:
         drawn["Timing"] = figures.timing(shares, seconds, run.axis, folder / "timing.png")
     if readings := {key: series for key, series in per_axis.items() if key.startswith("system/")}:
         drawn["System"] = figures.system(readings, run.axis, run.last() or 0, folder / "system.png")
-    if run.confusion:
+    if run.predictions is not None:
+        drawn |= prediction_figures(run.predictions, folder)
+    elif run.confusion:
         matrix = run.confusion
         drawn["Confusion matrix"] = figures.confusion_matrix(
             matrix["labels"], matrix["counts"], folder / "confusion_matrix.png"
         )
     return drawn
+
+
+def prediction_figures(table: pd.DataFrame, folder: Path) -> dict[str, Path]:
+    """What the test predictions show for their task: the confusion matrix and ROC curves of
+    a classifier; predicted against true values, and the residuals, of a regression."""
+    targets = predictions.targets_of(table)
+    if not targets:
+        return {}
+    if predictions.task_of(table) == "regression":
+        pairs = {
+            target: (table[f"true_{target}"].tolist(), table[f"predicted_{target}"].tolist())
+            for target in targets
+        }
+        return {"Predicted vs true": figures.predicted_vs_actual(pairs, folder / "predicted_vs_true.png")}
+    (target,) = targets
+    columns = predictions.probability_columns(table)
+    classes = [column.removeprefix(predictions.PROBABILITY) for column in columns]
+    truth = table[f"true_{target}"].astype(str).tolist()
+    predicted = table[f"predicted_{target}"].astype(str).tolist()
+    counts = pd.crosstab(pd.Categorical(truth, classes), pd.Categorical(predicted, classes), dropna=False)
+    return {
+        "Confusion matrix": figures.confusion_matrix(
+            classes, counts.to_numpy().tolist(), folder / "confusion_matrix.png"
+        ),
+        "ROC": figures.roc_curves(
+            truth, {c: table[k].tolist() for c, k in zip(classes, columns, strict=True)}, folder / "roc.png"
+        ),
+    }
 
 
 def run_line(run: RunFiles) -> str:
