@@ -135,7 +135,8 @@ def bench(session: nox.Session) -> None:
     """Render every part into build/bench, install it and run the part benchmarks on it
     (benchmarks/sl_neural_epochs.py on the bundled table and on 20k and 200k rows;
     benchmarks/sl_tree_rounds.py with W&B off and offline, on the bundled table and 50
-    times its rows, and a whole run against a bare script; benchmarks/rl_frames.py), then
+    times its rows, and a whole run against a bare script; benchmarks/tree_dask.py, a
+    1,000,000-row table on a local Dask cluster against one process; benchmarks/rl_frames.py), then
     start-up and smoke walls (benchmarks/startup.py) and the CartPole race against
     stable-baselines3 (see race); figures land in build/bench/*.json. Not part of CI: the
     figures need a quiet machine. `nox -s bench -- --no-race` skips the race."""
@@ -153,6 +154,7 @@ def bench(session: nox.Session) -> None:
         f"{tree}-wandb": ("sl_tree_rounds", ["--with-wandb", "--end-to-end-repeats", "0"]),
         f"{tree}-rows-x50": ("sl_tree_rounds", tree_rows_x50),
         f"{tree}-rows-x50-wandb": ("sl_tree_rounds", [*tree_rows_x50, "--with-wandb"]),
+        f"{tree}-dask": ("tree_dask", []),
         rl: ("rl_frames", []),
     }
     for name, (benchmark, arguments) in runs.items():
