@@ -18,10 +18,10 @@ SRC_MODULES = """
     training/trainer
     runs/__init__ runs/atomic runs/checkpoint_checks runs/console runs/directory
     runs/launch runs/lifetime runs/loggers runs/metrics_jsonl runs/provenance
-    ops/__init__ ops/babysit ops/gpu_lock ops/hardware ops/memory ops/records
+    ops/__init__ ops/alerts ops/babysit ops/gpu_lock ops/hardware ops/memory ops/records
     report/__init__ report/__main__ report/comparison report/figures report/run_files report/run_report
 """
-CALLBACKS = "__init__ frozen_heap guards metrics progress resume"
+CALLBACKS = "__init__ alerts frozen_heap guards metrics progress resume"
 CHECKLIST = "__init__ __main__ code_checks project registry run_checks"
 SHARED_FILES = {
     ".copier-answers.yml",
@@ -37,6 +37,7 @@ SHARED_FILES = {
     "pyproject.toml",
     "scripts/detach.sh",
     "tests/conftest.py",
+    "tests/test_alerts.py",
     "tests/test_config_cli.py",
     "tests/test_loggers.py",
     "tests/test_callbacks.py",

@@ -62,6 +62,56 @@ class OutputConfig:
 
 
 @dataclass
+class AlertConfig:
+    """Who hears of a run's trouble, and what counts as trouble (src.ops.alerts). Every alert
+    is printed and recorded in run.json, and sent to W&B when the run logs there online;
+    email and a webhook are sent only where configured.
+
+    Attributes:
+        webhook_url: URL that gets each alert as a JSON POST with a "text" field, as Slack and
+            Mattermost take it; a URL that holds a token belongs in ALERT_WEBHOOK_URL instead.
+        email_to: Comma-separated addresses that get each alert by email.
+        smtp_server: host:port of the SMTP server that sends the emails (465: TLS); it logs in
+            as ALERT_SMTP_USER with ALERT_SMTP_PASSWORD where those are set.
+        stalled_evaluations: Validations (boosting rounds for trees) without improvement of the
+            monitored metric that raise a `stalled` alert; 0 raises none.
+        gpu_utilization_below: GPU use, in percent, below which 3 readings in a row raise a
+            `low GPU use` alert; 0 raises none. Read only where the run trains on a GPU.
+        gpu_memory_above: Share of the GPU's memory in use, in percent, above which a reading
+            raises a `GPU memory` alert; 100 raises none.
+        on_finish: Also alert when a run finishes.
+        timeout_seconds: Seconds an email or webhook may take, sent in the background, before
+            it is given up with a warning.
+    """
+
+    webhook_url: str = ""
+    email_to: str = ""
+    smtp_server: str = "localhost:25"
+    stalled_evaluations: int = 0
+    gpu_utilization_below: float = 20.0
+    gpu_memory_above: float = 95.0
+    on_finish: bool = False
+    timeout_seconds: float = 10.0
+
+    def problems(self) -> list[str]:
+        found = []
+        if self.webhook_url and not re.match(r"https?://[^/\s]+", self.webhook_url):
+            found.append(f"alerts.webhook_url {self.webhook_url!r}: use an http:// or https:// URL")
+        if not re.fullmatch(r"[^:\s]+:[0-9]{1,5}", self.smtp_server):
+            found.append(f"alerts.smtp_server {self.smtp_server!r}: use host:port, e.g. smtp.example.com:587")
+        if self.stalled_evaluations < 0:
+            found.append(f"alerts.stalled_evaluations {self.stalled_evaluations}: must be 0 or more")
+        for name in ("gpu_utilization_below", "gpu_memory_above"):
+            if not 0 <= (value := getattr(self, name)) <= 100:
+                found.append(f"alerts.{name} {value}: must be a percentage, 0 to 100")
+        if not 0 < self.timeout_seconds <= 600:
+            found.append(
+                f"alerts.timeout_seconds {self.timeout_seconds}: must be more than 0 and at most 600"
+            )
+        return found
+
+
+@dataclass
 class BaseConfig:
     """Fields every part has, whatever its kind.
 
@@ -79,6 +129,7 @@ class BaseConfig:
             nothing.
         wandb_project: W&B project the runs are logged to.
         wandb_entity: W&B team or user the project belongs to; empty for your default entity.
+        alerts: When a run raises alerts, and where they go besides the console and run.json.
     """
 
     name: str = "baseline"
@@ -95,6 +146,7 @@ class BaseConfig:
     wandb_mode: WandbMode = "auto"
     wandb_project: str = PROJECT_SLUG
     wandb_entity: str = WANDB_ENTITY
+    alerts: AlertConfig = field(default_factory=AlertConfig)
 
     def problems(self) -> list[str]:
         """What is wrong with these values (CFG-3); empty when they can run.
@@ -128,7 +180,7 @@ class BaseConfig:
                 f"wandb_project {self.wandb_project!r}: W&B project names are 1 to 128 characters "
                 "without / \\ # ? % :"
             )
-        found += _logger_problems(self.loggers)
+        found += _logger_problems(self.loggers) + self.alerts.problems()
         return found + _wandb_problems(self) + _output_problems(Path(self.output.base_dir))
 
     def validate(self) -> None:

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
+import http.server
 import importlib
+import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 import lightning as L
 import pytest
@@ -150,6 +154,35 @@ def kill_next_run(monkeypatch, hook: str, when: Callable[[L.Trainer], bool]) -> 
         return build_trainer(*args, extra_callbacks=[*extra_callbacks, Kill()], **kwargs)
 
     monkeypatch.setattr(trainer_module, "build_trainer", with_kill)
+
+
+@pytest.fixture
+def webhook():
+    """A local HTTP endpoint on a free port, for alerts: .url, and .received, the JSON of
+    each POST it answered."""
+    received: list[dict] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args) -> None:  # quiet
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield SimpleNamespace(url=f"http://127.0.0.1:{server.server_port}/alerts", received=received)
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def hanging_port():
+    """A port that takes connections and never says a word: a server that hangs."""
+    with socket.create_server(("127.0.0.1", 0)) as listening:
+        yield listening.getsockname()[1]
 
 
 slow = pytest.mark.slow  # trains or starts Python processes: deselect with -m "not slow"

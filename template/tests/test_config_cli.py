@@ -78,6 +78,9 @@ def test_cli_flags_override_the_config_class(kind):
         (["--loggers"], "loggers: name at least one of wandb, tensorboard, csv"),
         (["--loggers", "csv", "csv"], "loggers csv csv: name each at most once"),
         (["--loggers", "mlflow"], "invalid choice 'mlflow' for argument '--loggers'"),
+        (["--alerts.webhook-url", "example.com/hook"], "alerts.webhook_url 'example.com/hook': use an http"),
+        (["--alerts.gpu-memory-above", "nan"], "alerts.gpu_memory_above nan: must be a percentage"),
+        (["--alerts.smtp-server", "example.com"], "alerts.smtp_server 'example.com': use host:port"),
     ],
 )
 def test_bad_command_lines_are_refused_with_what_is_valid(kind, args, message, capsys):

@@ -188,9 +188,11 @@ def test_babysitter_reads_a_reward_as_higher_is_better(tmp_path):
 
 
 # OPS-3 restarts from the checkpoint; OPS-4 records the problem under issues/.
-def test_babysitter_restarts_a_killed_run_once_and_files_an_issue(tmp_path, monkeypatch):
+def test_babysitter_restarts_a_killed_run_once_and_files_an_issue(tmp_path, monkeypatch, webhook):
     monkeypatch.chdir(tmp_path)
     run_dir, marker = make_run(tmp_path, pid=dead_pid(), linger=5)
+    config = json.loads((run_dir / "config.json").read_text())
+    (run_dir / "config.json").write_text(json.dumps({**config, "alerts": {"webhook_url": webhook.url}}))
     sitter = babysitter(tmp_path, run_dir, restart=True)
     findings = sitter.check()
     assert findings[0].level == "FAIL" and "never finished" in findings[0].message
@@ -201,6 +203,12 @@ def test_babysitter_restarts_a_killed_run_once_and_files_an_issue(tmp_path, monk
     (issue,) = (tmp_path / "issues").glob("*.md")
     text = issue.read_text()
     assert 'type: "crash"' in text and 'status: "open"' in text and "last.ckpt" in text
+    # A killed run cannot raise its alert: the babysitter does, once, as the run's config says.
+    deadline = time.monotonic() + 10
+    while not webhook.received and time.monotonic() < deadline:
+        time.sleep(0.1)
+    ((kind, text),) = [(post["kind"], post["text"]) for post in webhook.received]
+    assert kind == "killed" and "never finished (killed?)" in text
 
 
 @pytest.mark.parametrize("status", ["failed", "interrupted"])

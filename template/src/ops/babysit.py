@@ -8,7 +8,9 @@ trend (non-finite values, epochs without improvement), GPU and system (memory,
 disk), checkpoint integrity (the latest checkpoint loads). With --restart, a run that was
 killed (its process vanished without recording an end) is started again from its
 last checkpoint; a run that failed with an error or was interrupted on purpose is
-reported, not restarted. Problems are also recorded in issues/ (OPS-4). Exit
+reported, not restarted. Problems are also recorded in issues/ (OPS-4), and those a
+run cannot report itself (killed, hung, a broken checkpoint while it runs) raise an alert
+as the run's config sets them (src.ops.alerts). Exit
 status: 0 when the run finished, 1 when the last check found a failure, 3 while
 the run is still going (one-shot mode).
 """
@@ -32,10 +34,13 @@ import psutil
 import torch
 import tyro
 
+from src.ops.alerts import Alerts, alert_config_of
 from src.ops.records import new_issue
 from src.runs.atomic import write_text_atomic
 from src.runs.directory import NEVER_CHECKPOINTED, latest_checkpoint, marked_if_never_checkpointed
 from src.runs.metrics_jsonl import higher_is_better, read_jsonl
+
+ENDED_BY_ITSELF = ("failed", "finished", "interrupted")  # run.json statuses a run writes as it ends
 
 
 @dataclass
@@ -185,7 +190,7 @@ class Babysitter:
         for finding in findings:
             self._log(f"{finding.level:<4} {finding.check:<10} {finding.message}")
             if finding.issue_type:
-                self._record_issue(finding, record.get("pid"))
+                self._record_issue(finding, record, config)
         if findings[0].restartable and self.options.restart:
             self._log(f"ACT  restart    {self._restart(record)}")
         return findings
@@ -237,14 +242,19 @@ class Babysitter:
             log.write(f"{datetime.now():%Y-%m-%d %H:%M:%S} {line}\n")
         print(line, flush=True)
 
-    def _record_issue(self, finding: Finding, pid: int | None) -> None:
-        marker = self.run_dir / f".issue_{finding.check}_{pid}"  # once per problem and process
+    def _record_issue(self, finding: Finding, record: dict, config: dict) -> None:
+        marker = self.run_dir / f".issue_{finding.check}_{record.get('pid')}"  # once per problem and process
         if marker.exists():
             return
         title = f"{self.run_dir.name} {finding.check}: {finding.message[:60]}"
         path = new_issue(Path.cwd(), title, finding.issue_type, str(self.run_dir), **finding.details)
         marker.write_text(str(path))
         self._log(f"ACT  issue      recorded {path}")
+        # What a run cannot report itself; one that ended by itself, or diverged, raised its own.
+        kind = {"process": "killed", "hung": "hung", "checkpoint": "checkpoint broken"}.get(finding.check)
+        if kind and record.get("status") not in ENDED_BY_ITSELF:
+            Alerts(alert_config_of(config), self.run_dir, record=False).send(kind, finding.message, "ERROR")
+            self._log(f"ACT  alert      {kind}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,6 +6,7 @@
 On rank zero only (DDP-1) it writes config.json (OUT-2), tees the console into
 console.log (OUT-2) and keeps run.json up to date: pid, command and status,
 which is what the babysitter (OPS-3) reads to tell a crash from a finished run.
+A run that fails, diverges or is stopped by a signal raises an alert (src.ops.alerts).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from src.config import USED_KEY, BaseConfig
+from src.ops.alerts import Alerts
 from src.runs.atomic import WriteFailed, translate_write_errors, write_text_atomic
 from src.runs.console import tee_console, write_log
 from src.runs.directory import (
@@ -82,6 +84,8 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
                     # The terminal gets the traceback when it propagates; the log gets it now.
                     write_log(log_file, traceback.format_exc())
                     _record_end(run_dir, status, resume_from, config_path, previous_config, error)
+                    stopped_by = signal.Signals(_stop_signals[-1]).name if _stop_signals else None
+                    Alerts(cfg.alerts, run_dir).run_ended(error, stopped_by)  # before W&B's run ends
                     _write_report(run_dir)  # a run cut short gets one too, for what it did
                 if (wandb_run := current_run()) is not None:
                     wandb_run.finish(exit_code=1)
@@ -96,6 +100,7 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
                 with signals_wait_for_cleanup() as deferred:
                     _write_status(run_dir, "finished", resume_from)
                     _write_report(run_dir)
+                    Alerts(cfg.alerts, run_dir).run_ended(None)
                 if deferred:  # the run finished, and then its owner asked it to stop
                     raise SystemExit(128 + deferred[0])
         finally:

@@ -16,12 +16,14 @@ from lightning.pytorch.loggers import Logger
 from lightning.pytorch.profilers import AdvancedProfiler
 from lightning.pytorch.utilities import rank_zero_info
 
+from src.callbacks.alerts import AlertCallback
 from src.callbacks.frozen_heap import FrozenHeapCallback
 from src.callbacks.guards import FiniteLossCallback, StopFileCallback, WallClockTimer
 from src.callbacks.metrics import MetricsCallback, RunInfoCallback, TimingCallback
 from src.callbacks.progress import EpochSummaryCallback, ProgressBar
 from src.callbacks.resume import ExactResume, ResumableEarlyStopping
 from src.config import SPANNING_SCHEDULES, LightningConfig
+from src.ops.alerts import Alerts
 from src.runs.directory import stop_file_paths
 from src.runs.launch import current_launch, trainer_processes
 from src.runs.loggers import file_loggers
@@ -62,6 +64,7 @@ def build_callbacks(
       changes the rate after `lr` is logged, as Lightning's own step does, and a checkpoint
       it saves mid-epoch counts as timing/overhead;
     - the metrics before EpochSummaryCallback, which prints what they logged;
+    - AlertCallback after FiniteLossCallback, which ends a run whose metric is not a number;
     - Lightning moves the ModelCheckpoints last, in their order: best.ckpt first (the one
       test(ckpt_path="best") uses), the latest epochs before last.ckpt, so that last.ckpt
       records which epochs it keeps and a resume deletes the right ones."""
@@ -89,6 +92,7 @@ def build_callbacks(
         # CB-3: each scheduler at its own interval, per step but for plateau (RES-2: warmup shows).
         LearningRateMonitor(logging_interval=None),
         FiniteLossCallback(monitor=monitor),  # a NaN loss fails the run, never saved as best
+        AlertCallback(Alerts(cfg.alerts, run_dir), monitor, mode, cfg.min_delta),  # stalled, GPU idle or full
         StopFileCallback(stop_file_paths(cfg.stop_file, run_dir)),  # `touch STOP` (CB-4)
         WallClockTimer(cfg.max_wall_clock_hours),  # CFG-4 budget, mid-epoch
         TimingCallback(fetch_section=fetch_section),  # timing/ (PRF-2..4)

@@ -1,6 +1,6 @@
 """What every tree part runs between boosting rounds (a round is a tree's epoch):
 early stopping (CB-1), the STOP file (CB-4), the wall-clock budget (CFG-4), the
-latest model for resuming (RES-1) and per-round logging (LOG-1, LOG-4, OUT-4).
+latest model for resuming (RES-1), per-round logging (LOG-1, LOG-4, OUT-4) and alerts.
 
 A resumed run goes on where the saved one stopped: the best round, its score and
 the training time so far travel inside the saved model as booster attributes, and
@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 import xgboost as xgb
 from xgboost import collective
 
-from src.ops.hardware import collect_system_metrics
+from src.ops.alerts import Alerts
+from src.ops.hardware import collect_system_metrics, gpu_readings, visible_gpus
 from src.runs.atomic import atomic_path
 from src.runs.directory import stop_file_paths, stop_requested
 from src.runs.metrics_jsonl import append_jsonl, drop_metrics_from_step, higher_is_better, read_jsonl
@@ -153,6 +154,32 @@ class WallClockRounds(xgb.callback.TrainingCallback):
         reason = f"wall-clock budget of {self.seconds / 3600:g} h spent: stopping after round {rounds - 1}"
         model.set_attr(**{STOP_REASON: reason})
         return True
+
+
+class AlertRounds(xgb.callback.TrainingCallback):
+    """Alerts while trees grow (src.ops.alerts): a score on the `data_name` set that is not a
+    number, or one that has not improved for `stalled_evaluations` rounds since the best
+    round, which EarlyStoppingRounds, acting before it, records in the model; and, where
+    XGBoost trains on a GPU, a reading of it every `gpu_every_seconds`."""
+
+    def __init__(
+        self, alerts: Alerts, data_name: str, metric: str, on_gpu: bool, gpu_every_seconds: float = 60.0
+    ) -> None:
+        self.alerts, self.data_name, self.metric = alerts, data_name, metric
+        self.on_gpu, self.gpu_every_seconds = on_gpu, gpu_every_seconds
+        self._next_reading = 0.0
+
+    def after_iteration(self, model: xgb.Booster, epoch: int, evals_log: dict) -> bool:
+        if not writes_files():
+            return False
+        round_number = model.num_boosted_rounds() - 1
+        score = float(evals_log[self.data_name][self.metric][-1])
+        since_best = round_number - best_round_so_far(model)[1]
+        self.alerts.evaluated(f"{self.data_name}_{self.metric}", score, since_best, f"round {round_number}")
+        if self.on_gpu and (now := time.monotonic()) >= self._next_reading:
+            self._next_reading = now + self.gpu_every_seconds
+            self.alerts.gpu_read(gpu_readings())
+        return False
 
 
 class LatestModel(xgb.callback.TrainingCallback):
@@ -349,9 +376,11 @@ def round_callbacks(
     """The callbacks of a tree run, in the order they act after each round."""
     metrics = RoundMetrics(run_dir / "metrics.jsonl", loggers, monitor=f"val_{cfg.eval_metric}")
     latest = run_dir / "checkpoints" / "last.ubj"
+    on_gpu = cfg.device != "cpu" and bool(visible_gpus())
     return [
         metrics,
         EarlyStoppingRounds(cfg.early_stopping_rounds, data_name="val", metric=cfg.eval_metric),
+        AlertRounds(Alerts(cfg.alerts, run_dir), data_name="val", metric=cfg.eval_metric, on_gpu=on_gpu),
         StopFileRounds(stop_file_paths(cfg.stop_file, run_dir)),
         WallClockRounds(cfg.max_wall_clock_hours),
         LatestModel(latest, cfg.checkpoint_minutes, metrics.flush, cfg.keep_last_n),
