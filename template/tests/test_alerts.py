@@ -120,6 +120,22 @@ def test_an_alert_goes_to_the_webhook_and_by_email_once_per_kind(
     assert "ALERT WARN baseline_20260101_120000: stalled: val_loss has not" in capsys.readouterr().err
 
 
+def test_gpu_readings_raise_low_use_after_three_in_a_row_and_memory_at_once(tmp_path, webhook):
+    alerts = Alerts(AlertConfig(webhook_url=webhook.url), a_run(tmp_path))
+    for _ in range(5):  # a machine without a GPU reads nothing, and is never told of one
+        alerts.gpu_read({})
+    for use in (5.0, 9.0, 80.0, 3.0, 4.0):  # the busy reading starts the count again
+        alerts.gpu_read({"system/gpu_utilization_percent": use, "system/gpu_memory_percent": 40.0})
+    deliveries_done()
+    assert webhook.received == []
+    alerts.gpu_read({"system/gpu_utilization_percent": 2.0, "system/gpu_memory_percent": 97.5})
+    deliveries_done()
+    assert [(post["kind"], post["text"].split("\n")[1]) for post in webhook.received] == [
+        ("low GPU use", "the GPU was 2% busy at 3 readings in a row: is loading the data the bottleneck?"),
+        ("GPU memory", "98% of the GPU's memory is in use: near running out"),
+    ]
+
+
 @pytest.mark.parametrize("server", ["refused", "hangs"])
 def test_a_server_that_refuses_or_hangs_costs_a_warning_line_not_the_run(
     tmp_path, capsys, hanging_port, server

@@ -476,8 +476,9 @@ def test_metrics_jsonl_has_each_step_once_after_a_resume(kind, tmp_path):
 @pytest.mark.parametrize(
     ("signal_number", "exit_status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)]
 )
-def test_ctrl_c_sigterm_and_sighup_end_a_run_quietly(kind, signal_number, exit_status, tmp_path):
-    process = start(kind, tmp_path, *TRAINS_ON[kind], "--max-wall-clock-hours", "0.05")
+def test_ctrl_c_sigterm_and_sighup_end_a_run_quietly(kind, signal_number, exit_status, tmp_path, webhook):
+    alerts = ["--alerts.webhook-url", webhook.url]
+    process = start(kind, tmp_path, *TRAINS_ON[kind], "--max-wall-clock-hours", "0.05", *alerts)
     assert wait_until(lambda: last_checkpoint(tmp_path) is not None, process)
     time.sleep(0.5)
     os.killpg(process.pid, signal_number)
@@ -490,6 +491,11 @@ def test_ctrl_c_sigterm_and_sighup_end_a_run_quietly(kind, signal_number, exit_s
     assert partial_files(tmp_path) == []
     assert checkpoint_problem(last_checkpoint(tmp_path)) is None
     assert_report(run_dir, ["learning_curves"])  # for what it did before the signal
+    # A signal from elsewhere (a scheduler's, a closed terminal's) raises an alert; Ctrl-C,
+    # pressed by whoever would receive it, none.
+    said = f"{run_dir.name}: stopped\n{signal.Signals(signal_number).name} stopped it; resume with --resume"
+    expected = [] if signal_number == signal.SIGINT else [("stopped", said)]
+    assert [(post["kind"], post["text"][: len(said)]) for post in webhook.received] == expected
 
 
 # A bad --data-path: refused in one line, exit status 2, before a run directory exists.
