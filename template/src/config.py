@@ -50,15 +50,19 @@ def first_line(error: BaseException) -> str:
 # it there), so that editing a default never touches a line next to its help text.
 
 
+PART = "{part}"  # in output.base_dir: the folder name of the part the config belongs to
+
+
 @dataclass
 class OutputConfig:
     """Where runs are written: {base_dir}/{name}_{YYYYMMDD_HHMMSS}/ (OUT-1).
 
     Attributes:
-        base_dir: Folder that holds the run directories, relative to the working directory.
+        base_dir: Folder that holds the run directories, relative to the working directory;
+            {part} stands for the part's folder (part1, ...), so each part keeps to its own runs.
     """
 
-    base_dir: str = "output"
+    base_dir: str = f"output/{PART}"
 
 
 @dataclass
@@ -181,7 +185,21 @@ class BaseConfig:
                 "without / \\ # ? % :"
             )
         found += _logger_problems(self.loggers) + self.alerts.problems()
-        return found + _wandb_problems(self) + _output_problems(Path(self.output.base_dir))
+        return found + _wandb_problems(self) + _output_problems(self.runs_dir())
+
+    @classmethod
+    def part(cls) -> str:
+        """The folder of the part this config belongs to (part1, ...): the package its class, or
+        the nearest class it inherits from outside src/, is defined in; "" outside a package."""
+        for level in cls.__mro__:
+            package, _, module = level.__module__.partition(".")
+            if module and package != "src":
+                return package
+        return ""
+
+    def runs_dir(self) -> Path:
+        """The folder this config's runs go in: output.base_dir, its {part} filled in."""
+        return Path(self.output.base_dir.replace(PART, self.part()))
 
     def validate(self) -> None:
         if found := self.problems():

@@ -1,7 +1,7 @@
 """OPS-3: watch a running job and write what is found, as it is found, to logs/.
 
-    python -m src.ops.babysit output/baseline_20260101_120000             # one check, then exit
-    python -m src.ops.babysit output/baseline_20260101_120000 --every 600 --restart
+    python -m src.ops.babysit output/part1/baseline_20260101_120000             # one check, then exit
+    python -m src.ops.babysit output/part1/baseline_20260101_120000 --every 600 --restart
 
 Checks: process health, hung process (no output for --stall-minutes), metric
 trend (non-finite values, epochs without improvement), GPU and system (memory,
@@ -37,7 +37,13 @@ import tyro
 from src.ops.alerts import Alerts, alert_config_of
 from src.ops.records import new_issue
 from src.runs.atomic import write_text_atomic
-from src.runs.directory import NEVER_CHECKPOINTED, latest_checkpoint, marked_if_never_checkpointed
+from src.runs.directory import (
+    NEVER_CHECKPOINTED,
+    latest_checkpoint,
+    marked_if_never_checkpointed,
+    run_part,
+    run_record,
+)
 from src.runs.metrics_jsonl import higher_is_better, read_jsonl
 
 ENDED_BY_ITSELF = ("failed", "finished", "interrupted")  # run.json statuses a run writes as it ends
@@ -169,8 +175,10 @@ class Babysitter:
         self.options = options
         self.log_dir = Path(options.log_dir)
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        self.log_path = self.log_dir / f"babysit_{run_dir.name}.log"
-        self.state_path = self.log_dir / f"babysit_{run_dir.name}.json"
+        # Named by part too: two parts' runs may share a name (output/part1/smoke_X, output/part2/smoke_X).
+        self.label = "_".join(filter(None, (run_part(run_record(run_dir)), run_dir.name)))
+        self.log_path = self.log_dir / f"babysit_{self.label}.log"
+        self.state_path = self.log_dir / f"babysit_{self.label}.json"
 
     def check(self) -> list[Finding]:
         record = json.loads((self.run_dir / "run.json").read_text())
@@ -211,7 +219,7 @@ class Babysitter:
             return f"not restarted: {len(restarts)} restarts already (--max-restarts)"
         if latest_checkpoint(self.run_dir) is None:
             return "not restarted: no checkpoint to resume from"
-        output = self.log_dir / f"{self.run_dir.name}_restart_{datetime.now():%Y%m%d_%H%M%S}.txt"
+        output = self.log_dir / f"{self.label}_restart_{datetime.now():%Y%m%d_%H%M%S}.txt"
         command = [*record["command"], "--resume", str(self.run_dir.resolve())]
         with open(output, "w") as log:
             process = subprocess.Popen(

@@ -10,6 +10,7 @@ from pathlib import Path
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
 from src.runs.atomic import atomic_path
@@ -27,23 +28,32 @@ def save_figure(figure: Figure, path: Path) -> Path:
 
 
 def learning_curves(
-    runs: Mapping[str, Mapping[str, Mapping[str, Series]]], axis: str, monitored: set[str], path: Path
+    runs: Mapping[str, Mapping[str, Mapping[str, Series]]],
+    axis: str,
+    monitored: set[str],
+    path: Path,
+    resumed: Mapping[str, list[float]] | None = None,
+    title: str = "",
 ) -> Path:
     """A panel per metric (loss, acc, episode_reward...). `runs` maps a run's name to
     its {metric: {key: series}}; several runs are overlaid, a colour each. The best
-    point of a monitored key (the one checkpoints and early stopping go by) is starred."""
+    point of a monitored key (the one checkpoints and early stopping go by) is starred;
+    where a run was resumed (`resumed`: a run's name to those x), a dotted line."""
+    resumed = resumed or {}
     metrics = list(dict.fromkeys(metric for panels in runs.values() for metric in panels))
     several = len(runs) > 1
     figure, panels = _grid(len(metrics), extra_height=0.3 * len(runs) if several else 0)
     for axes, metric in zip(panels, metrics, strict=True):
-        for index, curves in enumerate(runs.values()):
+        for index, (name, curves) in enumerate(runs.items()):
             train_first = sorted(curves.get(metric, {}).items(), key=lambda item: item[0].startswith("val_"))
             for key, series in train_first:
                 _curve(axes, key, series, f"C{index}" if several else None, starred=key in monitored)
+            for x in resumed.get(name, []):
+                axes.axvline(x, color=f"C{index}" if several else "grey", linestyle=":", linewidth=1)
         axes.set(title=metric, xlabel=axis)
         _whole_numbers(axes)
         if not several:
-            axes.legend(fontsize="small")
+            _resume_legend(axes, bool(resumed.get(next(iter(runs), ""))))
     if several:
         handles = [Line2D([], [], color=f"C{index}", label=name) for index, name in enumerate(runs)]
         handles += [
@@ -51,7 +61,53 @@ def learning_curves(
             Line2D([], [], color="grey", label="validation"),
             Line2D([], [], color="grey", marker="*", markersize=9, linestyle="", label="best"),
         ]
+        if any(resumed.values()):
+            handles.append(Line2D([], [], color="grey", linestyle=":", label="resumed"))
         figure.legend(handles=handles, loc="outside lower center", fontsize="small")
+    if title:
+        figure.suptitle(title)
+    return save_figure(figure, path)
+
+
+def _resume_legend(axes: Axes, resumed: bool) -> None:
+    """One run's legend, with the resume line where it was resumed."""
+    handles, _ = axes.get_legend_handles_labels()
+    if resumed:
+        handles.append(Line2D([], [], color="grey", linestyle=":", label="resumed"))
+    axes.legend(handles=handles, fontsize="small")
+
+
+def seed_bands(
+    groups: Mapping[str, Mapping[str, Mapping[str, tuple[Series, Series]]]],
+    axis: str,
+    path: Path,
+    title: str = "",
+) -> Path:
+    """Runs that differ only in their seed, as one curve per group: `groups` maps a
+    group's name to its {metric: {key: (mean, std)}}; the mean drawn as a line, mean ±
+    one standard deviation shaded (train dashed, validation solid)."""
+    metrics = list(dict.fromkeys(metric for panels in groups.values() for metric in panels))
+    figure, panels = _grid(len(metrics), extra_height=0.3 * len(groups))
+    for axes, metric in zip(panels, metrics, strict=True):
+        for index, curves in enumerate(groups.values()):
+            for key, (mean, std) in curves.get(metric, {}).items():
+                xs = sorted(mean)
+                low = [mean[x] - std.get(x, 0.0) for x in xs]
+                high = [mean[x] + std.get(x, 0.0) for x in xs]
+                style = "-" if key.startswith("val_") else "--"
+                axes.plot(xs, [mean[x] for x in xs], color=f"C{index}", linestyle=style, linewidth=1.5)
+                axes.fill_between(xs, low, high, color=f"C{index}", alpha=0.2, linewidth=0)
+        axes.set(title=metric, xlabel=axis)
+        _whole_numbers(axes)
+    handles = [Line2D([], [], color=f"C{index}", label=name) for index, name in enumerate(groups)]
+    handles += [
+        Line2D([], [], color="grey", linestyle="--", label="train (mean)"),
+        Line2D([], [], color="grey", label="validation (mean)"),
+        Patch(color="grey", alpha=0.2, label="± one standard deviation"),
+    ]
+    figure.legend(handles=handles, loc="outside lower center", fontsize="small")
+    if title:
+        figure.suptitle(title)
     return save_figure(figure, path)
 
 

@@ -23,7 +23,7 @@ def write_report(run: RunFiles) -> Path:
     for stale in set((run.dir / FIGURES_DIR).glob("*.png")) - set(drawn.values()):
         stale.unlink()
     sections = [
-        f"# Run {run.name}\n\n{run_line(run)}",
+        f"# {title(run)}\n\n{run_line(run)}",
         f"## Final metrics\n\n{metrics_table(run)}",
         *(f"## {title}\n\n![{title}]({path.relative_to(run.dir)})" for title, path in drawn.items()),
         *(
@@ -43,7 +43,12 @@ def draw_figures(run: RunFiles, folder: Path) -> dict[str, Path]:
     per_axis = run.per_axis
     if panels := run.learning_curves():
         drawn["Learning curves"] = figures.learning_curves(
-            {run.name: panels}, run.axis, run.monitored(), folder / "learning_curves.png"
+            {run.name: panels},
+            run.curve_axis,
+            run.monitored(),
+            folder / "learning_curves.png",
+            resumed={run.name: run.resume_points()},
+            title=title(run),
         )
     rates = run.by_step("lr")
     per_group = {key: series for key, series in rates.items() if key != "lr"}  # LearningRateMonitor's
@@ -94,6 +99,11 @@ def prediction_figures(table: pd.DataFrame, folder: Path) -> dict[str, Path]:
             truth, {c: table[k].tolist() for c, k in zip(classes, columns, strict=True)}, folder / "roc.png"
         ),
     }
+
+
+def title(run: RunFiles) -> str:
+    """`part2: run baseline_20260101_120000`: which part's run, as every figure says too."""
+    return f"{run.part}: run {run.name}" if run.part else f"Run {run.name}"
 
 
 def run_line(run: RunFiles) -> str:

@@ -53,7 +53,7 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
     cfg.validate()  # raises ConfigError before any directory exists
     launch = current_launch()
     # Every process of a torchrun or srun launch writes into rank zero's choice (DDP-1).
-    decided = agreed(launch, lambda: _run_dir_and_checkpoint(cfg, resume_from), Path(cfg.output.base_dir))
+    decided = agreed(launch, lambda: _run_dir_and_checkpoint(cfg, resume_from), cfg.runs_dir())
     run_dir = Path(decided["run_dir"])
     resume_from = Path(decided["resume_from"]) if decided["resume_from"] else None
     is_writer = is_rank_zero()
@@ -69,7 +69,8 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
             write_text_atomic(config_path, cfg.to_json() + "\n")
             # A Lightning part records the processes its Trainer starts too (RunInfoCallback).
             processes = {"world_size": launch.world_size, "num_nodes": launch.num_nodes}
-            facts = {"launcher": launch.launcher, **processes, "provenance": provenance(cfg)}
+            facts = {"part": cfg.part(), "launcher": launch.launcher, **processes}
+            facts["provenance"] = provenance(cfg)
             _write_status(run_dir, "running", resume_from, **facts)
             print(f"run directory: {run_dir}" + (f" (resuming {resume_from.name})" if resume_from else ""))
             if stopper := stop_requested(stop_file_paths(cfg.stop_file, run_dir)):
@@ -119,7 +120,7 @@ def _run_dir_and_checkpoint(cfg: BaseConfig, resume_from: Path | None) -> dict[s
     elif resume_from is not None:
         run_dir = run_dir_of(resume_from)
     else:
-        run_dir = create_run_dir(Path(cfg.output.base_dir), cfg.name)
+        run_dir = create_run_dir(cfg.runs_dir(), cfg.name)
     return {"run_dir": str(run_dir), "resume_from": str(resume_from or "")}
 
 

@@ -20,7 +20,7 @@ from src.callbacks.alerts import AlertCallback
 from src.callbacks.frozen_heap import FrozenHeapCallback
 from src.callbacks.guards import FiniteLossCallback, StopFileCallback, WallClockTimer
 from src.callbacks.metrics import MetricsCallback, RunInfoCallback, TimingCallback
-from src.callbacks.progress import EpochSummaryCallback, ProgressBar
+from src.callbacks.progress import EpochSummaryCallback, ModelSummary, ProgressBar
 from src.callbacks.resume import ExactResume, ResumableEarlyStopping
 from src.config import SPANNING_SCHEDULES, LightningConfig
 from src.ops.alerts import Alerts
@@ -39,14 +39,25 @@ warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)")
 warnings.filterwarnings("ignore", message=r".*multiple `ModelCheckpoint` callbacks")
 
 
-class _NoTips(logging.Filter):
-    """Lightning's "💡 Tip" lines advertise its cloud services on every run."""
+class _Boilerplate(logging.Filter):
+    """Lines Lightning prints on every run that tell nothing about this one: its "💡 Tip"
+    advertisements, "GPU available: False, used: False" and "TPU available: False" (the
+    precision line says whether CUDA is there; a GPU left unused is still a warning), and
+    how it counts the steps a schedule spans, and that it uses our ModelSummary."""
+
+    NOISE = (
+        "💡 Tip",
+        "GPU available: ",
+        "TPU available: ",
+        "Loading `train_dataloader` to estimate",
+        "Trainer already configured with model summary callbacks",
+    )
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("💡 Tip")
+        return not str(record.msg).startswith(self.NOISE)
 
 
-logging.getLogger("lightning.pytorch.utilities.rank_zero").addFilter(_NoTips())
+logging.getLogger("lightning.pytorch.utilities.rank_zero").addFilter(_Boilerplate())
 
 
 def build_callbacks(
@@ -155,7 +166,7 @@ def build_trainer(
     trainer = L.Trainer(
         default_root_dir=run_dir,  # Lightning's own files land in the run too (OUT-1)
         logger=loggers,
-        callbacks=[*callbacks, *extra_callbacks, *([ProgressBar()] if on_terminal else [])],
+        callbacks=[*callbacks, *extra_callbacks, ModelSummary(), *([ProgressBar()] if on_terminal else [])],
         max_epochs=cfg.num_epochs,
         precision=precision,  # bf16-mixed, or 32-true where bf16 is unsupported (PRC-1, PRC-3)
         accelerator=cfg.accelerator,

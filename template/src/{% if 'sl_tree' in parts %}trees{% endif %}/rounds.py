@@ -13,6 +13,7 @@ is rank 0's, sent to all, so that every worker stops after the same round.
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -334,7 +335,7 @@ class RoundMetrics(xgb.callback.TrainingCallback):
             events = [self._event(self._written + i, seconds) for i, seconds in enumerate(self._seconds)]
             events[-1] |= collect_system_metrics()
             append_jsonl(self.jsonl_path, *({"event": "metrics", **event} for event in events))
-            print(self._progress_line(events[-1], len(events)))
+            print(self._progress_line(events[-1]))
             self.loggers.log_rounds(events)
         self._written += len(self._seconds)
         self._seconds.clear()
@@ -346,13 +347,15 @@ class RoundMetrics(xgb.callback.TrainingCallback):
         events = [e for e in events if e.get("event") == "metrics" and e["step"] >= first_round]
         self.loggers.log_rounds(events)
 
-    def _progress_line(self, event: dict[str, Any], rounds: int) -> str:
-        """`round 99 | train_rmse 45.1 | val_rmse 61.23 | best 61.07 at round 25 | 0.31 ms/round`:
-        the console's and console.log's view of training, every `flush_every` rounds."""
+    def _progress_line(self, event: dict[str, Any]) -> str:
+        """`round 99 | train_rmse 45.1 | val_rmse 61.23 | best 61.07 at round 25 | median 0.31
+        ms/round`: the console's and console.log's view of training, every `flush_every` rounds. The
+        median of the rounds since the last line: a mean would count the first rounds' start-up
+        (XGBoost builds its histograms then) as if every round took it."""
         metrics = [f"{key} {value:.4g}" for key, value in event.items() if key.startswith(("train_", "val_"))]
         best = f"best {self.best:.4g} at round {self.best_round}" if self.best is not None else "no best yet"
-        milliseconds = 1000 * sum(self._seconds) / rounds
-        return " | ".join([f"round {event['round']}", *metrics, best, f"{milliseconds:.2g} ms/round"])
+        milliseconds = 1000 * statistics.median(self._seconds)
+        return " | ".join([f"round {event['round']}", *metrics, best, f"median {milliseconds:.2g} ms/round"])
 
     def _event(self, index: int, seconds: float) -> dict[str, Any]:
         round_number = self._first_round + index

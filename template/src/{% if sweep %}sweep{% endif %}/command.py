@@ -11,7 +11,6 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import IO, Annotated, Any, Literal
 
 import tyro
@@ -120,7 +119,7 @@ def main(spec: SweepSpec, argv: Sequence[str] | None = None, prog: str | None = 
             print(f"sweep directory: {sweep_dir} ({'joined' if args.study else 'resumed'})")
         else:
             stamp = datetime.now().strftime(STAMP_FORMAT)
-            sweep_dir = Path(base.output.base_dir) / "sweeps" / f"{base.name}_{stamp}_{os.getpid()}"
+            sweep_dir = base.runs_dir() / "sweeps" / f"{base.name}_{stamp}_{os.getpid()}"
             sweep_dir.mkdir(parents=True)
             lock = try_lock(sweep_dir)
             state = SweepState(
