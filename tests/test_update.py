@@ -4,9 +4,11 @@ and when the answers change (a part kind or the sweep added and removed)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 from fnmatch import fnmatch
@@ -436,6 +438,46 @@ def test_the_v0_3_0_migration_leaves_markers_where_an_edit_meets_the_releases_ch
     assert "<<<<<<< before updating" in trainer and ">>>>>>> after updating" in trainer
     assert "is_rl = False  # ours" in trainer and "def build_trainer(" in trainer
     assert not (project / "src" / "trainer.py").exists()
+
+
+def write_run(run_dir: Path, module: str, **record) -> Path:
+    """A run directory as an earlier release left it: config.json, and run.json naming the
+    module that started it."""
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.json").write_text('{"name": "baseline"}\n')
+    command = [sys.executable, "-m", module, "--config", "baseline"]
+    (run_dir / "run.json").write_text(json.dumps({"status": "finished", "command": command, **record}))
+    return run_dir
+
+
+def test_the_v0_3_0_migration_moves_each_parts_runs_into_its_folder(template_repo, tmp_path):
+    project = render(template_repo, tmp_path / "project", V0_2_0, parts=["sl_neural", "sl_tree"], sweep=True)
+    output = project / "output"
+    write_run(output / "baseline_20260101_120000", "part2.train")
+    # Still written by a live process (this one): it stays where it is.
+    alive = {"status": "running", "pid": os.getpid(), "host": socket.gethostname()}
+    write_run(output / "baseline_20260101_120001", "part1.train", **alive)
+    sweep = output / "sweeps" / "baseline_20260101_130000_42"
+    trial = write_run(sweep / "baseline-trial000_20260101_130001", "part1.sweep")
+    (sweep / "sweep.json").write_text(json.dumps({"name": "baseline", "config_class": "DigitsConfig"}))
+    ended = {"number": 0, "run_dir": str(trial.relative_to(project))}
+    (sweep / "trials.jsonl").write_text(json.dumps(ended) + "\n")
+    (project / "logs").mkdir()
+    (project / "logs" / "babysit_baseline_20260101_120000.json").write_text('{"restarts": []}')
+
+    update(project, LATEST)
+
+    moved = output / "part2" / "baseline_20260101_120000"
+    record = json.loads((moved / "run.json").read_text())
+    # The W&B id it logged to so far, so that a resume goes on in the same W&B run.
+    assert (record["part"], record["wandb_id"]) == ("part2", "baseline_20260101_120000")
+    assert (output / "baseline_20260101_120001" / "run.json").is_file()
+    moved_sweep = output / "part1" / "sweeps" / sweep.name
+    (line,) = (moved_sweep / "trials.jsonl").read_text().splitlines()
+    assert json.loads(line)["run_dir"] == f"output/part1/sweeps/{sweep.name}/{trial.name}"
+    assert json.loads((moved_sweep / trial.name / "run.json").read_text())["part"] == "part1"
+    assert not (output / "sweeps").exists()
+    assert (project / "logs" / "babysit_part2_baseline_20260101_120000.json").is_file()
 
 
 def test_the_migration_needs_trust(template_repo, tmp_path):
