@@ -28,7 +28,6 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 # Tests never talk to a W&B server; the tests that check W&B files use offline mode.
 os.environ.setdefault("WANDB_MODE", "disabled")
-os.environ.setdefault("WANDB_SILENT", "true")
 
 # A shell starts a background job (`nox -s tests &`) with Ctrl-C ignored, and every program
 # it starts inherits that. The tests that press Ctrl-C need it delivered: here, and, since

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
 from conftest import PARTS, ROOT, part_module, run_python, slow
 
 from src.cli import parse_cli
+from src.runs.lifetime import start_run
 
 
 @pytest.mark.parametrize("kind", sorted(PARTS))
@@ -328,3 +331,41 @@ def test_every_flag_has_help_of_its_own(kind, capsys, monkeypatch):
             assert not re.search(r"\b[A-Z]{2,4}-\d+\b", text), f"{name}: {flag}: {text}"
         shared = {text for text in helps.values() if list(helps.values()).count(text) > 1}
         assert not shared, f"{name}: help shared by several flags: {shared}"
+
+
+def unfinished_run(run_dir, part: str):
+    """An unfinished run of `part` killed after its first checkpoint, as `--resume auto` finds it."""
+    (run_dir / "checkpoints").mkdir(parents=True)
+    (run_dir / "config.json").write_text("{}")
+    (run_dir / "run.json").write_text(json.dumps({"status": "interrupted", "part": part}))
+    torch.save({"epoch": 0, "state_dict": {"w": torch.zeros(2)}}, run_dir / "checkpoints" / "last.ckpt")
+    return run_dir
+
+
+@pytest.mark.parametrize("kind", sorted(PARTS))
+def test_each_part_keeps_to_its_own_runs(kind, tmp_path, monkeypatch, capsys):  # OUT-1, RES-1
+    monkeypatch.chdir(tmp_path)
+    configs = part_module(kind, "config").CONFIGS
+    part = PARTS[kind]
+    with start_run(configs["smoke"]()) as run:  # the default output.base_dir: output/{part}
+        assert run.dir.parent == Path("output", part)
+    assert json.loads((run.dir / "run.json").read_text())["part"] == part
+    # Another part's unfinished run of the same config name, in its own folder and in a
+    # folder both parts write to: --resume auto passes over both.
+    unfinished_run(Path("output", "part9", "baseline_20260101_120000"), "part9")
+    unfinished_run(Path("shared", "baseline_20260101_120000"), "part9")
+    for argv in (["--config", "baseline"], ["--config", "baseline", "--output.base-dir", "shared"]):
+        _, resume_from = parse_cli(configs, [*argv, "--resume", "auto"])
+        assert resume_from is None and "no unfinished 'baseline' run" in capsys.readouterr().out
+    ours = unfinished_run(Path("output", part, "baseline_20260101_110000"), part)
+    _, resume_from = parse_cli(configs, ["--config", "baseline", "--resume", "auto"])
+    assert resume_from == ours / "checkpoints" / "last.ckpt"
+    # Named by hand, another part's run is refused in one line.
+    with pytest.raises(SystemExit) as exit_info:
+        parse_cli(configs, ["--config", "baseline", "--resume", "shared/baseline_20260101_120000"])
+    assert exit_info.value.code == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == (
+        "error: --resume shared/baseline_20260101_120000: that is a run of part9; "
+        "resume it with python -m part9.train"
+    )

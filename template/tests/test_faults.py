@@ -21,6 +21,7 @@ import pytest
 from conftest import PARTS, ROOT, assert_report, part_module, slow
 
 from src.config import ConfigError
+from src.report.run_files import RunFiles
 from src.runs.atomic import write_text_atomic
 from src.runs.checkpoint_checks import checkpoint_problem
 from src.runs.metrics_jsonl import read_jsonl
@@ -309,7 +310,8 @@ def test_a_damaged_config_or_another_parts_run_is_one_line(kind, copied_run):
         resumed = train(kind, run_dir.parent, "--resume", str(other_run))
         assert resumed.returncode == 2 and "Traceback" not in resumed.stderr
         (line,) = error_lines(resumed.stderr)
-        assert "is not a" in line and "another part's run" in line
+        part = PARTS[others[0]]
+        assert line.endswith(f"that is a run of {part}; resume it with python -m {part}.train")
     (run_dir / "config.json").write_text('{"name": ')
     resumed = train(kind, run_dir.parent, "--resume", str(run_dir))
     assert resumed.returncode == 2 and "Traceback" not in resumed.stderr
@@ -465,6 +467,11 @@ def test_metrics_jsonl_has_each_step_once_after_a_resume(kind, tmp_path):
     )
     assert [entry for entry, count in logged.items() if count > 1] == []
     assert sum(line["event"] == "hyperparams" for line in lines) == 1
+    # The report's curves mark where the second session took over, at a point they have.
+    run = RunFiles.read(run_dir_in(tmp_path))
+    xs = {x for panel in run.learning_curves().values() for series in panel.values() for x in series}
+    (resumed_at,) = run.resume_points()
+    assert resumed_at in xs and resumed_at < max(xs)
 
 
 # Ctrl-C, SIGTERM and SIGHUP: one line, the status they give, no traceback (workers included),

@@ -412,6 +412,24 @@ def test_detach_refuses_a_config_flag_without_a_name(tmp_path):
     assert not (tmp_path / "output").exists()
 
 
+def test_torchrun_script_sets_the_cpu_threads_itself(tmp_path):  # DDP-1
+    # torchrun prints a banner about OMP_NUM_THREADS on every launch where it is unset.
+    python = tmp_path / "python"
+    python.write_text('#!/bin/sh\necho "OMP_NUM_THREADS=$OMP_NUM_THREADS $*"\n')
+    python.chmod(0o755)
+    env = {key: value for key, value in os.environ.items() if key != "OMP_NUM_THREADS"}
+    result = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "torchrun.sh"), "part1.train", "--config", "smoke"],
+        capture_output=True,
+        text=True,
+        env={**env, "PYTHON": str(python), "NPROC": "2"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(
+        "OMP_NUM_THREADS=1 -m torch.distributed.run --standalone --nproc-per-node 2"
+    )
+
+
 def test_metrics_jsonl_stays_json_when_a_value_is_not_finite(tmp_path):  # OUT-4
     path = tmp_path / "metrics.jsonl"
     append_jsonl(path, {"loss": float("nan"), "grad": torch.tensor(float("inf")), "lr": [1.0, float("-inf")]})
