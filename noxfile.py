@@ -104,7 +104,7 @@ def variant(session: nox.Session) -> None:
     kinds, sweep = session.posargs[0].removesuffix("-sweep").split("+"), session.posargs[0].endswith("-sweep")
     install(session, "copier", "ruff", "pytest")
     project = render(session, Path(tempfile.mkdtemp()) / "variant", json.dumps(kinds), sweep=sweep)
-    session.install("-c", str(CONSTRAINTS), f"{project}[dev]")
+    session.install("-c", str(CONSTRAINTS), f"{project}[{extras(kinds)}]")
     session.chdir(project)
     session.run("ruff", "check", "--no-cache", ".")
     session.run("ruff", "format", "--check", "--no-cache", ".")
@@ -141,7 +141,7 @@ def bench(session: nox.Session) -> None:
     figures need a quiet machine. `nox -s bench -- --no-race` skips the race."""
     install(session, "copier")
     project = render(session, ROOT / "build" / "bench" / "project", ALL_PARTS)
-    session.install("-c", str(CONSTRAINTS), f"{project}[dev]")
+    session.install("-c", str(CONSTRAINTS), f"{project}[{extras(json.loads(ALL_PARTS))}]")
     results = ROOT / "build" / "bench"
     neural, tree, rl = (PART_DIRS[name] for name in ("{{sl_neural_dir}}", "{{sl_tree_dir}}", "{{rl_dir}}"))
     tree_rows_x50 = ["--scale", "50", "--repeats", "7", "--end-to-end-repeats", "0"]
@@ -172,7 +172,7 @@ def race(session: nox.Session) -> None:
     hyperparameters), whole processes, five seeds (benchmarks/cartpole_race.py)."""
     install(session, "copier")
     project = render(session, ROOT / "build" / "bench" / "project", ALL_PARTS)
-    session.install("-c", str(CONSTRAINTS), f"{project}[dev]")
+    session.install("-c", str(CONSTRAINTS), f"{project}[{extras(json.loads(ALL_PARTS))}]")
     _race(session, project, ROOT / "build" / "bench" / "race.json")
 
 
@@ -216,6 +216,12 @@ def fmt(session: nox.Session) -> None:
             session.log(f"formatted {source.relative_to(ROOT)}")
     for source in (ROOT / "template").rglob("*.py.jinja"):
         session.log(f"check by hand: {source.relative_to(ROOT)} (ruff check {project})")
+
+
+def extras(kinds: list[str]) -> str:
+    """The extras a rendered project installs with on a CPU machine, as its README says: a
+    tree part's XGBoost is the cpu extra (xgboost-cpu: no NCCL download)."""
+    return "dev,cpu" if "sl_tree" in kinds else "dev"
 
 
 def render(session: nox.Session, destination: Path, parts: str = "", sweep: bool = False) -> Path:

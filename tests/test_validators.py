@@ -47,7 +47,7 @@ def nfkd_slug(name: str) -> str:
 
 
 # Letters NFKD drops (it has no ASCII letter for them); the slug keeps their Latin letter.
-NO_NFKD_LETTER = "Straße Æsir Øl Łódź Işık"
+NO_NFKD_LETTER = "Straße Æsir Øl Łódź Işık"  # noqa: RUF001
 # A name in any language, and the slug that names its distribution and W&B project.
 GOOD_NAMES = {
     "Digits Classifier": "digits-classifier",
@@ -56,7 +56,7 @@ GOOD_NAMES = {
     "42 models": "42-models",
     "Mi Proyecto-Ñandú 2 (beta)": "mi-proyecto-nandu-2-beta",
     "Crème Brûlée: «Vision» v2.1": "creme-brulee-vision-v2-1",
-    "Ｆｕｌｌｗｉｄｔｈ ML": "fullwidth-ml",
+    "Ｆｕｌｌｗｉｄｔｈ ML": "fullwidth-ml",  # noqa: RUF001
     "Проект Alpha": "alpha",
     NO_NFKD_LETTER: "strasse-aesir-ol-lodz-isik",
     # Quotes, backslashes and TOML's comment sign stay valid TOML and Python.
