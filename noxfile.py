@@ -3,7 +3,7 @@
 # dependencies = ["nox>=2025.2.9"]
 # ///
 """Sessions for working on the template: nox -s tests | lint | variant | examples | demo | fmt |
-bench | race."""
+bench | race | gpu_check."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import tempfile
+import tomllib
 from pathlib import Path
 
 import nox
@@ -34,7 +35,7 @@ PROJECT_DEPS = [
     "psutil",
     "nvidia-ml-py",
     "rich",
-    "xgboost-cpu",  # the CPU-only build: no NCCL download in CI
+    "xgboost-cpu",  # the CPU-only build: no NCCL download in CI (xgboost on a GPU machine)
     "matplotlib",
     "torchrl",
     "tensordict",
@@ -64,7 +65,10 @@ def install(session: nox.Session, *packages: str) -> None:
 @nox.session
 def tests(session: nox.Session) -> None:
     """Render every variant, lint it, smoke-train it and run its own tests."""
-    install(session, *TOOLS, *PROJECT_DEPS)
+    # On a machine with an NVIDIA GPU (CI's gpu job), XGBoost's CUDA build, so that the tree
+    # part's GPU test trains there: a rendered project's cuda extra.
+    gpu = shutil.which("nvidia-smi") is not None
+    install(session, *TOOLS, *(("xgboost" if gpu and dep == "xgboost-cpu" else dep) for dep in PROJECT_DEPS))
     session.run("pytest", *session.posargs)
 
 
@@ -104,7 +108,7 @@ def variant(session: nox.Session) -> None:
     kinds, sweep = session.posargs[0].removesuffix("-sweep").split("+"), session.posargs[0].endswith("-sweep")
     install(session, "copier", "ruff", "pytest")
     project = render(session, Path(tempfile.mkdtemp()) / "variant", json.dumps(kinds), sweep=sweep)
-    session.install("-c", str(CONSTRAINTS), f"{project}[dev]")
+    session.install("-c", str(CONSTRAINTS), f"{project}[{extras(kinds)}]")
     session.chdir(project)
     session.run("ruff", "check", "--no-cache", ".")
     session.run("ruff", "format", "--check", "--no-cache", ".")
@@ -142,7 +146,7 @@ def bench(session: nox.Session) -> None:
     figures need a quiet machine. `nox -s bench -- --no-race` skips the race."""
     install(session, "copier")
     project = render(session, ROOT / "build" / "bench" / "project", ALL_PARTS)
-    session.install("-c", str(CONSTRAINTS), f"{project}[dev]")
+    session.install("-c", str(CONSTRAINTS), f"{project}[{extras(json.loads(ALL_PARTS))}]")
     results = ROOT / "build" / "bench"
     neural, tree, rl = (PART_DIRS[name] for name in ("{{sl_neural_dir}}", "{{sl_tree_dir}}", "{{rl_dir}}"))
     tree_rows_x50 = ["--scale", "50", "--repeats", "7", "--end-to-end-repeats", "0"]
@@ -174,7 +178,7 @@ def race(session: nox.Session) -> None:
     hyperparameters), whole processes, five seeds (benchmarks/cartpole_race.py)."""
     install(session, "copier")
     project = render(session, ROOT / "build" / "bench" / "project", ALL_PARTS)
-    session.install("-c", str(CONSTRAINTS), f"{project}[dev]")
+    session.install("-c", str(CONSTRAINTS), f"{project}[{extras(json.loads(ALL_PARTS))}]")
     _race(session, project, ROOT / "build" / "bench" / "race.json")
 
 
@@ -201,6 +205,111 @@ def _race(session: nox.Session, project: Path, output: Path) -> None:
     )
 
 
+# What the GPU machines `gpu_check` was written for already hold: Python 3.12 with torch 2.11,
+# Lightning 2.6.6 and a scientific Python stack, with no network (their `pip list`, names
+# only). `nox -s gpu_check -- --has FILE` reads another machine's `pip list --format freeze`.
+GPU_MACHINE_HAS = """
+    absl-py accelerate aiofiles aiohappyeyeballs aiohttp aiosignal annotated-doc anyio attrs botorch
+    build certifi charset-normalizer chex click cloudpickle cmake colorama contourpy coverage
+    cuda-bindings cuda-core cuda-pathfinder cuda-toolkit cupy-cuda13x cycler cython diffrax e3nn
+    einops equinox etils execnet filelock flatbuffers flax fonttools formulaic frozenlist fsspec
+    gpytorch grpcio h11 h5py hf-xet httpcore httpx huggingface-hub humanize hypothesis idna imageio
+    iniconfig interface-meta jax jax-cuda13-pjrt jax-cuda13-plugin jaxlib jaxtyping jinja2 joblib
+    kiwisolver lazy-loader lightning lightning-utilities linear-operator lineax llvmlite lxml
+    markdown markdown-it-py markupsafe matplotlib mdurl meson ml-dtypes mpi4py mpmath msgpack
+    multidict multipledispatch mypy-extensions nanobind narwhals networkx ninja numba numba-cuda
+    numpy numpyro nvidia-cublas nvidia-cuda-cupti nvidia-cuda-nvrtc nvidia-cuda-runtime
+    nvidia-cudnn-cu13 nvidia-cufft nvidia-cufile nvidia-curand nvidia-cusolver nvidia-cusparse
+    nvidia-cusparselt-cu13 nvidia-ml-py nvidia-nccl-cu13 nvidia-nvjitlink nvidia-nvshmem-cu13
+    nvidia-nvtx onnx onnx-ir onnxruntime onnxscript opencv-python-headless optax opt-einsum
+    opt-einsum-fx optimistix orbax-checkpoint packaging pandas pathspec patsy peft pillow pip
+    pluggy portalocker prometheus-client propcache protobuf psutil pyarrow pybind11 py-cpuinfo
+    pygments pyparsing pyproject-hooks pyre-extensions pytest pytest-benchmark pytest-cov
+    pytest-mock pytest-timeout pytest-xdist python-dateutil pytorch-lightning pyyaml regex
+    requests rich sacrebleu safetensors scikit-build-core scikit-image scikit-learn scipy seaborn
+    sentencepiece sentence-transformers setuptools shellingham simplejson six sortedcontainers
+    statsmodels sympy tabulate tensorboard tensorboard-data-server tensorstore threadpoolctl
+    tifffile tiktoken timm tokenizers toolz torch torchaudio torchdiffeq torch-geometric
+    torchmetrics torchvision tqdm transformers treescope triton typer typing-extensions
+    typing-inspect urllib3 uvloop wadler-lindig werkzeug wheel wrapt xarray xxhash yarl zipp
+"""
+# What may travel to such a machine with the check: the folder, the template's files beside it.
+GPU_CHECK_LIMIT_MIB = 60
+# pip's tags for the wheels a Linux x86-64 machine with glibc 2.39 (Ubuntu 24.04) takes: pip
+# matches each tag exactly, and wheels name any from manylinux1 to manylinux_2_39.
+LINUX_X86_64 = [
+    f"--platform={tag}_x86_64"
+    for tag in (*(f"manylinux_2_{minor}" for minor in range(39, 4, -1)), "manylinux2014", "manylinux1")
+]
+
+
+@nox.session(default=False)
+def gpu_check(session: nox.Session) -> None:
+    """Prepare build/gpu_check for a GPU machine with no network, Python 3.12, torch and
+    Lightning: a project rendered with every part kind and sweeps, the wheels of what its
+    tests and training need beyond what the machine has (GPU_MACHINE_HAS, or `-- --has FILE`:
+    that machine's `pip list --format freeze`; `--python-version 3.11` for another Python),
+    gpu_throughput.py and run.sh. Then, there, `bash build/gpu_check/run.sh OUT` installs the
+    wheels offline, runs the project's gpu-marked tests and prints the neural part's rows/s in
+    bf16-mixed and 32-true and the RL part's frames/s (meant to take under 8 minutes on one
+    H100). The tree part trains with xgboost-cpu there: XGBoost's CUDA build (130 MB) does not
+    fit the folder, so its GPU test is skipped."""
+    options = dict(zip(session.posargs[::2], session.posargs[1::2], strict=False))
+    if unknown := set(options) - {"--has", "--python-version"}:
+        session.error(f"unknown option {', '.join(unknown)}: give --has FILE and --python-version X.Y")
+    has = set(GPU_MACHINE_HAS.split())
+    if "--has" in options:
+        listing = Path(options["--has"]).read_text().splitlines()
+        has = {line.split("==")[0].strip() for line in listing if "==" in line}
+    has = {canonical(name) for name in has}
+    python_version = options.get("--python-version", "3.12")
+    session.install("-c", str(CONSTRAINTS), "copier")
+    folder = ROOT / "build" / "gpu_check"
+    shutil.rmtree(folder, ignore_errors=True)
+    project = render(session, folder / "project", ALL_PARTS, sweep=True)
+    # What the project needs with the CPU-only build of XGBoost (the cpu extra), resolved for
+    # the machine's Python on Linux at the tested versions; pytest the machine has.
+    pyproject = tomllib.loads((project / "pyproject.toml").read_text())["project"]
+    requirements = [*pyproject["dependencies"], *pyproject["optional-dependencies"]["cpu"]]
+    report = Path(session.create_tmp()) / "resolved.json"
+    binary = [
+        "--only-binary=:all:",
+        f"--python-version={python_version}",
+        "--implementation=cp",
+        *LINUX_X86_64,
+    ]
+    session.run(
+        "python", "-m", "pip", "install", "--quiet", "--dry-run", "--ignore-installed", f"--report={report}",
+        f"--target={session.create_tmp()}/unused", *binary, "-c", str(CONSTRAINTS), *requirements,
+    )  # fmt: skip
+    resolved = {
+        canonical(item["metadata"]["name"]): item["metadata"]["version"]
+        for item in json.loads(report.read_text())["install"]
+    }
+    missing = sorted(f"{name}=={version}" for name, version in resolved.items() if name not in has)
+    session.log(f"the machine lacks {len(missing)} packages: {' '.join(missing)}")
+    wheels = folder / "wheels"
+    session.run(
+        "python", "-m", "pip", "download", "--quiet", "--no-deps", *binary, f"--dest={wheels}", *missing
+    )
+    for name in ("gpu_throughput.py", "harness.py"):
+        shutil.copyfile(ROOT / "benchmarks" / name, folder / name)
+    shutil.copyfile(ROOT / "benchmarks" / "gpu_check_run.sh", folder / "run.sh")
+    sizes = {path: path.stat().st_size for path in folder.rglob("*") if path.is_file()}
+    mib = sum(sizes.values()) / 2**20
+    largest = ", ".join(
+        f"{p.name} {n / 2**20:.1f} MiB" for p, n in sorted(sizes.items(), key=lambda x: -x[1])[:5]
+    )
+    if mib > GPU_CHECK_LIMIT_MIB:
+        session.error(f"{folder} holds {mib:.1f} MiB, over {GPU_CHECK_LIMIT_MIB} MiB; largest: {largest}")
+    session.log(f"{folder}: {mib:.1f} MiB ({largest}). On the GPU machine: bash build/gpu_check/run.sh OUT")
+
+
+def canonical(name: str) -> str:
+    """A distribution's name as pip compares them (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
 @nox.session(default=False)
 def fmt(session: nox.Session) -> None:
     """Format the template: render, let ruff fix the result, copy fixes back to plain
@@ -218,6 +327,12 @@ def fmt(session: nox.Session) -> None:
             session.log(f"formatted {source.relative_to(ROOT)}")
     for source in (ROOT / "template").rglob("*.py.jinja"):
         session.log(f"check by hand: {source.relative_to(ROOT)} (ruff check {project})")
+
+
+def extras(kinds: list[str]) -> str:
+    """The extras a rendered project installs with on a CPU machine, as its README says: a
+    tree part's XGBoost is the cpu extra (xgboost-cpu: no NCCL download)."""
+    return "dev,cpu" if "sl_tree" in kinds else "dev"
 
 
 def render(session: nox.Session, destination: Path, parts: str = "", sweep: bool = False) -> Path:

@@ -89,12 +89,21 @@ class Project:
     dir: Path
     python: str  # the interpreter of the venv the project is installed in
     parts: list[str]  # part kinds, in folder order: parts[0] is part1
+    slug: str  # the distribution's name and the W&B project
     own_suite: subprocess.Popen  # the project's own test suite, started when it was installed
     own_suite_log: Path  # where that suite's output goes
 
 
-# The projects the slow tests install and train: the default answers, and every part kind with sweeps.
-INSTALLED = {"defaults": {}, "all-parts-with-sweep": {"parts": AVAILABLE_PARTS, "sweep": True}}
+# The projects the slow tests install and train: the default answers, and every part kind with
+# sweeps under a name with accents, a digit and punctuation (its ASCII slug names the distribution
+# and the W&B project).
+UNICODE_NAME = "Mi Proyecto-Ñandú 2 (beta)"
+INSTALLED = {
+    "defaults": {},
+    "all-parts-with-sweep": {"project_name": UNICODE_NAME, "parts": AVAILABLE_PARTS, "sweep": True},
+}
+# The slug each one's distribution and W&B project take.
+SLUGS = {"defaults": "ml-pipeline", "all-parts-with-sweep": "mi-proyecto-nandu-2-beta"}
 # The pytest options of each one's own suite. The all-parts project runs every test of every
 # part kind; the default project, whose one part it contains, its fast tier, which checks
 # its own rendering and configs without training that part a second time.
@@ -118,7 +127,8 @@ def installed_projects(copie_session, tmp_path_factory) -> Iterator[dict[str, Pr
         with log.open("w") as output:
             command = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *SUITE_REPORT]
             suite = start([*command, *OWN_SUITE_OPTIONS[name]], result.project_dir, output)
-        projects[name] = Project(result.project_dir, python, answers.get("parts", ["sl_neural"]), suite, log)
+        parts = answers.get("parts", ["sl_neural"])
+        projects[name] = Project(result.project_dir, python, parts, SLUGS[name], suite, log)
     yield projects
     for project in projects.values():  # a test that failed before it waited for the suite
         if project.own_suite.poll() is None:

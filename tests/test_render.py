@@ -152,11 +152,20 @@ def test_the_command_line_renders_with_parts_chosen_by_data(tmp_path):
     # As the README's users type it; copier 9.7 and older refuse this multiple-choice
     # answer ("Invalid choice"), hence _min_copier_version.
     command = [sys.executable, "-m", "copier", "copy", "--vcs-ref", "HEAD", "--defaults", "--trust"]
-    command += ["--data", 'parts=["sl_tree", "rl"]', str(TEMPLATE), str(tmp_path / "project")]
-    result = run(command, tmp_path)
+    command += ["--data", 'parts=["sl_tree", "rl"]', "--data", "sweep=true"]
+    result = run([*command, str(TEMPLATE), str(tmp_path / "project")], tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     assert (tmp_path / "project" / "part2" / "envs.py").is_file()
-    assert "git init" in result.stdout + result.stderr  # the next steps, after the copy
+    # The next steps printed after the copy are the project's README's, for its answers: the
+    # tree part's XGBoost extra, and the sweeps it has (the default project's are in
+    # tests/test_update.py, with the template's README).
+    message = (result.stdout + result.stderr).split("Next steps", 1)[1]
+    steps, claims = message.split("\n\n", 3)[1:3]
+    readme = (tmp_path / "project" / "README.md").read_text()
+    install = readme.split("## Install\n", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    assert [line.strip() for line in steps.splitlines()[1:-1]] == install.splitlines()
+    assert 'pip install -c constraints.txt ".[dev,cpu]"' in install
+    assert "train, resume, sweep and" in claims and "\n## Sweeps\n" in readme
 
 
 @pytest.mark.slow

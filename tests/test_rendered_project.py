@@ -28,10 +28,17 @@ def test_every_part_smoke_trains_from_the_command_line(project):  # OUT-1..5, LO
         run_dir = max((project.dir / "output").glob("smoke_*"))
         for name in ["config.json", "console.log", "metrics.jsonl", *OUTPUTS[kind]]:
             assert (run_dir / name).stat().st_size > 0, f"{kind}: {name}"
+        assert json.loads((run_dir / "config.json").read_text())["wandb_project"] == project.slug
         events = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
         keys = set().union(*events)
         for namespace in NAMESPACES:
             assert any(key.startswith(namespace) for key in keys), f"{kind}: {namespace}"
+
+
+def test_the_project_installs_under_its_slug(project):
+    installed = run([project.python, "-m", "pip", "show", project.slug], project.dir)
+    assert installed.returncode == 0, installed.stderr
+    assert f"Name: {project.slug}" in installed.stdout
 
 
 def test_script_form_of_the_command_works(project):

@@ -233,18 +233,25 @@ NOTES = "\n## Our notes\n\nThe real runs go to the lab's queue; ask Ana for an a
 NEXT = "v99.0.0"
 
 
+LAST_LINE = "After an update, run the tests (`pytest`) and a smoke training of each part."
+ADVICE = "Then commit the update on its own, apart from your changes."
+
+
 def next_release(template_repo: Path, tmp_path: Path) -> Path:
-    """A clone of the template with a release after LATEST that changes the README's end
-    and a shared module, as releases do."""
+    """A clone of the template with a release after LATEST (see release_next)."""
     template = tmp_path / "template"
     git(template_repo, "clone", "--quiet", str(template_repo), str(template))
-    last_line = "After an update, run the tests (`pytest`) and a smoke training of each part."
-    advice = "Then commit the update on its own, apart from your changes."
-    edit(template / "template" / "README.md.jinja", last_line, f"{last_line}\n\n{advice}")
+    release_next(template)
+    return template
+
+
+def release_next(template: Path) -> None:
+    """Commit and tag NEXT in a clone of the template: a release that changes the README's
+    end and a shared module, as releases do."""
+    edit(template / "template" / "README.md.jinja", LAST_LINE, f"{LAST_LINE}\n\n{ADVICE}")
     edit(template / "template" / "src" / "config.py", "class ConfigError(", "class ConfigError(  # next\n")
     git(template, "commit", "--quiet", "--all", "-m", "the next release")
     git(template, "tag", NEXT)
-    return template
 
 
 @pytest.mark.slow
@@ -282,6 +289,84 @@ def test_a_project_with_the_usual_edits_updates_then_passes_its_own_tests(templa
         [python, "-c", "from part3.config import CONFIGS; print(CONFIGS['wide']().hidden_sizes)"], project
     )
     assert wide.stdout.strip() == "(512, 256)"  # the user's default survived the update
+
+
+def bash_blocks(markdown: str) -> list[str]:
+    return re.findall(r"^```bash\n(.*?)^```", markdown, re.S | re.M)
+
+
+def commands(block: str) -> list[str]:
+    """A bash block's commands, one per `&&` link, without comments."""
+    found = []
+    for line in block.splitlines():
+        line = re.sub(r"(^|\s)#.*", "", line).strip()
+        found += [command.strip() for command in line.split(" && ") if command.strip()]
+    return found
+
+
+# What the quickstart test leaves out of README.md's first command: making venvs and installing
+# into them (this environment stands in: its copier, and torch, lightning... for the project),
+# and the smoke training, which tests/test_rendered_project.py runs on the same default project.
+INSTALLS_AND_TRAINING = re.compile(
+    r"python3 -m venv |(\.venv/bin/)?pip install |(\.|source) \S*/bin/activate$|python -m "
+)
+
+
+def test_the_readme_quickstart_renders_a_project_that_updates(template_repo, tmp_path):
+    """README.md's first command, run as its user runs it in a clone of the template, gives a
+    committed project; after the template's next release, the command in that project's
+    README brings the release in (issue 35: `copier copy ... .` recorded `_src_path: .`,
+    and the commands made no git repository, so no update could run)."""
+    readme = (TEMPLATE / "README.md").read_text()
+    quickstart, test_command = (commands(block) for block in bash_blocks(readme)[:2])
+    clone = tmp_path / "clone"
+    git(template_repo, "clone", "--quiet", str(template_repo), str(clone))
+    tools = Path(sys.executable).parent  # what the README's venvs would hold
+    (clone / ".venv" / "bin").mkdir(parents=True)
+    (clone / ".venv" / "bin" / "copier").symlink_to(tools / "copier")
+    env = {**os.environ, **GIT_ENV, "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}
+    script = "\n".join(command for command in quickstart if not INSTALLS_AND_TRAINING.match(command))
+    shell = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script], cwd=clone, env=env, capture_output=True, text=True
+    )
+    assert shell.returncode == 0, script + "\n" + shell.stderr[-3000:]
+    (project,) = [path for path in tmp_path.iterdir() if path.name != "clone"]
+    assert git(project, "status", "--porcelain") == ""  # rendered and committed
+    assert recorded_answers(project)["_src_path"] == str(clone)  # a path copier finds again
+
+    # The commands copier printed after rendering are the README's (template's and project's).
+    message = (shell.stdout + shell.stderr).split("Next steps", 1)[1]
+    printed = commands(message.split("\n\n", 2)[1])
+    assert printed == quickstart[-len(printed) :] and printed[0] == "cd ../my-project"
+    readme = (project / "README.md").read_text()
+    assert printed[1:-1] == commands(bash_blocks(readme)[0])
+    claims = re.sub(r"\(`copier update [^)]*\)", "", message.split("\n\n", 3)[2])  # how to add sweeps
+    assert ("sweep" in claims) == ("\n## Sweeps\n" in readme), "a default project has no sweeps to explain"
+
+    release_next(clone)
+    (updating,) = [
+        block for block in bash_blocks((project / "README.md").read_text()) if "copier update" in block
+    ]
+    script = "\n".join(command for command in commands(updating) if not INSTALLS_AND_TRAINING.match(command))
+    shell = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script], cwd=project, env=env, capture_output=True, text=True
+    )
+    assert shell.returncode == 0, script + "\n" + shell.stderr[-3000:]
+    assert recorded_answers(project)["_commit"] == NEXT
+    assert_merged_cleanly(project)
+    assert f"{LAST_LINE}\n\n{ADVICE}" in (project / "README.md").read_text()
+    assert "class ConfigError(  # next" in (project / "src" / "config.py").read_text()
+
+    # Nothing goes into the system's Python (Debian refuses it): every pip is a venv's.
+    for block in (quickstart, test_command):
+        venv_active = False
+        for command in block:
+            venv_active |= bool(re.fullmatch(r"(\.|source) \S*/bin/activate", command))
+            assert not re.match(r"python3? -m pip|pip3? ", command) or venv_active, command
+    # The test command runs in the clone, from a venv of its own; CI runs it as it stands.
+    assert test_command[0] == "python3 -m venv .venv" and test_command[-1] == ".venv/bin/nox -s tests"
+    ci_run = (TEMPLATE / ".ci" / "run").read_text().splitlines()
+    assert " && ".join(test_command) in ci_run, ".ci/run runs the README's test command"
 
 
 def test_a_conflicting_edit_is_reported_with_markers_or_a_rej_file(template_repo, tmp_path):

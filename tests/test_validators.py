@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import tomllib
+import unicodedata
 
 import pytest
 import yaml
@@ -14,8 +16,10 @@ from conftest import TEMPLATE
     [
         ({"project_name": ""}, "The project name is empty"),
         ({"project_name": "   "}, "The project name is empty"),
-        ({"project_name": "42 models"}, "must start with a letter"),
-        ({"project_name": "my/project"}, "may only contain letters, digits"),
+        ({"project_name": "two\nlines"}, "The project name is one line of text"),
+        ({"project_name": "tab\there"}, "without tabs or control characters"),
+        ({"project_name": "Проект"}, "has no Latin letters or digits"),
+        ({"project_name": "東京"}, "add some, e.g. '東京 ML'"),
         ({"project_name": "x" * 61}, "keep it to 60 or fewer"),
         ({"parts": []}, "Choose at least one kind of part"),
         ({"parts": ["reinforcement"]}, "is not in ['sl_neural', 'sl_tree', 'rl']"),
@@ -25,6 +29,8 @@ from conftest import TEMPLATE
         ({"project_name": "Torch"}, "gives the distribution name 'torch'"),
         ({"project_name": "Scikit Learn"}, "gives the distribution name 'scikit-learn'"),
         ({"project_name": "setuptools"}, "installing the project would replace it"),
+        ({"project_name": "Tórch"}, "gives the distribution name 'torch'"),  # accents dropped first
+        ({"author_name": "Ana\x00"}, "The author name is one line of text"),
     ],
 )
 def test_bad_answer_is_refused(copie, answers, message):
@@ -33,13 +39,55 @@ def test_bad_answer_is_refused(copie, answers, message):
     assert message in str(result.exception)
 
 
-@pytest.mark.parametrize("name", ["Digits Classifier", "ml-pipeline_2", "A"])
+def nfkd_slug(name: str) -> str:
+    """The slug as unicodedata's NFKD decomposition gives it: what copier.yml's Jinja
+    slug must agree with wherever NFKD has an ASCII answer."""
+    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode().lower()
+    return re.sub(r"[^a-z0-9]+", "-", ascii_name).strip("-")
+
+
+# Letters NFKD drops (it has no ASCII letter for them); the slug keeps their Latin letter.
+NO_NFKD_LETTER = "Straße Æsir Øl Łódź Işık"  # noqa: RUF001
+# A name in any language, and the slug that names its distribution and W&B project.
+GOOD_NAMES = {
+    "Digits Classifier": "digits-classifier",
+    "ml-pipeline_2": "ml-pipeline-2",
+    "A": "a",
+    "42 models": "42-models",
+    "Mi Proyecto-Ñandú 2 (beta)": "mi-proyecto-nandu-2-beta",
+    "Crème Brûlée: «Vision» v2.1": "creme-brulee-vision-v2-1",
+    "Ｆｕｌｌｗｉｄｔｈ ML": "fullwidth-ml",  # noqa: RUF001
+    "Проект Alpha": "alpha",
+    NO_NFKD_LETTER: "strasse-aesir-ol-lodz-isik",
+    # Quotes, backslashes and TOML's comment sign stay valid TOML and Python.
+    'Ana\'s "Best" \\ #1 Model': "ana-s-best-1-model",
+    "a\\N{LATIN SMALL LETTER B}": "a-n-latin-small-letter-b",  # typed, not a character
+}
+
+
+@pytest.mark.parametrize("name", GOOD_NAMES)
 def test_good_project_names_give_a_slug(copie, name):
     result = copie.copy(extra_answers={"project_name": name})
     assert result.exit_code == 0, result.exception
     assert result.answers["project_name"] == name
-    pyproject = (result.project_dir / "pyproject.toml").read_text()
-    assert f'name = "{name.lower().replace(" ", "-").replace("_", "-")}"' in pyproject
+    slug = GOOD_NAMES[name]
+    if name != NO_NFKD_LETTER:
+        assert slug == nfkd_slug(name)
+    pyproject = tomllib.loads((result.project_dir / "pyproject.toml").read_text())["project"]
+    assert pyproject["name"] == slug
+    assert pyproject["description"] == f"{name}: ML training pipelines"
+    assert pyproject["authors"] == [{"name": f"The {name} authors"}]
+    assert (result.project_dir / "README.md").read_text().startswith(f"# {name}\n")
+    project = (result.project_dir / "src" / "project.py").read_text()
+    assert f'PROJECT_SLUG = "{slug}"' in project  # the W&B project
+
+
+def test_the_validator_and_the_answer_compute_the_same_slug():
+    """copier.yml spells the slug twice (a validator cannot read a computed answer)."""
+    questions = yaml.safe_load((TEMPLATE / "copier.yml").read_text())
+    in_validator = re.search(r"\{% set slug = (.*?) %\}", questions["project_name"]["validator"], re.S)[1]
+    computed = re.fullmatch(r"\{\{ (.*) \}\}", questions["project_slug"]["default"], re.S)[1]
+    assert in_validator == computed
 
 
 def test_the_copyright_year_is_kept_in_the_answers(copie):

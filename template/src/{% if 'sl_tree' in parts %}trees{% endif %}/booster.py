@@ -15,7 +15,7 @@ from src.config import ConfigError
 from src.ops.hardware import visible_gpus
 from src.runs.atomic import write_text_atomic
 from src.trees.cluster import dask_client, partitioned
-from src.trees.config import SLTreeConfig
+from src.trees.config import CUDA_XGBOOST_INSTALL, SLTreeConfig
 from src.trees.data import Split
 from src.trees.plots import feature_importance, predicted_vs_actual, shap_summary
 from src.trees.rounds import RoundMetrics, stop_reason, train_seconds_so_far
@@ -27,7 +27,10 @@ def training_params(cfg: SLTreeConfig, params: dict[str, Any]) -> dict[str, Any]
     too, the hist tree method that QuantileDMatrix needs, the device, threads and seed."""
     if cfg.device == "cuda" and not visible_gpus():
         raise ConfigError("device cuda: no CUDA GPU is visible here; use auto or cpu")
-    device = ("cuda" if visible_gpus() else "cpu") if cfg.device == "auto" else cfg.device
+    cuda_build = xgb.build_info()["USE_CUDA"]  # False for xgboost-cpu, the cpu extra
+    if cfg.device == "cuda" and not cuda_build:
+        raise ConfigError(f"device cuda: this XGBoost is its CPU-only build; {CUDA_XGBOOST_INSTALL}")
+    device = ("cuda" if visible_gpus() and cuda_build else "cpu") if cfg.device == "auto" else cfg.device
     ours = {"objective": cfg.objective, "eval_metric": cfg.eval_metric, "tree_method": "hist"}
     ours |= {"device": device, "nthread": cfg.num_threads, "seed": cfg.seed}
     if both := sorted(ours.keys() & params.keys()):

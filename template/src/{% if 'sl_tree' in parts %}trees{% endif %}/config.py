@@ -41,7 +41,8 @@ class SLTreeConfig(BaseConfig):
             resume starts from.
         keep_last_n: Earlier checkpoints to keep beside last.ubj, as checkpoints/round=R.ubj,
             one per checkpoint_minutes; the oldest goes once a newer one is written.
-        device: Where XGBoost trains: auto is cuda where a GPU is present, else cpu.
+        device: Where XGBoost trains: auto is cuda where a GPU is present and XGBoost is its
+            CUDA build (the cuda extra), else cpu.
         num_threads: CPU threads XGBoost uses; 0 uses every core.
         cluster: Train on a Dask cluster through xgboost.dask: local (or local:N) starts N
             worker processes here, tcp://host:8786 joins a running scheduler; empty trains in
@@ -64,7 +65,7 @@ class SLTreeConfig(BaseConfig):
     split_seed: int = 0
     checkpoint_minutes: float = 5.0  # RES-1: how often checkpoints/last.ubj is rewritten
     keep_last_n: int = 0
-    device: Literal["auto", "cpu", "cuda"] = "auto"  # auto: cuda where a GPU is present
+    device: Literal["auto", "cpu", "cuda"] = "auto"  # auto: cuda where a GPU and CUDA XGBoost are present
     num_threads: int = 0  # 0: every core
     cluster: str = ""
     wandb_every_n_rounds: int = 10
@@ -92,6 +93,8 @@ class SLTreeConfig(BaseConfig):
                 "start it with python -m"
             )
         found += split_problems(self.val_fraction, self.test_fraction)
+        if not _installed("xgboost"):  # neither extra installed: nothing to ask the questions below
+            return [*found, f"the tree part needs XGBoost; install it with {XGBOOST_INSTALL}"]
         return found + xgboost_problems(self.objective, self.eval_metric, self.booster_fields())
 
     def booster_fields(self) -> dict[str, float]:
@@ -161,6 +164,10 @@ def xgboost_says(error: ValueError) -> str:
 
 
 DASK_INSTALL = "pip install -c constraints.txt '.[distributed]'"
+# XGBoost comes in two builds, one extra each (pyproject.toml); both install the module xgboost,
+# so an environment has one: cpu (xgboost-cpu, no NCCL) or cuda (xgboost, with CUDA and NCCL).
+XGBOOST_INSTALL = "pip install -c constraints.txt '.[cpu]', or '.[cuda]' on a machine with a CUDA GPU"
+CUDA_XGBOOST_INSTALL = "pip uninstall -y xgboost-cpu && pip install -c constraints.txt '.[cuda]'"
 
 
 def _cluster_problems(cluster: str) -> list[str]:

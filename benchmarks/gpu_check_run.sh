@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The GPU check's one command, run on the GPU machine from the folder `nox -s gpu_check`
+# prepared (it copies this file there as run.sh):
+#   bash build/gpu_check/run.sh [FOLDER [GPU_THROUGHPUT_OPTION ...]]
+# Installs the carried wheels with no network, runs the rendered project's gpu-marked tests,
+# then times the neural part in bf16-mixed and 32-true and the RL part's frames per second
+# (gpu_throughput.py, which takes the options after FOLDER: small sizes on a CPU). FOLDER
+# (default: out/ here) receives the logs and the figures. PYTHON names the interpreter
+# (default: python3, the one that holds torch there).
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+out="$(mkdir -p "${1:-$here/out}" && cd "${1:-$here/out}" && pwd)"
+shift $(($# > 0))
+python="${PYTHON:-python3}"
+site="$(mktemp -d)"  # the carried packages, on top of the machine's own
+
+"$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" "$here"/wheels/*.whl ||
+    { echo "gpu check: the carried wheels did not install"; exit 1; }
+export PYTHONPATH="$site" WANDB_MODE=disabled PYTHONUNBUFFERED=1
+"$python" - <<'EOF' 2>&1 | tee "$out/versions.txt"
+import importlib.metadata as metadata, platform, torch
+print(f"python {platform.python_version()}, torch {torch.__version__}, CUDA {torch.version.cuda}")
+print("GPU:", torch.cuda.get_device_name() if torch.cuda.is_available() else "none visible")
+for name in ("lightning", "torchrl", "tensordict", "xgboost-cpu", "wandb", "tyro", "pandera", "optuna"):
+    print(f"{name} {metadata.version(name)}")
+EOF
+
+cd "$here/project" || exit 1
+started=$SECONDS
+timeout 240 "$python" -m pytest -m gpu -v -rs -p no:cacheprovider 2>&1 | tee "$out/gpu_tests.log"
+tests=${PIPESTATUS[0]}
+echo "gpu tests: exit $tests, $((SECONDS - started)) s"
+
+started=$SECONDS
+timeout 180 "$python" "$here/gpu_throughput.py" --project . --json "$out/throughput.json" "$@" 2>&1 | tee "$out/throughput.log"
+throughput=${PIPESTATUS[0]}
+echo "throughput: exit $throughput, $((SECONDS - started)) s"
+exit $((tests != 0 || throughput != 0))
