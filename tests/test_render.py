@@ -12,7 +12,7 @@ import yaml
 from conftest import QUESTIONS, TEMPLATE, every_variant, run, variant_id
 
 SRC_MODULES = """
-    __init__ cli config data_checks errors project wandb_utils
+    __init__ cli config data_checks errors predictions project wandb_utils
     training/__init__ training/batch_hooks training/checkpoints training/evaluation training/jsonl_logger
     training/optim training/precision training/profiler training/schedules training/seeding training/stopwatch
     training/trainer
@@ -66,7 +66,8 @@ KIND_FILES = {
     "sl_tree": [
         "src/checklist/tree_checks.py",
         *(f"src/trees/{name}.py" for name in ("__init__", "booster", "cluster", "config", "data")),
-        *(f"src/trees/{name}.py" for name in ("plots", "rounds")),
+        *(f"src/trees/{name}.py" for name in ("plots", "predict", "rounds")),
+        "{part}/predict.py",
     ],
     "rl": [
         "{part}/envs.py",
