@@ -16,6 +16,8 @@ from src.runs.launch import current_launch
 XGBOOST_DOCS = "https://xgboost.readthedocs.io/en/stable/parameter.html#learning-task-parameters"
 Task = Literal["regression", "binary", "multiclass"]
 DEFAULT_METRICS: dict[Task, str] = {"regression": "rmse", "binary": "logloss", "multiclass": "mlogloss"}
+# Objectives that predict no probability, which logloss would misread: XGBoost's own default metric.
+OBJECTIVE_METRICS = {"binary:hinge": "error", "binary:logitraw": "auc"}
 
 
 @dataclass
@@ -37,7 +39,8 @@ class SLTreeConfig(BaseConfig):
             multi:softprob into several (the label's distinct values are the classes).
         eval_metric: XGBoost metric that early stopping watches on the validation set, e.g.
             rmse, mae, logloss, auc, mlogloss, merror; empty is rmse for a regression,
-            logloss for binary:*, mlogloss for multi:*.
+            logloss for binary:logistic, mlogloss for multi:* (error for binary:hinge, auc for
+            binary:logitraw, whose predictions are no probabilities).
         num_boost_round: Upper bound on boosting rounds; set high so that early stopping ends
             training.
         early_stopping_rounds: Rounds without improvement of the validation metric before
@@ -117,7 +120,7 @@ class SLTreeConfig(BaseConfig):
     def watched_metric(self) -> str:
         """The metric early stopping, the best round and a sweep follow: eval_metric, or the
         task's own."""
-        return self.eval_metric or DEFAULT_METRICS[self.task]
+        return self.eval_metric or OBJECTIVE_METRICS.get(self.objective) or DEFAULT_METRICS[self.task]
 
     def booster_fields(self) -> dict[str, float]:
         """The numbers a part's config adds to this level: its booster's parameters."""
