@@ -148,7 +148,7 @@ def bare_xgb_train(
     and none of its callbacks."""
     train, val = training_matrices(split)
     return xgb.train(
-        training_params(cfg, params),
+        training_params(cfg, params, split.encoding),
         train,
         num_boost_round=cfg.num_boost_round,
         evals=[(train, "train"), (val, "val")],

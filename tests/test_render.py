@@ -68,7 +68,8 @@ KIND_FILES = {
     "sl_tree": [
         "src/checklist/tree_checks.py",
         *(f"src/trees/{name}.py" for name in ("__init__", "booster", "cluster", "config", "data")),
-        *(f"src/trees/{name}.py" for name in ("plots", "rounds")),
+        *(f"src/trees/{name}.py" for name in ("plots", "predict", "rounds")),
+        "{part}/predict.py",
     ],
     "rl": [
         "{part}/envs.py",

@@ -111,7 +111,6 @@ def refused(kind: str, args: list[str], capsys) -> str:
             "objective 'foo': XGBoost: Unknown objective",
             "reg:squarederror",
         ),
-        ("sl_tree", ["--objective", "multi:softmax"], "Parameter num_class", "model.booster_params"),
         ("sl_tree", ["--objective", "reg:quantileerror"], "quantile_alpha", "model.booster_params"),
         ("sl_tree", ["--eval-metric", "foo"], "eval_metric 'foo': XGBoost: Unknown metric", "rmse, mae"),
         ("sl_tree", ["--eval-metric", "rmse@3"], "eval_metric 'rmse@3': XGBoost logs it as rmse", "name"),

@@ -187,6 +187,16 @@ def test_babysitter_reads_a_reward_as_higher_is_better(tmp_path):
     assert finding.level == "WARN" and "best 480" in finding.message
 
 
+# OPS-3: a tree run that leaves its metric to the task is watched on what it early-stops on.
+def test_babysitter_watches_the_metric_a_run_tracks_where_its_config_leaves_it_to_the_task(tmp_path):
+    run_dir, _ = make_run(tmp_path)
+    (run_dir / "config.json").write_text(json.dumps({"name": "baseline", "eval_metric": ""}))
+    tracked = {"tracking/best_round": 0, "tracking/best_val_mlogloss": 0.9}  # the round is no metric
+    append_jsonl(run_dir / "metrics.jsonl", {"round": 0, "val_mlogloss": 0.9, **tracked})
+    metrics = babysitter(tmp_path, run_dir, monitor=None).check()[2]
+    assert metrics.check == "metrics" and metrics.message.startswith("val_mlogloss 0.9 (best 0.9")
+
+
 # OPS-3 restarts from the checkpoint; OPS-4 records the problem under issues/.
 def test_babysitter_restarts_a_killed_run_once_and_files_an_issue(tmp_path, monkeypatch, webhook):
     monkeypatch.chdir(tmp_path)

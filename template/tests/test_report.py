@@ -22,10 +22,10 @@ from src.runs.lifetime import start_run
 # The figures each kind's metrics call for; a tree part's own plots/ are in its report too.
 FIGURES = {
     "sl_neural": ["learning_curves", "learning_rate", "timing", "system", "confusion_matrix"],
-    "sl_tree": ["learning_curves", "timing", "system"],
+    "sl_tree": ["learning_curves", "timing", "system", "predicted_vs_true"],
     "rl": ["learning_curves", "learning_rate", "timing", "system"],
 }
-OWN_PLOTS = {"sl_tree": ["feature_importance", "predicted_vs_actual", "shap_summary"]}
+OWN_PLOTS = {"sl_tree": ["feature_importance", "shap_summary"]}
 # A metric each kind's final metrics table must hold, with its best epoch or round.
 CURVE_METRIC = {"sl_neural": "val_acc", "sl_tree": "val_rmse", "rl": "val_episode_reward"}
 

@@ -204,13 +204,26 @@ class Babysitter:
         return findings
 
     def _monitor(self, config: dict) -> str:
-        """--monitor, or what the run early-stops on: val_<eval_metric> for trees,
+        """--monitor, or what the run early-stops on: val_<eval_metric> for trees (the
+        key the run tracks the best of where the config leaves the metric to the task),
         val_episode_reward for RL, else val_loss."""
         if self.options.monitor:
             return self.options.monitor
-        if "eval_metric" in config:
+        if config.get("eval_metric"):
             return f"val_{config['eval_metric']}"
-        return "val_episode_reward" if "num_envs" in config else "val_loss"
+        return self._tracked() or ("val_episode_reward" if "num_envs" in config else "val_loss")
+
+    def _tracked(self) -> str | None:
+        """The key whose best metrics.jsonl tracks (tracking/best_<key>), once it has one."""
+        path = self.run_dir / "metrics.jsonl"
+        for event in read_jsonl(path) if path.exists() else []:
+            for key in event:
+                if key.startswith("tracking/best_") and key not in (
+                    "tracking/best_epoch",
+                    "tracking/best_round",
+                ):
+                    return key.removeprefix("tracking/best_")
+        return None
 
     def _restart(self, record: dict) -> str:
         """Start the run's own command again, detached, resuming from its last checkpoint."""

@@ -377,13 +377,13 @@ def round_callbacks(
     cfg: SLTreeConfig, run_dir: Path, loggers: RoundLoggers
 ) -> list[xgb.callback.TrainingCallback]:
     """The callbacks of a tree run, in the order they act after each round."""
-    metrics = RoundMetrics(run_dir / "metrics.jsonl", loggers, monitor=f"val_{cfg.eval_metric}")
+    metrics = RoundMetrics(run_dir / "metrics.jsonl", loggers, monitor=f"val_{cfg.watched_metric}")
     latest = run_dir / "checkpoints" / "last.ubj"
     on_gpu = cfg.device != "cpu" and bool(visible_gpus())
     return [
         metrics,
-        EarlyStoppingRounds(cfg.early_stopping_rounds, data_name="val", metric=cfg.eval_metric),
-        AlertRounds(Alerts(cfg.alerts, run_dir), data_name="val", metric=cfg.eval_metric, on_gpu=on_gpu),
+        EarlyStoppingRounds(cfg.early_stopping_rounds, data_name="val", metric=cfg.watched_metric),
+        AlertRounds(Alerts(cfg.alerts, run_dir), data_name="val", metric=cfg.watched_metric, on_gpu=on_gpu),
         StopFileRounds(stop_file_paths(cfg.stop_file, run_dir)),
         WallClockRounds(cfg.max_wall_clock_hours),
         LatestModel(latest, cfg.checkpoint_minutes, metrics.flush, cfg.keep_last_n),

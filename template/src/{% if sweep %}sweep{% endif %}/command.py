@@ -78,6 +78,7 @@ class SweepOptions:
 
 def main(spec: SweepSpec, argv: Sequence[str] | None = None, prog: str | None = None) -> Sweep:
     base, args = parse_command(spec.configs, SweepOptions, argv, prog, description=SWEEP_DESCRIPTION)
+    spec = spec.for_config(base)
     lock: IO[str] | None = None
     try:
         with exit_on_bad_input():
@@ -109,6 +110,7 @@ def main(spec: SweepSpec, argv: Sequence[str] | None = None, prog: str | None = 
             base, args = parse_command(
                 spec.configs, SweepOptions, argv, prog, description=SWEEP_DESCRIPTION, start_from=saved
             )
+            spec = spec.for_config(base)
             state = dataclasses.replace(
                 state,
                 status="running",
