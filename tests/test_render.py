@@ -12,7 +12,7 @@ import yaml
 from conftest import QUESTIONS, TEMPLATE, every_variant, run, variant_id
 
 SRC_MODULES = """
-    __init__ cli config data_checks errors project wandb_utils
+    __init__ cli config data_checks errors predictions project wandb_utils
     training/__init__ training/batch_hooks training/checkpoints training/evaluation training/jsonl_logger
     training/optim training/precision training/profiler training/schedules training/seeding training/stopwatch
     training/trainer
@@ -60,8 +60,9 @@ SWEEP_MODULES = "__init__ command local records resume runner spec wandb_sweep"
 # Files a part kind adds beyond the four of every part; {part} is its folder.
 KIND_FILES = {
     "sl_neural": [
+        "{part}/predict.py",
         "src/checklist/lightning_checks.py",
-        *(f"src/neural/{name}.py" for name in ("__init__", "config", "data", "module")),
+        *(f"src/neural/{name}.py" for name in ("__init__", "config", "data", "encoding", "module", "predict")),
     ],
     "sl_tree": [
         "src/checklist/tree_checks.py",
