@@ -39,9 +39,10 @@ def as_text(column: pd.Series) -> np.ndarray:
 def as_numbers(column: pd.Series, where: str) -> np.ndarray:
     """A numeric column's values as float64; text where the run read numbers is refused."""
     try:
-        return pd.to_numeric(column).to_numpy(dtype=np.float64)
+        return pd.to_numeric(column).to_numpy(dtype=np.float64, na_value=np.nan)
     except (TypeError, ValueError):
-        example = next(value for value in column.dropna() if isinstance(value, str))
+        values = column.dropna()
+        example = values[pd.to_numeric(values, errors="coerce").isna()].iloc[0]
         raise DataValidationError(
             f"{where}: column '{column.name}' holds text ({example!r}) where the run read numbers"
         ) from None
@@ -74,22 +75,24 @@ class FeatureEncoding:
                     f"{where}: column '{name}' has no value in any of the {len(rows)} training rows: "
                     "leave it out with --feature-columns"
                 )
-        inputs = pd.DataFrame({name: as_text(rows[name]) for name in text} | {n: rows[n] for n in numeric})
+        inputs = rows.copy()
+        for name in text:
+            inputs[name] = as_text(rows[name])
         fitted = ColumnTransformer(
             [
                 ("numbers", make_pipeline(SimpleImputer(strategy="median"), StandardScaler()), numeric),
                 ("text", OneHotEncoder(handle_unknown="ignore"), text),
             ]
         ).fit(inputs)
-        imputer, scaler = fitted.named_transformers_["numbers"] if numeric else (None, None)
-        return cls(
-            numeric=numeric,
-            medians=imputer.statistics_.tolist() if numeric else [],
-            means=scaler.mean_.tolist() if numeric else [],
-            scales=scaler.scale_.tolist() if numeric else [],
-            text=text,
-            categories=[c.tolist() for c in fitted.named_transformers_["text"].categories_] if text else [],
-        )
+        encoding = cls(numeric, [], [], [], text, [])
+        if numeric:  # a transformer with no columns is left unfitted
+            imputer, scaler = fitted.named_transformers_["numbers"]
+            encoding.medians, encoding.means = imputer.statistics_.tolist(), scaler.mean_.tolist()
+            encoding.scales = scaler.scale_.tolist()
+        if text:
+            encoder = fitted.named_transformers_["text"]
+            encoding.categories = [values.tolist() for values in encoder.categories_]
+        return encoding
 
     @property
     def columns(self) -> list[str]:
