@@ -61,7 +61,8 @@ class TableDataModule(L.LightningDataModule):
         self.cfg, self.source, self.resume_from = cfg, source, resume_from
         self.batch_size = cfg.batch_size  # MEM-2: BatchSizeFinder may change it
         self.encoding: TableEncoding | None = None  # fitted on the training rows (setup)
-        self.table = pd.DataFrame()  # the labelled rows, indexed by their position in the loaded table
+        # The label columns of the rows that have a label, indexed by position in the loaded table.
+        self.label_values = pd.DataFrame()
         self._checked_table: pd.DataFrame | None = None
 
     @property
@@ -87,7 +88,7 @@ class TableDataModule(L.LightningDataModule):
         inputs = torch.from_numpy(self.encoding.features.transform(table, self.where))
         targets = torch.tensor(self.encoding.encode_targets(table))
         rows = torch.tensor(table.index.to_numpy(dtype=np.int64))
-        self.table = table
+        self.label_values = table[labels]
 
         def subset(index: np.ndarray) -> InMemoryTable:
             return InMemoryTable(inputs[index], targets[index], rows[index])
@@ -96,7 +97,7 @@ class TableDataModule(L.LightningDataModule):
 
     def labels(self, rows: np.ndarray) -> pd.DataFrame:
         """The label columns of the rows at these positions of the loaded table, as it holds them."""
-        return self.table.loc[rows, list(self.cfg.label_column)]
+        return self.label_values.loc[rows]
 
     def train_dataloader(self) -> StatefulDataLoader:
         # RES-1: the order of a DistributedSampler follows from the seed and the epoch, and the
