@@ -72,14 +72,17 @@ class TableDataModule(L.LightningDataModule):
 
     def prepare_data(self) -> None:
         # DDP-2: once per node, before any rank trains. A download goes here; a table on
-        # disk only needs checking, so bad data fails fast.
-        self._checked_table = self._load_valid_table()
+        # disk only needs checking, so bad data fails fast. Testing after training (Lightning
+        # calls this again) reuses the rows that trained.
+        if self.encoding is None:
+            self._checked_table = self._load_valid_table()
 
     def setup(self, stage: str | None = None) -> None:
         if self.encoding is not None:  # testing after training: the same rows, encoded the same way
             return
         # The process that ran prepare_data reuses its table; other DDP ranks load their own.
         table = self._checked_table if self._checked_table is not None else self._load_valid_table()
+        self._checked_table = None
         train, val, test = self._split(table)
         labels = list(self.cfg.label_column)
         self.encoding = self._encoding_of_resumed_run() or TableEncoding.fit(
