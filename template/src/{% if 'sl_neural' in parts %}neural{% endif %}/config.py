@@ -68,7 +68,7 @@ class SLNeuralConfig(LightningConfig):
         ]
         if not 0 < self.lr_factor < 1:
             found.append(f"lr_factor {self.lr_factor}: must be in (0, 1)")
-        found += self.column_problems()
+        found += self._column_problems()
         if self.data_path:  # here, so that a bad one is refused before a run directory exists
             from src.data_checks import data_path_problems  # pandas: only for a table of one's own
 
@@ -81,7 +81,7 @@ class SLNeuralConfig(LightningConfig):
             )
         return found + split_problems(self.val_fraction, self.test_fraction)
 
-    def column_problems(self) -> list[str]:
+    def _column_problems(self) -> list[str]:
         found = []
         if not self.label_column:
             found.append("label_column: name the column that holds the label")
