@@ -62,8 +62,9 @@ SWEEP_MODULES = "__init__ command local records resume runner spec wandb_sweep"
 # Files a part kind adds beyond the four of every part; {part} is its folder.
 KIND_FILES = {
     "sl_neural": [
+        "{part}/predict.py",
         "src/checklist/lightning_checks.py",
-        *(f"src/neural/{name}.py" for name in ("__init__", "config", "data", "module")),
+        *(f"src/neural/{name}.py" for name in ("__init__", "config", "data", "encoding", "module", "predict")),
     ],
     "sl_tree": [
         "src/checklist/tree_checks.py",

@@ -18,6 +18,8 @@ from pathlib import Path
 from types import ModuleType, SimpleNamespace
 
 import lightning as L
+import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -79,6 +81,32 @@ def smoke_runs(tmp_path_factory):
         return done[key]
 
     return smoke_run
+
+
+def write_mixed_table(path: Path, rows: int = 300) -> Path:
+    """A raw table, as users have them, written to `path` (CSV): numbers, a text column and
+    missing values among the features; a label `kind` of three classes, and two numbers to
+    predict, `height` and `weight`; a few rows without a kind or a height."""
+    rng = np.random.default_rng(0)
+    size, spread = rng.normal(size=rows), rng.uniform(0, 10, size=rows)
+    colour = rng.choice(["red", "green", "blue"], size=rows)
+    shade = pd.Series(colour).map({"red": 0.0, "green": 1.5, "blue": -1.5}).to_numpy()
+    score = size + shade + rng.normal(scale=0.3, size=rows)
+    table = pd.DataFrame(
+        {
+            "size": size,
+            "spread": np.where(rng.random(rows) < 0.1, np.nan, spread),
+            "colour": np.where(rng.random(rows) < 0.05, None, colour),
+            "count": rng.integers(1, 6, size=rows),
+            "kind": np.select([score < -0.7, score < 0.9], ["low", "mid"], "high"),
+            "height": 3 * size + shade + rng.normal(scale=0.2, size=rows),
+            "weight": 10 + spread + 2 * size + rng.normal(scale=0.2, size=rows),
+        }
+    )
+    table.loc[[3, 40], "kind"] = None
+    table.loc[[5, 77], "height"] = np.nan
+    table.to_csv(path, index=False)
+    return path
 
 
 def assert_report(run_dir: Path, figures: list[str]) -> str:

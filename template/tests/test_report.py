@@ -21,7 +21,7 @@ from src.runs.lifetime import start_run
 
 # The figures each kind's metrics call for; a tree part's own plots/ are in its report too.
 FIGURES = {
-    "sl_neural": ["learning_curves", "learning_rate", "timing", "system", "confusion_matrix"],
+    "sl_neural": ["learning_curves", "learning_rate", "timing", "system", "confusion_matrix", "roc"],
     "sl_tree": ["learning_curves", "timing", "system", "predicted_vs_true"],
     "rl": ["learning_curves", "learning_rate", "timing", "system"],
 }
@@ -43,10 +43,9 @@ def test_every_run_ends_with_its_report(kind, smoke_runs):
     assert report.startswith(f"# {PARTS[kind]}: run {run_dir.name}\n")  # which part's run
     assert f"| {CURVE_METRIC[kind]} |" in report
     assert "**finished**" in report and "## Config" in report and "| python |" in report
-    if kind == "sl_neural":
-        matrix = json.loads((run_dir / "confusion_matrix.json").read_text())
-        assert len(matrix["labels"]) == len(matrix["counts"]) == 10
-        assert sum(map(sum, matrix["counts"])) > 0
+    if kind == "sl_neural":  # the figures of a classifier's test predictions
+        tested = predictions.read_predictions(run_dir / predictions.PREDICTIONS_FILE)
+        assert len(predictions.probability_columns(tested)) == 10 and tested["row"].is_unique
 
 
 def test_report_compares_two_runs_side_by_side(smoke_runs, tmp_path):

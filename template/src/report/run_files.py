@@ -1,5 +1,5 @@
 """A run directory's own files, read back for its report: config.json, run.json,
-metrics.jsonl, metrics.json, test_predictions.csv, confusion_matrix.json and plots/*.png.
+metrics.jsonl, metrics.json, test_predictions.csv and plots/*.png.
 Every part writes the same metric namespaces, so what to draw follows from which keys are there."""
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from src.predictions import PREDICTIONS_FILE, read_predictions
 from src.runs.directory import run_part
 from src.runs.metrics_jsonl import higher_is_better, read_jsonl
 
-CONFUSION_FILE = "confusion_matrix.json"
 REPORT_FILE = "report.md"
 # Keys that are bookkeeping, or drawn in a figure of their own, not learning curves.
 NOT_CURVES = ("time", "event", "step", "epoch", "round", "frames")
@@ -40,7 +39,6 @@ class RunFiles:
     events: list[dict[str, Any]]  # the "metrics" lines of metrics.jsonl
     hyperparams: dict[str, Any]  # its "hyperparams" lines, merged
     summary: dict[str, Any]  # metrics.json, where the part writes one
-    confusion: dict[str, Any] | None
     predictions: pd.DataFrame | None  # the test set's, where the part writes them
     plots: list[Path]  # the part's own figures
 
@@ -63,7 +61,6 @@ class RunFiles:
             events=[line for line in lines if line.get("event") == "metrics"],
             hyperparams={k: v for k, v in hyperparams.items() if k not in ("time", "event")},
             summary=_read_json(run_dir / "metrics.json"),
-            confusion=_read_json(run_dir / CONFUSION_FILE) or None,
             predictions=_read_predictions(run_dir / PREDICTIONS_FILE),
             plots=sorted((run_dir / "plots").glob("*.png")),
         )

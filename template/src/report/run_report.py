@@ -65,11 +65,6 @@ def draw_figures(run: RunFiles, folder: Path) -> dict[str, Path]:
         drawn["System"] = figures.system(readings, run.axis, run.last() or 0, folder / "system.png")
     if run.predictions is not None:
         drawn |= prediction_figures(run.predictions, folder)
-    elif run.confusion:
-        matrix = run.confusion
-        drawn["Confusion matrix"] = figures.confusion_matrix(
-            matrix["labels"], matrix["counts"], folder / "confusion_matrix.png"
-        )
     return drawn
 
 
