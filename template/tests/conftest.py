@@ -219,3 +219,13 @@ def gpu(test):
     """Mark a test `gpu` (select with -m gpu) and skip it where CUDA is missing."""
     needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
     return pytest.mark.gpu(needs_cuda(test))
+
+
+def assert_ended(run_dir: Path, status: str, reason: str, detail: str) -> None:
+    """run.json's status and end_reason, `detail` within its end_detail, and console.log's
+    last line saying the same."""
+    record = json.loads((run_dir / "run.json").read_text())
+    assert (record["status"], record["end_reason"]) == (status, reason), record
+    assert detail in record["end_detail"]
+    last = (run_dir / "console.log").read_text().splitlines()[-1]
+    assert last == f"run ended: {reason} ({record['end_detail']})"

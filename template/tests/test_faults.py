@@ -18,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import PARTS, ROOT, assert_report, part_module, slow
+from conftest import PARTS, ROOT, assert_ended, assert_report, part_module, slow
 
 from src.config import ConfigError
 from src.report.run_files import RunFiles
@@ -494,7 +494,8 @@ def test_ctrl_c_sigterm_and_sighup_end_a_run_quietly(kind, signal_number, exit_s
     # Lightning's own "Detected KeyboardInterrupt" line is fine; a traceback's last line is not.
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr.splitlines()
     run_dir = run_dir_in(tmp_path)
-    assert status(run_dir)["status"] == "interrupted"
+    name = {signal.SIGINT: "SIGINT (Ctrl-C)", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
+    assert_ended(run_dir, "interrupted", "signal", name[signal_number])
     assert partial_files(tmp_path) == []
     assert checkpoint_problem(last_checkpoint(tmp_path)) is None
     assert_report(run_dir, ["learning_curves"])  # for what it did before the signal

@@ -107,6 +107,8 @@ def run_line(run: RunFiles) -> str:
     status = f"**{record.get('status', 'unknown')}**"
     if record.get("error"):
         status += f" ({record['error']})"
+    elif record.get("end_reason"):  # why it ended: the target, patience, the budget ...
+        status += f" ({record['end_reason']}: {record.get('end_detail', '')})"
     last = run.last()
     progress = f"{int(last) + 1} {run.axis}s" if last is not None else f"no {run.axis} logged"
     history = record.get("history") or [{}]

@@ -23,6 +23,7 @@ from src.predictions import (
     write_predictions,
 )
 from src.runs.atomic import write_text_atomic
+from src.runs.lifetime import training_stopped
 from src.trees.cluster import dask_client, partitioned
 from src.trees.config import CUDA_XGBOOST_INSTALL, SLTreeConfig
 from src.trees.data import ENCODING_ATTRIBUTE, Split, TableEncoding
@@ -95,8 +96,11 @@ def train_booster(
             booster = dxgb.train(client, params, train, **options)["booster"]
             for metrics in (c for c in callbacks if isinstance(c, RoundMetrics)):
                 metrics.replay(first_round)  # the rounds the workers wrote, which the loggers here missed
-    if reason := stop_reason(booster):  # a STOP file or the wall-clock budget
-        print(reason)
+    if (stopped := stop_reason(booster)) is not None:  # early stopping, a STOP file or the budget
+        print(stopped[1])
+    else:
+        stopped = ("budget", f"num_boost_round {cfg.num_boost_round} grown")
+    training_stopped(*stopped)
     return booster
 
 

@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # only when --loggers asks for them does Lightning load (src.
 
 TRAIN_SECONDS = "train_seconds"  # booster attribute: training time of every session so far
 STOP_REASON = "stop_reason"  # booster attribute: why the last training call stopped early
+STOP_KIND = "stop_kind"  # booster attribute: that reason as one of src.runs.lifetime.END_REASONS
 
 
 def best_round_so_far(model: xgb.Booster) -> tuple[float | None, int]:
@@ -62,11 +63,18 @@ def rank_zero_decision(decision: Any) -> Any:
     return collective.broadcast([decision], root=0)[0]  # wrapped: None is a decision too
 
 
-def stop_reason(model: xgb.Booster) -> str | None:
-    """Why the training call that made `model` stopped before its last round, if a STOP
-    file or the wall-clock budget stopped it. Read in the training process: on a Dask
-    cluster the callbacks run on the workers, whose output the run's console.log lacks."""
-    return model.attr(STOP_REASON)
+def stop_reason(model: xgb.Booster) -> tuple[str, str] | None:
+    """Why the training call that made `model` stopped before its last round, as one of
+    END_REASONS and a line: early stopping, a STOP file or the wall-clock budget. Read in
+    the training process: on a Dask cluster the callbacks run on the workers, whose output
+    the run's console.log lacks."""
+    said = model.attr(STOP_REASON)
+    return None if said is None else (model.attr(STOP_KIND) or "budget", said)
+
+
+def _record_stop(model: xgb.Booster, kind: str, said: str) -> None:
+    """Record in the model why training stops after this round."""
+    model.set_attr(**{STOP_KIND: kind, STOP_REASON: said})
 
 
 def save_booster(model: xgb.Booster, path: Path) -> Path:
@@ -107,7 +115,11 @@ class EarlyStoppingRounds(xgb.callback.TrainingCallback):
         if _improves(score, self.best_score, self.maximize):
             self.best_score, self.best_round = score, round_number
             model.set_attr(best_score=str(score), best_iteration=str(round_number))
-        return round_number - self.best_round >= self.rounds
+        if round_number - self.best_round < self.rounds:
+            return False
+        said = f"val_{self.metric} {score:.6g}, no better than {self.best_score:.6g} for {self.rounds} rounds"
+        _record_stop(model, "patience", f"{said}: stopping after round {round_number}")
+        return True
 
 
 class StopFileRounds(xgb.callback.TrainingCallback):
@@ -121,7 +133,7 @@ class StopFileRounds(xgb.callback.TrainingCallback):
         self._next_check = 0.0
 
     def before_training(self, model: xgb.Booster) -> xgb.Booster:
-        model.set_attr(**{STOP_REASON: None})  # a resumed model's reason is an earlier session's
+        model.set_attr(**{STOP_REASON: None, STOP_KIND: None})  # a resumed model's are an earlier session's
         return model
 
     def after_iteration(self, model: xgb.Booster, epoch: int, evals_log: dict) -> bool:
@@ -132,7 +144,7 @@ class StopFileRounds(xgb.callback.TrainingCallback):
         if (stopper := rank_zero_decision(stopper)) is None:
             return False
         rounds = model.num_boosted_rounds()
-        model.set_attr(**{STOP_REASON: f"STOP file {stopper}: stopping after round {rounds - 1}"})
+        _record_stop(model, "stop_file", f"STOP file {stopper}: stopping after round {rounds - 1}")
         return True
 
 
@@ -152,8 +164,8 @@ class WallClockRounds(xgb.callback.TrainingCallback):
         if not rank_zero_decision(time.monotonic() - self.started >= self.seconds):
             return False
         rounds = model.num_boosted_rounds()
-        reason = f"wall-clock budget of {self.seconds / 3600:g} h spent: stopping after round {rounds - 1}"
-        model.set_attr(**{STOP_REASON: reason})
+        said = f"wall-clock budget of {self.seconds / 3600:g} h spent: stopping after round {rounds - 1}"
+        _record_stop(model, "budget", said)
         return True
 
 
