@@ -45,7 +45,7 @@ import lightning as L
 import torch
 from torchrl.collectors import Collector
 
-from src.rl.data import RolloutDataModule, env_maker, observation_and_action_sizes, training_env
+from src.rl.data import RolloutDataModule, env_maker, observation_and_action_space, training_env
 from src.rl.module import PPO
 from src.runs.lifetime import start_run
 from src.training.optim import adamw
@@ -132,7 +132,8 @@ def plain_torchrl_fps(cfg, iterations: int) -> float:
     make_env = env_maker(PART.data)
     # The part's networks and loss settings, sized by its env: only for the policy, critic,
     # GAE and loss that the module builds; the loop below is plain TorchRL.
-    sizes = observation_and_action_sizes(make_env, cfg.env_name)
+    num_observations, space = observation_and_action_space(make_env, cfg.env_name)
+    sizes = num_observations, space.size, space.low, space.high
     module = PPO(cfg, PART.model.build_networks, PART.model.loss_settings, *sizes)
     module.configure_model()
     policy, critic, advantage, loss_module = (

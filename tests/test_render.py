@@ -74,9 +74,10 @@ KIND_FILES = {
     ],
     "rl": [
         "{part}/envs.py",
+        "{part}/evaluate.py",
         "src/checklist/lightning_checks.py",
         "src/checklist/rl_checks.py",
-        *(f"src/rl/{name}.py" for name in ("__init__", "config", "data", "module")),
+        *(f"src/rl/{name}.py" for name in ("__init__", "config", "data", "evaluate", "module", "policy")),
     ],
 }
 
