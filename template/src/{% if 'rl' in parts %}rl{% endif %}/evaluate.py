@@ -10,10 +10,10 @@ stderr and exit status 2.
 
 from __future__ import annotations
 
-import importlib
 import json
 import statistics
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Annotated, Any
@@ -26,39 +26,44 @@ from src.rl.config import MAX_EPISODES
 POLICY_FILES = ("model.pt", "checkpoints/best.ckpt")  # the first intact one is played
 
 
-def main(part: str, prog: str, description: str | None = None, argv: Sequence[str] | None = None) -> None:
-    """The command line of a part's evaluate.py: the package `part` names has the data.py
-    whose make_env makes the env and the model.py whose load_model_from_checkpoint loads
-    the policy, imported once the command line is read (torch takes seconds to load)."""
+@dataclass
+class EvaluateOptions:
+    """What `partN.evaluate` takes.
 
-    def evaluate(
-        run_dir: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="RUN_DIR")],
-        episodes: int | None = None,
-        seed: int | None = None,
-        output: Annotated[Path | None, tyro.conf.arg(metavar="FILE")] = None,
-    ) -> None:
-        """Play a trained policy's episodes and print their rewards and lengths.
+    Attributes:
+        run_dir: The training run's directory.
+        episodes: Episodes to play; None plays as many as the run's test did.
+        seed: Seed of the first episode; None takes the run's test seed.
+        output: Also write each episode's reward and length here, as JSON.
+    """
 
-        Args:
-            run_dir: A training run's directory.
-            episodes: Episodes to play (default: the run's test_episodes).
-            seed: Seed of the first episode (default: the run's test seed).
-            output: Also write the results here, as JSON.
-        """
-        from src.cli import exit_on_bad_input
+    run_dir: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="RUN_DIR")]
+    episodes: int | None = None
+    seed: int | None = None
+    output: Annotated[Path | None, tyro.conf.arg(metavar="FILE")] = None
 
-        with exit_on_bad_input():
-            source, model = (importlib.import_module(f"{part}.{name}") for name in ("data", "model"))
-            results = play_saved_policy(run_dir, source, model.load_model_from_checkpoint, episodes, seed)
-            print(summary(results))
-            if output is not None:
-                from src.runs.atomic import write_text_atomic
 
-                write_text_atomic(output, json.dumps(results, indent=2) + "\n")
-                print(f"written: {output}")
+def parse_options(
+    argv: Sequence[str] | None = None, prog: str | None = None, description: str | None = None
+) -> EvaluateOptions:
+    summary = description.strip().split("\n\n")[0] if description else None  # tyro joins the lines
+    return tyro.cli(EvaluateOptions, args=argv, prog=prog, description=summary)
 
-    summary_line = description.strip().split("\n\n")[0] if description else None
-    tyro.cli(evaluate, args=argv, prog=prog, description=summary_line)
+
+def evaluate_run(
+    options: EvaluateOptions, source: ModuleType, load_model: Callable[[Path, str], Any]
+) -> dict[str, Any]:
+    """Play the episodes `options` ask for with the run's policy, print what they scored and
+    write it where --output says; the results. `source` is the part's data module,
+    `load_model` its model.load_model_from_checkpoint."""
+    results = play_saved_policy(options.run_dir, source, load_model, options.episodes, options.seed)
+    print(summary(results))
+    if options.output is not None:
+        from src.runs.atomic import write_text_atomic
+
+        write_text_atomic(options.output, json.dumps(results, indent=2) + "\n")
+        print(f"written: {options.output}")
+    return results
 
 
 def play_saved_policy(
