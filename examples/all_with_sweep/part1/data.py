@@ -1,8 +1,9 @@
 """Where this part's rows come from.
 
-`load_table(cfg)` returns one row per example: numeric feature columns and the label
-column `cfg.label_column`. The pipeline checks, splits and serves it; to train on a
-table of your own, give `--data-path` (CSV or Parquet) or change `load_table`.
+`load_table(cfg)` returns one row per example: feature columns (numbers or text, with
+missing values where need be) and the label column(s) `cfg.label_column`. The pipeline
+checks, splits, encodes and serves it; to train on a table of your own, give
+`--data-path` (CSV or Parquet) or change `load_table`.
 """
 
 from __future__ import annotations
@@ -22,6 +23,6 @@ def load_table(cfg: DigitsConfig) -> pd.DataFrame:
 
 
 def value_range(cfg: DigitsConfig) -> tuple[float, float] | None:
-    """The valid feature values, where known: a pixel of the bundled digits is 0 to 16.
-    A table of your own is checked for finite numbers only."""
+    """The valid feature values, where known: a pixel of the bundled digits is a number
+    from 0 to 16. A table of your own is checked for finite numbers, or text, only."""
     return None if cfg.data_path else (0.0, 16.0)

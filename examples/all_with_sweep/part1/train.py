@@ -1,9 +1,11 @@
-"""Train this part: an MLP on the digits data, with Lightning.
+"""Train this part: an MLP on the digits data, or a table of your own, with Lightning.
 
 Usage (`--help` lists every config field as a flag):
 python -m part1.train --config smoke                   # the whole pipeline in seconds
 python -m part1.train --config baseline                # a real run
 python -m part1.train --config baseline --resume auto  # continue the newest baseline run
+python -m part1.train --data-path penguins.csv --label-column species   # a table of your own
+python -m part1.train --data-path penguins.csv --label-column body_mass_g --task regression
 """
 
 from __future__ import annotations
@@ -14,12 +16,12 @@ from pathlib import Path
 from part1.config import CONFIGS, DigitsConfig
 from src.cli import exit_on_bad_input, parse_cli
 from src.ops.gpu_lock import GpuLock
-from src.report.run_files import CONFUSION_FILE
 
 
 def main_with_config(cfg: DigitsConfig, resume_from: Path | None = None) -> dict[str, float]:
-    """Train, test and save one config; returns the test metrics and the best validation
-    score (SWP-2: sweeps call this, and select on validation, never on test)."""
+    """Train, test and save one config; returns the test metrics (test_accuracy or test_rmse
+    and the others of src/predictions.py) and the best validation score (SWP-2: sweeps call
+    this, and select on validation, never on test)."""
     # Here, not at the top: torch and Lightning take seconds to load, and --help or a
     # mistyped flag answers before (main() parses the command line first).
     import lightning as L
@@ -29,9 +31,10 @@ def main_with_config(cfg: DigitsConfig, resume_from: Path | None = None) -> dict
     from part1.model import build_model, save_model
     from src.neural.data import TableDataModule
     from src.ops.memory import cleanup_vram
+    from src.predictions import PREDICTIONS_FILE
     from src.runs.lifetime import start_run
     from src.training.checkpoints import best_score, check_best_checkpoint
-    from src.training.evaluation import save_confusion_matrix
+    from src.training.evaluation import save_predictions
     from src.training.trainer import build_trainer
     from src.wandb_utils import create_wandb_logger, finish_run, log_model_artifact
 
@@ -40,7 +43,8 @@ def main_with_config(cfg: DigitsConfig, resume_from: Path | None = None) -> dict
         # DDP-1: one seed on every rank, as DistributedSampler needs; workers=True gives
         # each rank's data-loader workers seeds of their own.
         L.seed_everything(cfg.seed, workers=True)
-        datamodule = TableDataModule(cfg, data)  # the rows that data.py loads
+        # The rows that data.py loads; a resumed run encodes them as its checkpoint says.
+        datamodule = TableDataModule(cfg, data, resume_from=run.resume_from)
         model = build_model(cfg)
         logger = create_wandb_logger(cfg, run.dir)
         trainer = build_trainer(
@@ -57,8 +61,8 @@ def main_with_config(cfg: DigitsConfig, resume_from: Path | None = None) -> dict
         check_best_checkpoint(trainer)  # intact, or the latest intact one stands in (RES-1)
         (test_metrics,) = trainer.test(model, datamodule=datamodule, ckpt_path="best")
         results = {**test_metrics, "best_val_loss": best_val_loss}
-        # for report.md
-        save_confusion_matrix(model.test_confusion_counts, run.dir / CONFUSION_FILE, datamodule.classes)
+        # Every test row's prediction, for report.md and for checking `predict --rows test`.
+        save_predictions(model.test_predictions, run.dir / PREDICTIONS_FILE)
         # test() loaded that checkpoint's weights into `model`: they are the ones we keep.
         model_path = save_model(model, run.dir / "model.pt")
         log_model_artifact(model_path, f"{cfg.name}-model", metadata=test_metrics)  # once, at the end (LOG-6)

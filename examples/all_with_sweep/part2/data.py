@@ -1,5 +1,5 @@
-"""Where this part's rows come from (one per example, with the config's feature and
-label columns), and which values of the bundled data are valid. The pipeline checks and
+"""Where this part's rows come from (one per example, with the config's label column and
+the features), and which values of the bundled data are valid. The pipeline checks and
 splits them; for a table of your own give `--data-path`, or change `load_table`."""
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ def load_table(cfg: DiabetesConfig) -> pd.DataFrame:
 
 def column_checks(cfg: DiabetesConfig) -> dict[str, list[pa.Check]]:
     """DATA-1: the valid values of the bundled table's columns (scikit-learn's raw,
-    unscaled diabetes data), by column name. A table of your own is checked for finite
-    numbers only; return its own columns' checks here to check more."""
+    unscaled diabetes data), by column name. A table of your own is checked by what it
+    holds (finite numbers, a label that suits the objective); return its own columns'
+    checks here to check more."""
     if cfg.data_path:
         return {}
     return {

@@ -7,6 +7,7 @@ python -m part2.sweep --engine wandb --trials 50                   # a W&B sweep
 
 from __future__ import annotations
 
+from src.runs.metrics_jsonl import higher_is_better
 from src.sweep import SweepSpec, main
 
 from .config import CONFIGS
@@ -32,8 +33,10 @@ SPEC = SweepSpec(
     space=SEARCH_SPACE,
     architectures=ARCHITECTURES,
     train=main_with_config,
-    metric="best_val_rmse",  # chosen on validation; each trial's test metrics are in its metrics.json
-    goal="minimize",
+    # Chosen on validation by the config's eval metric (best_val_rmse, best_val_mlogloss...),
+    # never on test; each trial's test metrics are in its metrics.json.
+    metric=lambda cfg: f"best_val_{cfg.watched_metric}",
+    goal=lambda cfg: "maximize" if higher_is_better(cfg.watched_metric) else "minimize",
 )
 
 if __name__ == "__main__":

@@ -20,11 +20,15 @@ from .config import CartPoleConfig
 
 
 def build_networks(
-    cfg: CartPoleConfig, num_observations: int, num_actions: int
+    cfg: CartPoleConfig, num_observations: int, actor_outputs: int
 ) -> tuple[nn.Module, nn.Module]:
-    """The actor, one logit per action from an observation, and the critic, its value."""
+    """The actor, `actor_outputs` numbers from an observation, and the critic, its value.
+
+    The actor's outputs parametrize the policy: for discrete actions a logit per action; for
+    continuous ones a location and then a scale parameter per action value (a Pendulum
+    torque: 2), squashed into the action's bounds by a TanhNormal (src/rl/policy.py)."""
     layers = {"num_cells": list(cfg.hidden_sizes), "activation_class": nn.Tanh}
-    return MLP(num_observations, num_actions, **layers), MLP(num_observations, 1, **layers)
+    return MLP(num_observations, actor_outputs, **layers), MLP(num_observations, 1, **layers)
 
 
 def loss_settings(cfg: CartPoleConfig) -> dict[str, Any]:

@@ -16,6 +16,9 @@ gpus=$(nvidia-smi --list-gpus 2>/dev/null | wc -l || true)
 nproc=${NPROC:-$((gpus > 0 ? gpus : 1))}
 nnodes=${NNODES:-1}
 python=${PYTHON:-python}
+# One CPU thread per process unless you set more, as torchrun would choose, but without
+# the banner it prints on every launch when it chooses.
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 if ((nnodes == 1)); then
     exec "$python" -m torch.distributed.run --standalone --nproc-per-node "$nproc" -m "$module" "$@"
 fi

@@ -50,15 +50,69 @@ def first_line(error: BaseException) -> str:
 # it there), so that editing a default never touches a line next to its help text.
 
 
+PART = "{part}"  # in output.base_dir: the folder name of the part the config belongs to
+
+
 @dataclass
 class OutputConfig:
     """Where runs are written: {base_dir}/{name}_{YYYYMMDD_HHMMSS}/ (OUT-1).
 
     Attributes:
-        base_dir: Folder that holds the run directories, relative to the working directory.
+        base_dir: Folder that holds the run directories, relative to the working directory;
+            {part} stands for the part's folder (part1, ...), so each part keeps to its own runs.
     """
 
-    base_dir: str = "output"
+    base_dir: str = f"output/{PART}"
+
+
+@dataclass
+class AlertConfig:
+    """Who hears of a run's trouble, and what counts as trouble (src.ops.alerts). Every alert
+    is printed and recorded in run.json, and sent to W&B when the run logs there online;
+    email and a webhook are sent only where configured.
+
+    Attributes:
+        webhook_url: URL that gets each alert as a JSON POST with a "text" field, as Slack and
+            Mattermost take it; a URL that holds a token belongs in ALERT_WEBHOOK_URL instead.
+        email_to: Comma-separated addresses that get each alert by email.
+        smtp_server: host:port of the SMTP server that sends the emails (465: TLS); it logs in
+            as ALERT_SMTP_USER with ALERT_SMTP_PASSWORD where those are set.
+        stalled_evaluations: Validations (boosting rounds for trees) without improvement of the
+            monitored metric that raise a `stalled` alert; 0 raises none.
+        gpu_utilization_below: GPU use, in percent, below which 3 readings in a row raise a
+            `low GPU use` alert; 0 raises none. Read only where the run trains on a GPU.
+        gpu_memory_above: Share of the GPU's memory in use, in percent, above which a reading
+            raises a `GPU memory` alert; 100 raises none.
+        on_finish: Also alert when a run finishes.
+        timeout_seconds: Seconds an email or webhook may take, sent in the background, before
+            it is given up with a warning.
+    """
+
+    webhook_url: str = ""
+    email_to: str = ""
+    smtp_server: str = "localhost:25"
+    stalled_evaluations: int = 0
+    gpu_utilization_below: float = 20.0
+    gpu_memory_above: float = 95.0
+    on_finish: bool = False
+    timeout_seconds: float = 10.0
+
+    def problems(self) -> list[str]:
+        found = []
+        if self.webhook_url and not re.match(r"https?://[^/\s]+", self.webhook_url):
+            found.append(f"alerts.webhook_url {self.webhook_url!r}: use an http:// or https:// URL")
+        if not re.fullmatch(r"[^:\s]+:[0-9]{1,5}", self.smtp_server):
+            found.append(f"alerts.smtp_server {self.smtp_server!r}: use host:port, e.g. smtp.example.com:587")
+        if self.stalled_evaluations < 0:
+            found.append(f"alerts.stalled_evaluations {self.stalled_evaluations}: must be 0 or more")
+        for name in ("gpu_utilization_below", "gpu_memory_above"):
+            if not 0 <= (value := getattr(self, name)) <= 100:
+                found.append(f"alerts.{name} {value}: must be a percentage, 0 to 100")
+        if not 0 < self.timeout_seconds <= 600:
+            found.append(
+                f"alerts.timeout_seconds {self.timeout_seconds}: must be more than 0 and at most 600"
+            )
+        return found
 
 
 @dataclass
@@ -79,6 +133,7 @@ class BaseConfig:
             nothing.
         wandb_project: W&B project the runs are logged to.
         wandb_entity: W&B team or user the project belongs to; empty for your default entity.
+        alerts: When a run raises alerts, and where they go besides the console and run.json.
     """
 
     name: str = "baseline"
@@ -95,6 +150,7 @@ class BaseConfig:
     wandb_mode: WandbMode = "auto"
     wandb_project: str = PROJECT_SLUG
     wandb_entity: str = WANDB_ENTITY
+    alerts: AlertConfig = field(default_factory=AlertConfig)
 
     def problems(self) -> list[str]:
         """What is wrong with these values (CFG-3); empty when they can run.
@@ -128,8 +184,22 @@ class BaseConfig:
                 f"wandb_project {self.wandb_project!r}: W&B project names are 1 to 128 characters "
                 "without / \\ # ? % :"
             )
-        found += _logger_problems(self.loggers)
-        return found + _wandb_problems(self) + _output_problems(Path(self.output.base_dir))
+        found += _logger_problems(self.loggers) + self.alerts.problems()
+        return found + _wandb_problems(self) + _output_problems(self.runs_dir())
+
+    @classmethod
+    def part(cls) -> str:
+        """The folder of the part this config belongs to (part1, ...): the package its class, or
+        the nearest class it inherits from outside src/, is defined in; "" outside a package."""
+        for level in cls.__mro__:
+            package, _, module = level.__module__.partition(".")
+            if module and package != "src":
+                return package
+        return ""
+
+    def runs_dir(self) -> Path:
+        """The folder this config's runs go in: output.base_dir, its {part} filled in."""
+        return Path(self.output.base_dir.replace(PART, self.part()))
 
     def validate(self) -> None:
         if found := self.problems():

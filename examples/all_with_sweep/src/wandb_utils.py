@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from src.config import BaseConfig, ConfigError, first_line
+from src.runs.directory import run_record
 from src.runs.launch import is_rank_zero
 
 if TYPE_CHECKING:
@@ -59,22 +60,39 @@ def setup_run(cfg: BaseConfig, run_dir: Path) -> Any | None:
             project=cfg.wandb_project or None,
             entity=cfg.wandb_entity or None,
             name=cfg.name,
-            # The run directory's name doubles as the W&B id, so a resumed run
-            # continues the same W&B run (RES-1).
-            id=re.sub(r"[^A-Za-z0-9_-]", "-", run_dir.name),
+            id=wandb_run_id(run_dir),
             resume="allow",
             dir=run_dir,
             config=_config(cfg, run_dir),
             mode=mode,
+            settings=quiet_settings(),
         )
     except wandb.errors.Error as error:  # a key W&B refuses, a server it cannot reach
         said = first_line(error)
         raise ConfigError(
             f"wandb_mode {cfg.wandb_mode}: W&B said: {said}; use --wandb-mode offline to sync later"
         ) from None
-    if mode == "offline":
-        print(f"W&B is offline; to upload this run later: wandb sync {run_dir / 'wandb'}/offline-run-*")
+    print(f"W&B: logging offline to {run.sync_dir}" if run.offline else f"W&B: {run.url}")
     return run
+
+
+def quiet_settings() -> Any:
+    """W&B's settings for a run: none of the run's own lines (its banner, and the history
+    and summary tables at its end, some 25 lines); W&B's warnings still show. setup_run
+    and finish_run say where the run is, in a line each."""
+    import wandb
+
+    return wandb.Settings(silent=True)
+
+
+def wandb_run_id(run_dir: Path) -> str:
+    """The W&B id of a training run, the same in every session so that a resumed run
+    continues its W&B run (RES-1): the id run.json records, else the run's part and the
+    run directory's name (two parts' runs started in the same second differ)."""
+    record = run_record(run_dir)
+    if recorded := record.get("wandb_id"):
+        return str(recorded)
+    return re.sub(r"[^A-Za-z0-9_-]", "-", "-".join(filter(None, (record.get("part"), run_dir.name))))
 
 
 def _config(cfg: BaseConfig, run_dir: Path) -> dict[str, Any]:
@@ -91,7 +109,9 @@ def finish_run() -> None:
     """End the W&B run at the end of training (MAIN-1), unless it is a sweep agent's:
     the agent records the trial's score in it first, then ends it (SWP-3)."""
     if (run := current_run()) is not None and not run.sweep_id:
+        done = f"to upload this offline run: wandb sync {run.sync_dir}" if run.offline else str(run.url)
         run.finish()
+        print(f"W&B: {done}")
 
 
 def create_wandb_logger(cfg: BaseConfig, run_dir: Path) -> WandbLogger | None:

@@ -6,21 +6,26 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
+import statistics
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from conftest import PARTS, PNG_SIGNATURE, ROOT, assert_report, part_module
 
+from src import predictions
+from src.report.run_files import RunFiles
+from src.report.run_report import cell, prediction_figures
 from src.runs.lifetime import start_run
 
 # The figures each kind's metrics call for; a tree part's own plots/ are in its report too.
 FIGURES = {
-    "sl_neural": ["learning_curves", "learning_rate", "timing", "system", "confusion_matrix"],
-    "sl_tree": ["learning_curves", "timing", "system"],
+    "sl_neural": ["learning_curves", "learning_rate", "timing", "system", "confusion_matrix", "roc"],
+    "sl_tree": ["learning_curves", "timing", "system", "predicted_vs_true"],
     "rl": ["learning_curves", "learning_rate", "timing", "system"],
 }
-OWN_PLOTS = {"sl_tree": ["feature_importance", "predicted_vs_actual", "shap_summary"]}
+OWN_PLOTS = {"sl_tree": ["feature_importance", "shap_summary"]}
 # A metric each kind's final metrics table must hold, with its best epoch or round.
 CURVE_METRIC = {"sl_neural": "val_acc", "sl_tree": "val_rmse", "rl": "val_episode_reward"}
 
@@ -35,27 +40,83 @@ def report_command(*args: str) -> subprocess.CompletedProcess:
 def test_every_run_ends_with_its_report(kind, smoke_runs):
     run_dir, _ = smoke_runs(kind)
     report = assert_report(run_dir, FIGURES[kind] + OWN_PLOTS.get(kind, []))
+    assert report.startswith(f"# {PARTS[kind]}: run {run_dir.name}\n")  # which part's run
     assert f"| {CURVE_METRIC[kind]} |" in report
     assert "**finished**" in report and "## Config" in report and "| python |" in report
-    if kind == "sl_neural":
-        matrix = json.loads((run_dir / "confusion_matrix.json").read_text())
-        assert len(matrix["labels"]) == len(matrix["counts"]) == 10
-        assert sum(map(sum, matrix["counts"])) > 0
+    if kind == "sl_neural":  # the figures of a classifier's test predictions
+        tested = predictions.read_predictions(run_dir / predictions.PREDICTIONS_FILE)
+        assert len(predictions.probability_columns(tested)) == 10 and tested["row"].is_unique
 
 
 def test_report_compares_two_runs_side_by_side(smoke_runs, tmp_path):
     first, _ = smoke_runs(sorted(PARTS)[0])
     second = shutil.copytree(first, tmp_path / "runs" / "other_run")
     config = json.loads((second / "config.json").read_text())
-    (second / "config.json").write_text(json.dumps({**config, "seed": config["seed"] + 1}))
+    rate = config["learning_rate"]
+    (second / "config.json").write_text(json.dumps({**config, "learning_rate": rate * 2}))
     output = tmp_path / "compared"
     result = report_command(str(first), str(second), "--output", str(output))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == str(output / "report.md")
     comparison = (output / "report.md").read_text()
+    assert comparison.startswith(f"# 2 runs of {PARTS[sorted(PARTS)[0]]} compared\n")
     assert first.name in comparison and "other_run" in comparison
-    assert f"| seed | {config['seed']} | {config['seed'] + 1} |" in comparison
+    assert f"| learning_rate | {cell(rate)} | {cell(rate * 2)} |" in comparison
     assert (output / "learning_curves.png").read_bytes().startswith(PNG_SIGNATURE)
+
+
+def test_report_refuses_to_compare_runs_of_different_parts(smoke_runs, tmp_path):
+    first, _ = smoke_runs(sorted(PARTS)[0])
+    other = shutil.copytree(first, tmp_path / "other_part")
+    record = json.loads((other / "run.json").read_text())
+    (other / "run.json").write_text(json.dumps({**record, "part": "part9"}))
+    result = report_command(str(first), str(other), "--output", str(tmp_path / "compared"))
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert line == (
+        f"error: these runs are of different parts ({record['part']}: {first.name}; part9: other_part); "
+        "compare one part's runs at a time"
+    )
+    assert not (tmp_path / "compared").exists()
+
+
+def test_report_takes_runs_that_differ_only_in_their_seed_together(smoke_runs, tmp_path):
+    kind = sorted(PARTS)[0]
+    seeds = [smoke_runs(kind)[0], smoke_runs(kind, seed=43)[0]]
+    other = shutil.copytree(seeds[0], tmp_path / "other_rate")  # a group of one
+    config = json.loads((other / "config.json").read_text())
+    (other / "config.json").write_text(json.dumps({**config, "learning_rate": config["learning_rate"] * 2}))
+    output = tmp_path / "compared"
+    result = report_command(*map(str, [*seeds, other]), "--output", str(output))
+    assert result.returncode == 0, result.stderr
+    comparison = (output / "report.md").read_text()
+    finals = [RunFiles.read(run).final_metrics() for run in seeds]
+    metric = CURVE_METRIC[kind]
+    values = [final[metric]["final"] for final in finals]
+    mean, std = statistics.fmean(values), statistics.stdev(values)
+    group = f"{config['name']}, 2 seeds"
+    assert f"| metric | {group} | other_rate |" in comparison
+    alone = RunFiles.read(other).final_metrics()[metric]["final"]
+    assert f"| {metric} | {cell(mean)} ± {cell(std)} (n=2) | {cell(alone)} |" in comparison
+    assert f"| {seeds[1].name} | {group} | 43 |" in comparison
+    assert "## Learning curves (mean ± std over seeds)" in comparison
+    assert (output / "learning_curves.png").read_bytes().startswith(PNG_SIGNATURE)
+
+
+@pytest.mark.parametrize("kind", sorted(PARTS))
+def test_learning_curves_are_drawn_against_frames_for_rl_and_mark_resumes(kind, smoke_runs):
+    run = RunFiles.read(smoke_runs(kind)[0])
+    frames = sorted({event["frames"] for event in run.events if "frames" in event})
+    expected = {"rl": "frames", "sl_tree": "round"}.get(kind, "epoch")
+    assert run.curve_axis == expected
+    key, series = next(iter(next(iter(run.learning_curves().values())).items()))
+    by_epoch = run.curve_keys()[key]
+    if kind == "rl":  # at the frames collected by each epoch's end (several collections an epoch)
+        assert list(series.values()) == list(by_epoch.values())
+        assert set(series) <= set(frames) and max(series) == frames[-1]
+    else:
+        assert series == by_epoch
+    assert run.resume_points() == []  # one session: a resumed run's are in test_faults
 
 
 def test_report_of_one_run_writes_it_again(smoke_runs, tmp_path):
@@ -85,3 +146,33 @@ def test_a_report_that_fails_leaves_the_run_as_it_ended(tmp_path, capsys):
     assert json.loads((run.dir / "run.json").read_text())["status"] == "finished"
     (warning,) = [line for line in capsys.readouterr().err.splitlines() if "report" in line]
     assert warning.startswith("warning: no run report (")
+
+
+@pytest.mark.parametrize("task", ["binary", "multiclass", "regression"])
+def test_a_predictions_file_gets_its_tasks_metrics_and_figures(task, tmp_path):
+    rng = np.random.default_rng(0)
+    rows = np.arange(40)
+    if task == "regression":
+        truth = rng.normal(size=(40, 2))
+        table = predictions.regression_table(rows, truth + 0.1, ["height", "weight"], truth)
+        expected, figures = {"rmse_height", "mae_height", "r2_weight"}, ["predicted_vs_true"]
+    else:
+        classes = ["Adelie", "Gentoo"] if task == "binary" else ["Adelie", "Chinstrap", "Gentoo"]
+        labels = np.array(classes)[np.arange(40) % len(classes)]
+        probabilities = np.eye(len(classes))[np.arange(40) % len(classes)] * 0.8 + 0.2 / len(classes)
+        table = predictions.classification_table(rows, probabilities, classes, "species", labels)
+        auc = "roc_auc" if task == "binary" else "roc_auc_ovr"
+        expected, figures = (
+            {"accuracy", "balanced_accuracy", "f1_macro", "log_loss", auc},
+            ["confusion_matrix", "roc"],
+        )
+    path = predictions.write_predictions(table, tmp_path / predictions.PREDICTIONS_FILE)
+    found = predictions.task_metrics(predictions.read_predictions(path))
+    assert expected <= set(found)
+    if task == "regression":
+        assert found["rmse_height"] == pytest.approx(0.1) and found["mae_weight"] == pytest.approx(0.1)
+    else:
+        assert found["accuracy"] == 1.0 and found[auc] == 1.0
+    drawn = prediction_figures(table, tmp_path / "report")
+    assert sorted(path.stem for path in drawn.values()) == sorted(figures)
+    assert all(path.read_bytes().startswith(PNG_SIGNATURE) for path in drawn.values())

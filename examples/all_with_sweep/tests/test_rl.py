@@ -5,7 +5,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import runpy
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -14,16 +16,30 @@ import types
 import psutil
 import pytest
 import torch
-from conftest import PARTS, ROOT, Killed, assert_report, gpu, kill_next_run, killed_copy, part_module, slow
+from conftest import (
+    PARTS,
+    ROOT,
+    Killed,
+    assert_ended,
+    assert_report,
+    gpu,
+    kill_next_run,
+    killed_copy,
+    part_module,
+    slow,
+)
 from tensordict import TensorDict
 from torchrl.collectors import Collector
+from torchrl.data import Unbounded
 from torchrl.envs import ExplorationType, GymEnv
 from torchrl.envs.utils import check_env_specs, set_exploration_type
 
 from src.cli import parse_cli
 from src.config import ConfigError
 from src.rl import data as rl_data
+from src.rl import evaluate as rl_evaluate
 from src.rl.module import PPO
+from src.rl.policy import ActionSpace
 from src.runs.metrics_jsonl import read_jsonl
 
 config = part_module("rl", "config")
@@ -45,10 +61,15 @@ def one_cartpole(env_name):
 
 def configured_ppo(cfg):
     """The part's PPO module with its networks built, as Lightning's configure_model() builds them."""
-    sizes = rl_data.observation_and_action_sizes(data.make_env, cfg.env_name)
-    ppo = PPO(cfg, model.build_networks, model.loss_settings, *sizes)
+    num_observations, space = rl_data.observation_and_action_space(data.make_env, cfg.env_name)
+    bounds = space.low, space.high  # of continuous actions
+    ppo = PPO(cfg, model.build_networks, model.loss_settings, num_observations, space.size, *bounds)
     ppo.configure_model()
     return ppo
+
+
+# The smoke config on Pendulum-v1: continuous actions, observations normalized.
+PENDULUM = {"env_name": "Pendulum-v1", "normalize_observations": True}
 
 
 def smoke_config(tmp_path, **overrides):
@@ -95,8 +116,8 @@ def test_run_directory_holds_the_run(smoke_run):  # OUT-1, OUT-2, OUT-3
     for name in ("config.json", "console.log", "metrics.jsonl", "model.pt", "checkpoints/best.ckpt"):
         assert (run_dir / name).stat().st_size > 0, name
     assert (run_dir / "checkpoints" / "last.ckpt").is_file()
-    assert json.loads((run_dir / "run.json").read_text())["status"] == "finished"
     assert test_metrics["test_episode_reward"] >= 1
+    assert_ended(run_dir, "finished", "budget", "num_epochs 2 trained")
 
 
 @slow
@@ -132,6 +153,99 @@ def test_model_artifact_reaches_the_offline_wandb_run(smoke_run):  # LOG-1, LOG-
     assert b"smoke-model" in history.read_bytes()
 
 
+def evaluate_command(*args, monkeypatch, capsys):
+    """`python -m partN.evaluate ARGS`, run in this process: (exit status, stdout, stderr)."""
+    module = f"{PARTS['rl']}.evaluate"
+    monkeypatch.setattr(sys, "argv", [module, *map(str, args)])
+    try:
+        runpy.run_module(module, run_name="__main__")
+        status = 0
+    except SystemExit as exit_info:
+        status = exit_info.code
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+@slow
+def test_evaluate_plays_the_runs_test_again(smoke_run, tmp_path, monkeypatch, capsys):
+    run_dir, test_metrics, _ = smoke_run
+    cfg = config.CONFIGS["smoke"]()
+    output = tmp_path / "evaluation.json"
+    status, out, _ = evaluate_command(run_dir, "--output", output, monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 0
+    results = json.loads(output.read_text())
+    # The run's test: its episodes, seeds and policy, played on the CPU.
+    assert results["episodes"] == cfg.test_episodes and results["policy"] == str(run_dir / "model.pt")
+    assert results["mean_reward"] == pytest.approx(test_metrics["test_episode_reward"])
+    assert statistics.fmean(results["lengths"]) == pytest.approx(test_metrics["test_episode_length"])
+    assert f"episode reward: mean {results['mean_reward']:.6g}, std {results['std_reward']:.6g}" in out
+    more = rl_evaluate.play_saved_policy(run_dir, data, model.load_model_from_checkpoint, episodes=5, seed=3)
+    assert len(more["rewards"]) == len(more["lengths"]) == 5 and more["seed"] == 3
+
+
+def run_dir_without_a_policy(tmp_path):
+    (tmp_path / "config.json").write_text("{}")
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("make_run_dir", "message"),
+    [
+        (lambda tmp_path: tmp_path / "missing", "missing does not exist"),
+        (lambda tmp_path: tmp_path, "has no config.json, so it is not a run directory"),
+        (
+            run_dir_without_a_policy,
+            "holds no policy to play: model.pt is empty or missing; checkpoints/best.ckpt is empty",
+        ),
+    ],
+    ids=["missing", "not-a-run", "no-policy"],
+)
+def test_evaluate_of_a_path_that_is_no_run_is_one_line(make_run_dir, message, tmp_path, monkeypatch, capsys):
+    status, _, err = evaluate_command(make_run_dir(tmp_path), monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 2 and len(err.splitlines()) == 1 and message in err
+
+
+@pytest.fixture(scope="module")
+def pendulum_run(smoke_runs):
+    """The smoke run on Pendulum-v1 (continuous actions, normalized observations), keeping
+    both epochs' checkpoints: (run directory, test metrics)."""
+    return smoke_runs("rl", keep_last_n=2, **PENDULUM)
+
+
+@slow
+def test_a_continuous_policy_trains_saves_and_evaluates(pendulum_run):  # LIT-3
+    run_dir, test_metrics = pendulum_run
+    assert_ended(run_dir, "finished", "budget", "num_epochs 2 trained")
+    assert test_metrics["test_episode_length"] == 200  # Pendulum-v1's episodes are cut at 200 steps
+    saved = model.load_model_from_checkpoint(run_dir / "model.pt")
+    assert saved.action_space == ActionSpace(1, (-2.0,), (2.0,))
+    # The observation statistics of every frame the best checkpoint had trained on, kept in model.pt.
+    best = torch.load(run_dir / "checkpoints" / "best.ckpt", weights_only=True)
+    assert saved.observation_normalizer.count.item() == best["frames"] > 0
+    played = rl_evaluate.play_saved_policy(run_dir, data, model.load_model_from_checkpoint)
+    assert played["mean_reward"] == pytest.approx(test_metrics["test_episode_reward"])
+
+
+@slow
+def test_a_continuous_run_resumes_with_its_observation_statistics(pendulum_run, tmp_path):  # RES-1
+    run_dir, _ = pendulum_run
+    (first_epoch,) = (path.name for path in (run_dir / "checkpoints").glob("epoch=0-*.ckpt"))
+    resume_from = killed_copy(run_dir, first_epoch, tmp_path)
+    train.main_with_config(smoke_config(tmp_path, keep_last_n=2, **PENDULUM), resume_from=resume_from)
+    last = {
+        name: torch.load(folder / "checkpoints" / "last.ckpt", weights_only=True)
+        for name, folder in (("straight", run_dir), ("resumed", resume_from.parents[1]))
+    }
+    cfg = config.CONFIGS["smoke"]()
+    per_epoch = cfg.iterations_per_epoch * cfg.frames_per_batch
+    first = torch.load(run_dir / "checkpoints" / first_epoch, weights_only=True)["state_dict"]
+    assert first["observation_normalizer.count"].item() == per_epoch
+    # Restored from the checkpoint, then updated by the resumed epoch's frames: not begun again.
+    for checkpoint in last.values():
+        count = checkpoint["state_dict"]["observation_normalizer.count"]
+        assert checkpoint["frames"] == count == 2 * per_epoch
+
+
 @slow
 def test_stop_file_ends_the_run_and_closes_the_workers(tmp_path):  # CB-4, RL-3
     stop = tmp_path / "STOP"
@@ -141,6 +255,15 @@ def test_stop_file_ends_the_run_and_closes_the_workers(tmp_path):  # CB-4, RL-3
     assert [e["epoch"] for e in read_jsonl(run_dir / "metrics.jsonl") if "val_episode_reward" in e] == [0]
     assert worker_processes() == []
     assert_report(run_dir, ["learning_curves", "timing"])  # a run cut short gets its report too
+    assert_ended(run_dir, "finished", "stop_file", f"STOP file {stop}: stopping after epoch 0")
+
+
+@slow
+def test_a_run_that_reaches_its_target_reward_ends_saying_so(tmp_path):  # CB-1
+    train.main_with_config(smoke_config(tmp_path, num_epochs=50, target_reward=1.0))
+    (run_dir,) = tmp_path.glob("smoke_*")
+    assert [e["epoch"] for e in read_jsonl(run_dir / "metrics.jsonl") if "val_episode_reward" in e] == [0]
+    assert_ended(run_dir, "finished", "target", "reached the target 1")
 
 
 @slow
@@ -152,8 +275,8 @@ def test_a_run_that_raises_closes_the_workers(tmp_path, monkeypatch):  # RL-3
     with pytest.raises(RuntimeError, match="broken update"):
         train.main_with_config(smoke_config(tmp_path, **WORKERS))
     (run_dir,) = tmp_path.glob("smoke_*")
-    assert json.loads((run_dir / "run.json").read_text())["status"] == "failed"
     assert worker_processes() == []
+    assert_ended(run_dir, "failed", "error", "RuntimeError: broken update")
     # A failed run gets its report too, and the error it raised stays the one raised.
     assert "**failed** (RuntimeError('broken update'))" in (run_dir / "report.md").read_text()
 
@@ -162,8 +285,8 @@ def test_a_run_that_raises_closes_the_workers(tmp_path, monkeypatch):  # RL-3
 def test_a_spent_wall_clock_budget_ends_the_run_and_closes_the_workers(tmp_path):  # CFG-4, RL-3
     train.main_with_config(smoke_config(tmp_path, num_epochs=50, max_wall_clock_hours=1e-6, **WORKERS))
     (run_dir,) = tmp_path.glob("smoke_*")
-    assert json.loads((run_dir / "run.json").read_text())["status"] == "finished"
     assert len([e for e in read_jsonl(run_dir / "metrics.jsonl") if "frames" in e]) == 1
+    assert_ended(run_dir, "finished", "budget", "max_wall_clock_hours 1e-06 spent, in epoch 0")
     assert worker_processes() == []
 
 
@@ -189,7 +312,8 @@ def test_an_interrupted_run_leaves_no_worker_behind(tmp_path, signal_number):  #
     _, alive = psutil.wait_procs(workers, timeout=1)  # closed by the run, not orphaned and dying later
     assert [w for w in alive if still_running(w)] == [], stderr[-2000:]
     (run_dir,) = tmp_path.glob("smoke_*")
-    assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
+    name = "SIGINT (Ctrl-C)" if signal_number == signal.SIGINT else "SIGTERM"
+    assert_ended(run_dir, "interrupted", "signal", name)
 
 
 def rates(run_dir):
@@ -293,16 +417,21 @@ def test_an_evaluation_episode_is_the_same_in_any_batch(env_name):
     assert five[2:] == played(3, seed=9, count=3) and five[:2] == played(5, seed=7, count=2)
 
 
-def test_evaluation_plays_the_action_the_deterministic_policy_takes():
+@pytest.mark.parametrize("overrides", [{}, PENDULUM], ids=["discrete", "continuous"])
+def test_evaluation_plays_the_action_the_deterministic_policy_takes(overrides):
     # greedy_policy() skips the distribution; it must pick what the policy itself would.
-    cfg = config.CONFIGS["smoke"]()
+    cfg = config.CONFIGS["smoke"](**overrides)
     ppo = configured_ppo(cfg)
     torch.nn.init.normal_(ppo.actor[-1].weight, std=3.0)  # confident, varied choices, not near-ties
-    observations = TensorDict({"observation": torch.randn(256, 4)}, [256])
+    size = ppo.hparams.num_observations
+    observations = TensorDict({"observation": torch.randn(256, size) * 3}, [256])
     with set_exploration_type(ExplorationType.DETERMINISTIC), torch.no_grad():
         expected = ppo.policy(observations.clone())["action"]
         greedy = ppo.greedy_policy()(observations.clone())["action"]
-    assert expected.unique().numel() == 2 and torch.equal(greedy, expected)
+    assert expected.unique().numel() >= 2
+    torch.testing.assert_close(greedy, expected)
+    if ppo.action_space.continuous:  # within the bounds, as a TanhNormal keeps them
+        assert greedy.shape == (256, 1) and greedy.abs().max() <= 2.0
 
 
 @pytest.mark.parametrize(
@@ -331,22 +460,39 @@ def test_no_flag_is_offered_that_ppo_would_ignore(flag, capsys):  # CFG-3, RL-13
     assert f"Unrecognized options: {flag.split('=')[0]}" in capsys.readouterr().err
 
 
+def unbounded_line_walk(env_name, num_envs):
+    """LineWalk moving by any amount: a continuous action without bounds."""
+    env = envs.LineWalk(num_envs)
+    env.action_spec = Unbounded(shape=(num_envs, 1))
+    return env
+
+
 @pytest.mark.parametrize(
-    ("env_name", "message"),
-    [("NoSuchEnv-v0", "`NoSuchEnv` doesn't exist"), ("Pendulum-v1", "actions are BoundedContinuous")],
+    ("make_env", "env_name", "message"),
+    [
+        (data.make_env, "NoSuchEnv-v0", "`NoSuchEnv` doesn't exist"),
+        (data.make_env, "FrozenLake-v1", "its observation is Categorical"),
+        (unbounded_line_walk, "LineWalk", "its actions are UnboundedContinuous of shape \\(1,\\), neither"),
+    ],
 )
-def test_an_env_the_policy_cannot_train_is_a_config_error(env_name, message):  # CFG-3
+def test_an_env_the_policy_cannot_train_is_a_config_error(make_env, env_name, message):  # CFG-3
     with pytest.raises(ConfigError, match=message):
-        rl_data.observation_and_action_sizes(data.make_env, env_name)
+        rl_data.observation_and_action_space(make_env, env_name)
 
 
 @pytest.mark.parametrize(
-    ("env_name", "sizes"),
-    [("CartPole-v1", (4, 2)), ("Acrobot-v1", (6, 3)), ("MountainCar-v0", (2, 3)), ("LineWalk", (2, 3))],
+    ("env_name", "num_observations", "space"),
+    [
+        ("CartPole-v1", 4, ActionSpace(2)),
+        ("Acrobot-v1", 6, ActionSpace(3)),
+        ("LineWalk", 2, ActionSpace(3)),
+        ("Pendulum-v1", 3, ActionSpace(1, (-2.0,), (2.0,))),
+        ("MountainCarContinuous-v0", 2, ActionSpace(1, (-1.0,), (1.0,))),
+    ],
 )
-def test_an_env_the_config_accepts_is_one_the_policy_takes(env_name, sizes):  # CFG-3
+def test_an_env_the_config_accepts_is_one_the_policy_takes(env_name, num_observations, space):  # CFG-3
     assert rl_data.env_problem(data, env_name) == []
-    assert rl_data.observation_and_action_sizes(data.make_env, env_name) == sizes
+    assert rl_data.observation_and_action_space(data.make_env, env_name) == (num_observations, space)
 
 
 @pytest.mark.parametrize(
@@ -355,6 +501,7 @@ def test_an_env_the_config_accepts_is_one_the_policy_takes(env_name, sizes):  # 
         ({}, 475.0),
         ({"env_name": "Acrobot-v1"}, -100.0),
         ({"env_name": "LineWalk"}, None),
+        ({"env_name": "Pendulum-v1"}, None),  # none registered: patience or the budget ends it
         ({"target_reward": 9.0}, 9.0),
     ],
 )
@@ -375,7 +522,7 @@ def test_a_make_env_that_breaks_the_contract_is_named_in_one_line():
 def test_a_make_env_of_one_env_from_an_older_release_still_trains(tmp_path):  # RL-1, RL-2
     # v0.2.0's data.py is the user's and stays: make_env(env_name) makes one env per call.
     cfg = smoke_config(tmp_path)
-    assert rl_data.observation_and_action_sizes(one_cartpole, cfg.env_name) == (4, 2)
+    assert rl_data.observation_and_action_space(one_cartpole, cfg.env_name) == (4, ActionSpace(2))
     collector = Collector(rl_data.training_env(cfg, one_cartpole, cfg.seed), None, frames_per_batch=32)
     try:
         frames = next(iter(collector))  # a worker per env
@@ -385,9 +532,7 @@ def test_a_make_env_of_one_env_from_an_older_release_still_trains(tmp_path):  # 
     assert worker_processes() == []
     policy = configured_ppo(cfg).greedy_policy()
     env = rl_data.make_envs(one_cartpole, cfg.env_name, 1)
-    episodes = list(
-        rl_data.EvaluationEpisodes(env, policy, 0, 3, types.SimpleNamespace(global_rank=0, world_size=1))
-    )
+    episodes = list(rl_data.EvaluationEpisodes(env, policy, seed=0, episodes=3))
     env.close()
     assert [len(batch) for batch in episodes] == [1, 1, 1]
     assert all(batch["next", "step_count"].item() >= 1 for batch in episodes)
@@ -399,3 +544,6 @@ def test_trains_on_the_gpu_in_bf16(tmp_path):  # PRC-1
     (run_dir,) = tmp_path.glob("smoke_*")
     assert "bf16-mixed" in (run_dir / "console.log").read_text()
     assert test_metrics["test_episode_reward"] >= 1
+    # The policy a GPU trained plays on the CPU.
+    played = rl_evaluate.play_saved_policy(run_dir, data, model.load_model_from_checkpoint)
+    assert played["episodes"] == len(played["rewards"]) and played["mean_reward"] >= 1

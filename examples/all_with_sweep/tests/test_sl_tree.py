@@ -5,22 +5,26 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+import os
 import subprocess
 import sys
 import types
 from operator import itemgetter
 
 import numpy as np
+import pandas as pd
 import pytest
 import xgboost as xgb
-from conftest import PARTS, ROOT, assert_report, gpu, part_module, run_python, slow
+from conftest import PARTS, ROOT, assert_ended, assert_report, gpu, part_module, run_python, slow
 
+from src.config import ConfigError
 from src.data_checks import DataValidationError
 from src.runs.directory import latest_checkpoint
 from src.runs.metrics_jsonl import read_jsonl
 from src.trees import cluster
 from src.trees.booster import best_rounds, train_booster, training_matrices, training_params
-from src.trees.data import load_split
+from src.trees.data import TableEncoding, load_split
+from src.trees.predict import PredictOptions, predict_run
 from src.trees.rounds import RoundLoggers, round_callbacks
 
 config = part_module("sl_tree", "config")
@@ -53,16 +57,17 @@ def test_run_directory_holds_the_run(smoke_run):  # OUT-1, OUT-2, OUT-5
         "metrics.json",
         "model.ubj",
         "checkpoints/last.ubj",
+        "test_predictions.csv",
     ):
         assert (run_dir / name).stat().st_size > 0, name
     plots = sorted(p.name for p in (run_dir / "plots").glob("*.png") if p.stat().st_size > 10_000)
-    assert plots == ["feature_importance.png", "predicted_vs_actual.png", "shap_summary.png"]
+    assert plots == ["feature_importance.png", "shap_summary.png"]
     assert json.loads((run_dir / "run.json").read_text())["status"] == "finished"
     rounds = json.loads((run_dir / "metrics.json").read_text())["rounds_trained"]
     log = (run_dir / "console.log").read_text().splitlines()
     progress = [line for line in log if line.startswith("round ")]
     assert progress and progress[-1].startswith(f"round {rounds - 1} | train_rmse ")
-    assert "| val_rmse " in progress[-1] and "ms/round" in progress[-1]
+    assert "| val_rmse " in progress[-1] and "| median " in progress[-1] and " ms/round" in progress[-1]
 
 
 @slow
@@ -126,7 +131,7 @@ def test_predictions_equal_a_plain_xgb_train(tmp_path):
     plain_train = xgb.DMatrix(split.train_features, split.train_labels)
     plain_val = xgb.DMatrix(split.val_features, split.val_labels)
     plain = xgb.train(
-        training_params(cfg, model.booster_params(cfg)),
+        training_params(cfg, model.booster_params(cfg), split.encoding),
         plain_train,
         num_boost_round=cfg.num_boost_round,
         evals=[(plain_train, "train"), (plain_val, "val")],
@@ -160,6 +165,9 @@ def test_model_holds_the_best_rounds_and_the_checkpoint_every_round(uninterrupte
     assert last.num_boosted_rounds() == summary["rounds_trained"]
     assert last.attr("best_iteration") == str(summary["best_round"])
     assert float(last.attr("train_seconds")) == pytest.approx(summary["train_seconds"], abs=1e-3)
+    rounds = config.CONFIGS["smoke"]().early_stopping_rounds
+    said = f"no better than {summary['best_val_rmse']:.6g} for {rounds} rounds"
+    assert_ended(run_dir, "finished", "patience", said)
 
 
 @slow
@@ -233,6 +241,7 @@ def test_stop_file_ends_training_after_the_round_and_keeps_the_outputs(tmp_path)
     assert (run_dir / "model.ubj").is_file()
     assert "test_rmse" in test_metrics
     assert_report(run_dir, ["learning_curves", "shap_summary"])  # a run cut short gets its report too
+    assert_ended(run_dir, "finished", "stop_file", f"STOP file {stop}: stopping after round 0")
 
 
 @slow
@@ -269,12 +278,15 @@ def test_a_dask_cluster_trains_as_one_process_does(tmp_path, capfd):  # DDP-1 fo
 
 
 @slow
-def test_a_stop_file_stops_every_dask_worker_after_the_same_round(tmp_path):  # CB-4
+def test_a_stop_file_stops_every_dask_worker_after_the_same_round(tmp_path):  # CB-4, DDP-1
     stop = tmp_path / "STOP"
     stop.touch()  # seen by rank 0 after the first round; the other worker must stop with it
-    summary = train.main_with_config(smoke_config(tmp_path, stop_file=str(stop), cluster="local:2"))
+    # A classifier of a raw table: its text column as Dask categories, its classes on every worker.
+    summary = train.main_with_config(
+        task_config(tmp_path, "multiclass", stop_file=str(stop), cluster="local:2")
+    )
     (run_dir,) = tmp_path.glob("smoke_*")
-    assert summary["rounds_trained"] == 1
+    assert summary["rounds_trained"] == 1 and summary["test_accuracy"] > 0.5
     assert f"STOP file {stop}: stopping after round 0" in (run_dir / "console.log").read_text()
     assert json.loads((run_dir / "run.json").read_text())["status"] == "finished"
 
@@ -322,22 +334,92 @@ def test_a_cluster_without_dask_is_one_line_naming_the_install(tmp_path):
     assert not list(tmp_path.iterdir())  # refused before a run directory
 
 
+@slow
+def test_without_either_build_of_xgboost_the_command_is_one_line_naming_the_extras(tmp_path):
+    # XGBoost hidden as if the project were installed without its cpu or cuda extra.
+    code = f"import sys; sys.modules['xgboost'] = None; from {PARTS['sl_tree']}.train import main; main()"
+    command = [sys.executable, "-c", code, "--config", "smoke", "--wandb-mode", "disabled"]
+    result = subprocess.run(
+        [*command, "--output.base-dir", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 2, result.stderr
+    assert "the tree part needs XGBoost; install it with pip install -c constraints.txt '.[cpu]'" in (
+        result.stderr
+    )
+    assert "Traceback" not in result.stderr
+    assert not list(tmp_path.iterdir())  # refused before a run directory
+
+
+def test_the_cpu_build_of_xgboost_trains_on_the_cpu_beside_a_gpu(tmp_path, monkeypatch):
+    """The cpu extra (xgboost-cpu) on a machine with a GPU: auto picks the CPU, and cuda says
+    how to install the CUDA build, instead of XGBoost failing when training starts."""
+    if xgb.build_info()["USE_CUDA"]:
+        pytest.skip("XGBoost here is its CUDA build")
+    monkeypatch.setattr("src.trees.booster.visible_gpus", lambda: ("a GPU NVML lists",))
+    cfg = smoke_config(tmp_path)
+    encoding = load_split(cfg, data).encoding
+    assert training_params(cfg, model.booster_params(cfg), encoding)["device"] == "cpu"
+    with pytest.raises(ConfigError, match=r"device cuda: this XGBoost is its CPU-only build; pip uninstall"):
+        training_params(dataclasses.replace(cfg, device="cuda"), model.booster_params(cfg), encoding)
+
+
 @pytest.mark.parametrize(
-    ("change", "column"),
+    ("change", "message"),
     [
-        (lambda t: t.assign(bmi=t["bmi"].mask(t.index == 7)), "bmi"),  # a null
-        (lambda t: t.assign(bp="high"), "bp"),  # a wrong dtype
-        (lambda t: t.drop(columns="s5"), "s5"),  # a missing column
-        (lambda t: t.assign(s1=np.inf), "s1"),  # a non-finite value
-        (lambda t: t.assign(target=100.0), "target"),  # a label that never varies
-        (lambda t: t.assign(s2=t["s2"].mask(t.index == 4, 1e300)), "s2"),  # beyond float32
+        (lambda t: t.drop(columns="target"), "has no column(s) target"),  # no label
+        (lambda t: t.assign(s1=np.inf), "column 's1': failed finite"),  # a non-finite value
+        (lambda t: t.assign(target=100.0), "column 'target': failed takes 2 or more values"),
+        (lambda t: t.assign(s2=t["s2"].mask(t.index == 4, 1e300)), "column 's2': failed finite"),  # float32
+        (  # a word in a column of numbers: a typo, or a missing value spelled as pandas does not read it
+            lambda t: t.assign(bp=t["bp"].astype(object).mask(t.index == 7, "high")),
+            "column 'bp' holds numbers and text ('high' at row 7); make those cells numbers, or empty",
+        ),
+        (
+            lambda t: t.assign(target=t["target"].mask(t.index == 4)),
+            "label column 'target' is empty in 1 row(s) (rows 4); give every row a label, or pass "
+            "--drop-unlabelled-rows",
+        ),
+        (  # text labels, for a regression
+            lambda t: t.assign(target=np.where(t["target"] > 150, "high", "low")),
+            "label column 'target' holds text ('high' at row 0, 'low' at row 1, 'low' at row 2 ...), and "
+            "--objective reg:squarederror predicts a number; to classify, pass --objective multi:softprob "
+            "(binary:logistic for two classes)",
+        ),
     ],
 )
-def test_bad_data_is_refused_naming_the_column(tmp_path, change, column):  # DATA-1
+def test_bad_data_is_refused_naming_the_column(tmp_path, change, message):  # DATA-1
     path = tmp_path / "bad.csv"
     change(data.load_table(config.DiabetesConfig())).to_csv(path, index=False)
-    with pytest.raises(DataValidationError, match=column):
+    with pytest.raises(DataValidationError) as error:
         load_split(config.DiabetesConfig(data_path=str(path)), data)
+    assert message in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("objective", "label", "message"),
+    [
+        (
+            "binary:logistic",
+            "target",
+            "holds 214 classes (25, 31, 37, 39, 40, 42, 43, 44, 45, 47 ...), and "
+            "--objective binary:logistic separates two; pass --objective multi:softprob",
+        ),
+        (
+            "multi:softprob",
+            "bmi",
+            "holds fractional numbers (32.1 at row 0, 21.6 at row 1, 30.5 at row 2 ...), and --objective "
+            "multi:softprob classifies; to predict a number, pass --objective reg:squarederror",
+        ),
+        ("multi:softprob", "one", "label column 'one' holds one class (1); a classifier needs two or more"),
+    ],
+)
+def test_a_label_that_does_not_fit_the_task_says_which_objective_would(tmp_path, objective, label, message):
+    path = tmp_path / "table.csv"  # DATA-1
+    data.load_table(config.DiabetesConfig()).assign(one=1).to_csv(path, index=False)
+    cfg = config.DiabetesConfig(data_path=str(path), objective=objective, label_column=label)
+    with pytest.raises(DataValidationError) as error:
+        load_split(cfg, data)
+    assert message in str(error.value) and "\n" not in str(error.value)
 
 
 def test_a_table_too_small_to_validate_and_test_on_is_refused(tmp_path):  # DATA-1
@@ -428,21 +510,14 @@ def test_a_hyperparameter_a_config_adds_is_checked_by_xgboost_and_reaches_its_ob
     (problem,) = WithGamma().problems()
     assert problem.startswith("gamma -1.0: XGBoost: value -1 for Parameter min_split_loss")
 
-    @dataclasses.dataclass
-    class ThreeClasses(config.DiabetesConfig):
-        objective: str = "multi:softmax"
-        eval_metric: str = "mlogloss"
-        num_class: int = 3  # what multi:softmax needs, and the config check passes it
-
-    assert ThreeClasses().problems() == []
-    assert "num_class" in " ".join(config.DiabetesConfig(objective="multi:softmax").problems())
+    # The classes multi:* needs are the label's, passed once the table is loaded.
+    assert config.DiabetesConfig(objective="multi:softprob").problems() == []
 
 
 @pytest.mark.parametrize(
     ("objective", "eval_metric", "message"),
     [
-        ("binary:logistic", "logloss", "binary:logistic --eval-metric logloss: it needs labels in [0, 1]"),
-        ("binary:hinge", "error", "binary:hinge --eval-metric error: it needs labels in [0, 1]"),
+        ("reg:logistic", "rmse", "reg:logistic --eval-metric rmse: it needs labels in [0, 1]"),
         ("rank:ndcg", "ndcg", "rank:ndcg --eval-metric ndcg: XGBoost:"),  # relevance degrees 0..31
         ("survival:aft", "aft-nloglik", "survival:aft --eval-metric aft-nloglik: XGBoost:"),  # label bounds
         ("reg:squarederror", "auc", "auc: train-auc:nan val-auc:nan after one round"),
@@ -479,7 +554,7 @@ def test_labels_that_do_not_suit_the_objective_fail_the_run_with_one_line(tmp_pa
     command = [sys.executable, "-m", f"{PARTS['sl_tree']}.train", "--config", "smoke"]
     command += [
         "--objective",
-        "binary:logistic",
+        "reg:logistic",
         "--wandb-mode",
         "disabled",
         "--output.base-dir",
@@ -507,6 +582,216 @@ def test_split_is_fixed_by_split_seed_not_seed():
 
 @gpu
 def test_trains_on_the_gpu(tmp_path):
+    if not xgb.build_info()["USE_CUDA"]:
+        pytest.skip("needs XGBoost's CUDA build, the cuda extra; this is xgboost-cpu, the cpu extra")
     cfg = smoke_config(tmp_path)
-    assert training_params(cfg, model.booster_params(cfg))["device"] == "cuda"
-    assert train.main_with_config(cfg)["test_rmse"] > 0
+    encoding = load_split(cfg, data).encoding
+    assert training_params(cfg, model.booster_params(cfg), encoding)["device"] == "cuda"
+    summary = train.main_with_config(cfg)
+    assert summary["test_rmse"] > 0
+    # The model predicts where no GPU is visible, and gives the run's test metrics again.
+    (run_dir,) = tmp_path.glob("smoke_*")
+    command = [sys.executable, "-m", f"{PARTS['sl_tree']}.predict", str(run_dir), "--rows", "test"]
+    command += ["--output", str(tmp_path / "predictions.csv")]
+    cpu_only = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120, env=cpu_only)
+    assert result.returncode == 0, result.stderr
+    assert f"rmse {summary['test_rmse']:.4g} |" in result.stdout
+
+
+# A task per objective on one raw table: a text column, empty cells, and labels of each kind.
+TASKS = {
+    "regression": ("score", "reg:squarederror"),
+    "binary": ("flag", "binary:logistic"),
+    "multiclass": ("kind", "multi:softprob"),
+}
+
+
+def raw_table(rows: int = 300) -> pd.DataFrame:
+    """A table as a user's CSV holds it: `colour` as words, empty cells among the features,
+    and a label for each task that the features decide."""
+    rng = np.random.default_rng(0)
+    colour = rng.choice(["red", "green", "blue"], rows)
+    size, weight = rng.normal(size=rows), rng.normal(size=rows)
+    score = 2 * size + np.select([colour == "red", colour == "green"], [2.0, -2.0], 0.0) + 0.2 * weight
+    table = pd.DataFrame({"colour": colour, "size": size, "weight": weight, "score": score})
+    table["flag"] = np.where(score > 0, "yes", "no")
+    table["kind"] = np.select([score < -1, score < 1], ["low", "mid"], "high")
+    table.loc[rng.choice(rows, 15, replace=False), "size"] = np.nan
+    table.loc[rng.choice(rows, 15, replace=False), "colour"] = None
+    return table
+
+
+def task_config(tmp_path, task: str, **overrides):
+    label, objective = TASKS[task]
+    path = tmp_path / "raw.csv"
+    if not path.exists():
+        raw_table().to_csv(path, index=False)
+    fields = {"data_path": str(path), "label_column": label, "objective": objective}
+    fields |= {"feature_columns": ("colour", "size", "weight"), "loggers": ("csv",)}
+    return smoke_config(tmp_path, **fields | overrides)
+
+
+@pytest.fixture(scope="module")
+def task_runs(tmp_path_factory):
+    """A smoke run of each task on the raw table: {task: (run directory, summary)}."""
+    runs = {}
+    for task in TASKS:
+        folder = tmp_path_factory.mktemp(task)
+        summary = train.main_with_config(task_config(folder, task))
+        (run_dir,) = folder.glob("smoke_*")
+        runs[task] = run_dir, summary
+    return runs
+
+
+# What each task's summary holds beyond the best round, and the report's figures of its predictions.
+TASK_METRICS = {
+    "regression": ({"test_rmse", "test_mae", "test_r2", "best_val_rmse"}, ["predicted_vs_true"]),
+    "binary": (
+        {"test_accuracy", "test_balanced_accuracy", "test_f1_macro", "test_log_loss", "test_roc_auc"}
+        | {"best_val_logloss"},
+        ["confusion_matrix", "roc"],
+    ),
+    "multiclass": (
+        {"test_accuracy", "test_balanced_accuracy", "test_f1_macro", "test_log_loss", "test_roc_auc_ovr"}
+        | {"best_val_mlogloss"},
+        ["confusion_matrix", "roc"],
+    ),
+}
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_each_task_trains_on_a_raw_table_and_reports_its_metrics(task_runs, task):  # OUT-5, DATA-1
+    run_dir, summary = task_runs[task]
+    metrics, figures = TASK_METRICS[task]
+    assert metrics <= set(summary) and json.loads((run_dir / "metrics.json").read_text()) == summary
+    if task == "regression":
+        assert summary["test_r2"] > 0.7
+    else:  # the labels follow from the features: far better than chance
+        assert summary["test_accuracy"] > 0.8 and summary["test_log_loss"] < 0.6
+    metric = f"val_{next(key for key in metrics if key.startswith('best_val_')).removeprefix('best_val_')}"
+    logged = [e for e in read_jsonl(run_dir / "metrics.jsonl") if metric in e]
+    assert len(logged) == summary["rounds_trained"] and f"tracking/best_{metric}" in logged[-1]
+    report = assert_report(run_dir, ["learning_curves", *figures, "feature_importance", "shap_summary"])
+    assert "predicted_vs_actual" not in report
+    # The test rows, by their place in the table, with their labels as the table has them.
+    label, _ = TASKS[task]
+    table, tested = raw_table(), pd.read_csv(run_dir / "test_predictions.csv")
+    assert len(tested) == 45 and tested["row"].is_unique
+    expected = table[label].iloc[tested["row"]].to_numpy()
+    if task == "regression":
+        np.testing.assert_allclose(tested[f"true_{label}"], expected)
+    else:
+        assert tested[f"true_{label}"].tolist() == expected.tolist()
+        classes = sorted(table[label].unique())
+        assert [
+            c.removeprefix("probability_") for c in tested.columns if c.startswith("probability_")
+        ] == classes
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_predict_reproduces_the_runs_test_metrics(task_runs, task, tmp_path):  # OUT-5
+    run_dir, summary = task_runs[task]
+    output = tmp_path / "predictions.csv"
+    options = PredictOptions(run_dir, output=output, rows="test")
+    metrics = predict_run(options, config.DiabetesConfig, data, model.load_model)
+    assert metrics == pytest.approx(
+        {key.removeprefix("test_"): v for key, v in summary.items() if key[:5] == "test_"}
+    )
+    assert output.read_text() == (run_dir / "test_predictions.csv").read_text()
+    # New rows: a colour training never saw reads as missing, a row without a label is predicted
+    # and not scored, and columns the model does not read are left out.
+    label, _ = TASKS[task]
+    new = raw_table().head(20).assign(colour="purple", extra=1.0)
+    new.loc[0, label] = None
+    new.to_csv(tmp_path / "new.csv", index=False)
+    options = PredictOptions(run_dir, data_path=str(tmp_path / "new.csv"), output=output)
+    scored = predict_run(options, config.DiabetesConfig, data, model.load_model)
+    assert set(scored) <= {key.removeprefix("test_") for key in summary} and len(scored) >= 3
+    predicted = pd.read_csv(output)
+    assert predicted["row"].tolist() == list(range(20)) and predicted[f"true_{label}"].isna().sum() == 1
+
+
+def test_the_model_keeps_the_classes_and_categories_it_read_the_table_with(task_runs):  # OUT-5
+    run_dir, _ = task_runs["multiclass"]
+    encoding = TableEncoding.of(model.load_model(run_dir / "model.ubj"), "model.ubj")
+    assert encoding.classes == ["high", "low", "mid"] and encoding.categories == {
+        "colour": ["blue", "green", "red"]
+    }
+    assert encoding.feature_columns == ("colour", "size", "weight") and encoding.label_column == "kind"
+    last = TableEncoding.of(model.load_model(run_dir / "checkpoints" / "last.ubj"), "last.ubj")
+    assert last == encoding  # a checkpoint predicts too
+
+
+@slow
+def test_predict_refuses_a_table_without_the_models_columns_in_one_line(task_runs, tmp_path):  # OUT-5
+    run_dir, _ = task_runs["multiclass"]
+    raw_table().drop(columns=["size", "weight"]).to_csv(tmp_path / "fewer.csv", index=False)
+    command = [sys.executable, "-m", f"{PARTS['sl_tree']}.predict", str(run_dir)]
+    command += ["--data-path", str(tmp_path / "fewer.csv"), "--output", str(tmp_path / "out.csv")]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == (
+        f"error: --data-path {tmp_path / 'fewer.csv'}: has no column(s) size, weight; the model reads "
+        "colour, size, weight"
+    )
+    assert not (tmp_path / "out.csv").exists()
+
+
+def test_a_users_table_reads_every_column_but_the_label_and_text_as_categories(tmp_path):  # DATA-1
+    cfg = task_config(tmp_path, "multiclass", feature_columns=())
+    split = load_split(cfg, data)
+    assert split.encoding.feature_columns == ("colour", "size", "weight", "score", "flag")
+    assert list(split.encoding.categories) == ["colour", "flag"]
+    assert split.train_features["colour"].dtype == "category" and split.train_features["colour"].isna().any()
+    assert split.train_features["size"].isna().any() and set(split.train_labels) == {0, 1, 2}
+    # Every class in each split in its share of the table (stratified by class).
+    shares = [
+        labels.value_counts(normalize=True).sort_index() for labels in (split.train_labels, split.test_labels)
+    ]
+    np.testing.assert_allclose(shares[0], shares[1], atol=0.05)
+
+
+def test_unlabelled_rows_are_left_out_when_asked_keeping_each_rows_place(tmp_path):  # DATA-1
+    table = raw_table()
+    table.loc[[5, 77], "kind"] = None
+    table.to_csv(tmp_path / "gaps.csv", index=False)
+    cfg = task_config(tmp_path, "multiclass", data_path=str(tmp_path / "gaps.csv"), drop_unlabelled_rows=True)
+    split = load_split(cfg, data)
+    rows = split.train_features.index.union(split.val_features.index).union(split.test_features.index)
+    assert len(rows) == 298 and {5, 77}.isdisjoint(rows) and rows.max() == 299
+
+
+@pytest.mark.parametrize("task", ["multiclass", "binary"])
+def test_a_killed_classifier_resumes_to_the_trees_of_an_uninterrupted_one(tmp_path, task):  # RES-1
+    cfg = task_config(tmp_path, task, num_boost_round=12, early_stopping_rounds=100, checkpoint_minutes=1e-9)
+    split, params = load_split(cfg, data), model.booster_params(cfg)
+    straight = train_booster(cfg, params, split)
+    callbacks = round_callbacks(cfg, tmp_path, RoundLoggers())
+    callbacks.insert(-1, CrashAfter(rounds=8))
+    with pytest.raises(RuntimeError, match="killed"):
+        train_booster(cfg, params, split, callbacks)
+    checkpoint = model.load_model(tmp_path / "checkpoints" / "last.ubj")
+    resumed = train_booster(cfg, params, split, round_callbacks(cfg, tmp_path, RoundLoggers()), checkpoint)
+    assert resumed.num_boosted_rounds() == straight.num_boosted_rounds() == 12
+    features = split.test_features
+    np.testing.assert_allclose(
+        resumed.inplace_predict(features), straight.inplace_predict(features), rtol=1e-6
+    )
+
+
+@pytest.mark.parametrize(
+    ("task", "overrides", "metric", "goal"),
+    [
+        ("regression", {}, "best_val_rmse", "minimize"),
+        ("multiclass", {}, "best_val_mlogloss", "minimize"),
+        ("binary", {}, "best_val_logloss", "minimize"),
+        ("binary", {"eval_metric": "auc"}, "best_val_auc", "maximize"),
+        ("binary", {"objective": "binary:logitraw"}, "best_val_auc", "maximize"),  # margins: no logloss
+    ],
+)
+def test_a_sweep_selects_on_the_tasks_validation_metric(tmp_path, task, overrides, metric, goal):  # SWP-1
+    if not (ROOT / PARTS["sl_tree"] / "sweep.py").is_file():
+        pytest.skip("this project has no sweep")
+    spec = part_module("sl_tree", "sweep").SPEC.for_config(task_config(tmp_path, task, **overrides))
+    assert (spec.metric, spec.goal) == (metric, goal)

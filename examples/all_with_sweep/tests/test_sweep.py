@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 import wandb
-from conftest import PARTS, ROOT, part_module, slow
+from conftest import PARTS, ROOT, part_module, slow, write_mixed_table
 
 from src.config import BaseConfig, ConfigError
 from src.runs.atomic import WriteFailed, atomic_path
@@ -45,10 +45,23 @@ def local_sweep(kind: str, tmp_path: Path, *args: str) -> Sweep:
     return main(spec, [*argv, *args])
 
 
+def own_task(kind: str, tmp_path: Path) -> list[str]:
+    """The supervised neural part sweeps a regression of a raw table (its kill tests below
+    sweep its classifier of the bundled data); the other parts their own data."""
+    if kind != "sl_neural":
+        return []
+    table = write_mixed_table(tmp_path / "table.csv")
+    return ["--data-path", str(table), "--task", "regression", "--label-column", "height", "weight"]
+
+
 @slow
 @pytest.mark.parametrize("kind", sorted(PARTS))
-def test_a_local_sweep_of_three_smoke_trials(kind, tmp_path):  # SWP-1, SWP-2, SWP-4
-    sweep = local_sweep(kind, tmp_path, "--trials", "3")
+def test_a_local_sweep_of_three_smoke_trials(kind, tmp_path, capsys):  # SWP-1, SWP-2, SWP-4
+    sweep = local_sweep(kind, tmp_path, "--trials", "3", *own_task(kind, tmp_path))
+    # It ends by saying where its summary and the comparison of its best trials are.
+    *_, summary_line, comparison_line = capsys.readouterr().out.splitlines()
+    assert summary_line == f"summary: {sweep.dir / 'summary.md'}"
+    assert comparison_line == f"the best trials compared: {sweep.dir / 'comparison' / 'report.md'}"
     assert [t.status for t in sweep.trials] == ["finished"] * 3
     run_dirs = {Path(t.run_dir) for t in sweep.trials}
     assert len(run_dirs) == 3 and all((d / "config.json").is_file() for d in run_dirs)

@@ -31,6 +31,8 @@ from src.runs.directory import (
     intact_checkpoint,
     mark_runs_that_never_checkpointed,
     run_dir_of,
+    run_part,
+    run_record,
 )
 
 
@@ -60,9 +62,13 @@ def parse_cli(
         return cfg, None
     checkpoint = _checkpoint_to_resume(cfg, options.resume)
     if checkpoint is None:
-        print(f"--resume auto: no unfinished '{cfg.name}' run in {cfg.output.base_dir}/, starting afresh")
+        print(f"--resume auto: no unfinished '{cfg.name}' run in {cfg.runs_dir()}/, starting afresh")
         return cfg, None
-    config_path = run_dir_of(checkpoint) / "config.json"
+    run_dir = run_dir_of(checkpoint)
+    other = run_part(run_record(run_dir))
+    if other and cfg.part() and other != cfg.part():
+        _fail(f"--resume {options.resume}: that is a run of {other}; resume it with python -m {other}.train")
+    config_path = run_dir / "config.json"
     try:
         saved = type(cfg).from_json(config_path.read_text())
     except (OSError, ValueError, TypeError) as error:
@@ -177,14 +183,14 @@ def _checkpoint_to_resume(cfg: BaseConfig, resume: str) -> Path | None:
     auto) continues from its newest intact checkpoint, saying which it skipped."""
     path = Path(resume)
     if resume == "auto":
-        if dead := mark_runs_that_never_checkpointed(Path(cfg.output.base_dir), cfg.name):
+        if dead := mark_runs_that_never_checkpointed(cfg.runs_dir(), cfg.name):
             print(
                 f"--resume auto: passing over {len(dead)} run(s) that died before their first "
                 f"checkpoint (run.json status {NEVER_CHECKPOINTED}), e.g. {dead[-1]}; the README says "
                 "how to delete them",
                 file=sys.stderr,
             )
-        run_dir = find_latest_run(Path(cfg.output.base_dir), cfg.name)
+        run_dir = find_latest_run(cfg.runs_dir(), cfg.name, cfg.part())
         if run_dir is None:
             return None
     elif path.is_file():

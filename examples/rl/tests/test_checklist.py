@@ -473,6 +473,7 @@ RUN_BREAKS = [  # (item, part kind, edit of a copy of the run directory)
     ("OUT-2", "sl_tree", truncate("checkpoints/last.ubj")),
     ("LOG-5", "sl_tree", forget_summary_key("total_params")),
     ("OUT-5", "sl_tree", unlink("plots/shap_summary.png")),
+    ("OUT-5", "sl_tree", unlink("test_predictions.csv")),
 ]
 
 

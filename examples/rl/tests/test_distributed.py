@@ -22,9 +22,9 @@ from pathlib import Path
 import lightning as L
 import psutil
 import pytest
-from conftest import PARTS, ROOT, part_module, slow
+from conftest import PARTS, ROOT, part_module, slow, write_mixed_table
 
-from src.report.run_files import CONFUSION_FILE
+from src.predictions import PREDICTIONS_FILE, read_predictions
 from src.runs.directory import resume_candidates
 from src.runs.metrics_jsonl import read_jsonl
 
@@ -112,6 +112,15 @@ def processes_left(marker: str) -> list[psutil.Process]:
 LAUNCHERS = ["lightning", "torchrun", "srun"]
 
 
+def task_args(kind: str, launcher: str, tmp_path: Path) -> list[str]:
+    """The supervised neural part's torchrun launch trains a regression on a raw table
+    (text and missing values among its features), the other launches each part's own task."""
+    if (kind, launcher) != ("sl_neural", "torchrun"):
+        return []
+    table = write_mixed_table(tmp_path / "table.csv")
+    return ["--data-path", str(table), "--task", "regression", "--label-column", "height", "--batch-size=32"]
+
+
 @dataclass
 class Launched:
     run_dir: Path
@@ -129,7 +138,8 @@ def two_processes(tmp_path_factory):
     def launched(kind: str, launcher: str) -> Launched:
         if (kind, launcher) not in done:
             tmp_path = tmp_path_factory.mktemp(f"{kind}-{launcher}")
-            processes = launch(kind, launcher, tmp_path / "out", tmp_path)
+            task = task_args(kind, launcher, tmp_path)
+            processes = launch(kind, launcher, tmp_path / "out", tmp_path, *task)
             outputs = [process.communicate(timeout=600)[0] for process in processes]
             (run_dir,) = run_dirs(tmp_path / "out")
             _, alive = psutil.wait_procs(processes_left(str(tmp_path)), timeout=5)
@@ -180,8 +190,12 @@ def test_two_process_test_metrics_equal_one_process_testing_the_same_checkpoint(
     two = next(event for event in reversed(events) if any(key.startswith("test_") for key in event))
     one, module = one_process_test(kind, run_dir)
     assert {name: two[name] for name in one} == pytest.approx(one, rel=1e-5, abs=1e-7)
-    if (run_dir / CONFUSION_FILE).is_file():  # a classifier's, for its report
-        assert json.loads((run_dir / CONFUSION_FILE).read_text())["counts"] == module.test_confusion_counts
+    if (run_dir / PREDICTIONS_FILE).is_file():  # every test row once, as one process predicts them
+        written, expected = read_predictions(run_dir / PREDICTIONS_FILE), module.test_predictions
+        assert list(written.columns) == list(expected.columns)
+        assert list(written["row"]) == list(expected["row"])
+        numbers = [column for column in written.columns if column.startswith(("true_", "predicted_"))]
+        assert written[numbers].to_numpy() == pytest.approx(expected[numbers].to_numpy(), rel=1e-5)
 
 
 def one_process_test(kind: str, run_dir: Path) -> tuple[dict[str, float], L.LightningModule]:

@@ -187,10 +187,22 @@ def test_babysitter_reads_a_reward_as_higher_is_better(tmp_path):
     assert finding.level == "WARN" and "best 480" in finding.message
 
 
+# OPS-3: a tree run that leaves its metric to the task is watched on what it early-stops on.
+def test_babysitter_watches_the_metric_a_run_tracks_where_its_config_leaves_it_to_the_task(tmp_path):
+    run_dir, _ = make_run(tmp_path)
+    (run_dir / "config.json").write_text(json.dumps({"name": "baseline", "eval_metric": ""}))
+    tracked = {"tracking/best_round": 0, "tracking/best_val_mlogloss": 0.9}  # the round is no metric
+    append_jsonl(run_dir / "metrics.jsonl", {"round": 0, "val_mlogloss": 0.9, **tracked})
+    metrics = babysitter(tmp_path, run_dir, monitor=None).check()[2]
+    assert metrics.check == "metrics" and metrics.message.startswith("val_mlogloss 0.9 (best 0.9")
+
+
 # OPS-3 restarts from the checkpoint; OPS-4 records the problem under issues/.
-def test_babysitter_restarts_a_killed_run_once_and_files_an_issue(tmp_path, monkeypatch):
+def test_babysitter_restarts_a_killed_run_once_and_files_an_issue(tmp_path, monkeypatch, webhook):
     monkeypatch.chdir(tmp_path)
     run_dir, marker = make_run(tmp_path, pid=dead_pid(), linger=5)
+    config = json.loads((run_dir / "config.json").read_text())
+    (run_dir / "config.json").write_text(json.dumps({**config, "alerts": {"webhook_url": webhook.url}}))
     sitter = babysitter(tmp_path, run_dir, restart=True)
     findings = sitter.check()
     assert findings[0].level == "FAIL" and "never finished" in findings[0].message
@@ -201,6 +213,12 @@ def test_babysitter_restarts_a_killed_run_once_and_files_an_issue(tmp_path, monk
     (issue,) = (tmp_path / "issues").glob("*.md")
     text = issue.read_text()
     assert 'type: "crash"' in text and 'status: "open"' in text and "last.ckpt" in text
+    # A killed run cannot raise its alert: the babysitter does, once, as the run's config says.
+    deadline = time.monotonic() + 10
+    while not webhook.received and time.monotonic() < deadline:
+        time.sleep(0.1)
+    ((kind, text),) = [(post["kind"], post["text"]) for post in webhook.received]
+    assert kind == "killed" and "never finished (killed?)" in text
 
 
 @pytest.mark.parametrize("status", ["failed", "interrupted"])
@@ -402,6 +420,24 @@ def test_detach_refuses_a_config_flag_without_a_name(tmp_path):
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.startswith("error: --config needs a config name") and "unbound" not in result.stderr
     assert not (tmp_path / "output").exists()
+
+
+def test_torchrun_script_sets_the_cpu_threads_itself(tmp_path):  # DDP-1
+    # torchrun prints a banner about OMP_NUM_THREADS on every launch where it is unset.
+    python = tmp_path / "python"
+    python.write_text('#!/bin/sh\necho "OMP_NUM_THREADS=$OMP_NUM_THREADS $*"\n')
+    python.chmod(0o755)
+    env = {key: value for key, value in os.environ.items() if key != "OMP_NUM_THREADS"}
+    result = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "torchrun.sh"), "part1.train", "--config", "smoke"],
+        capture_output=True,
+        text=True,
+        env={**env, "PYTHON": str(python), "NPROC": "2"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(
+        "OMP_NUM_THREADS=1 -m torch.distributed.run --standalone --nproc-per-node 2"
+    )
 
 
 def test_metrics_jsonl_stays_json_when_a_value_is_not_finite(tmp_path):  # OUT-4

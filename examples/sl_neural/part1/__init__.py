@@ -1,1 +1,1 @@
-"""Supervised neural part: an MLP classifier trained with Lightning."""
+"""Supervised neural part: an MLP classifier or regressor of table rows, trained with Lightning."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from src.neural.config import SLNeuralConfig
+from src.neural.config import SLNeuralConfig, Task
 
 
 @dataclass
@@ -20,7 +20,8 @@ class DigitsConfig(SLNeuralConfig):
     """
 
     name: str = "baseline"
-    label_column: str = "target"
+    task: Task = "classification"
+    label_column: tuple[str, ...] = ("target",)
     hidden_sizes: tuple[int, ...] = (256, 128)
     dropout: float = 0.2
     patience: int = 20
@@ -29,8 +30,6 @@ class DigitsConfig(SLNeuralConfig):
         found = super().problems()
         if not self.hidden_sizes or min(self.hidden_sizes) < 1:
             found.append(f"hidden_sizes {self.hidden_sizes}: give one or more positive layer widths")
-        if self.batch_size == 1:  # model.py's BatchNorm1d cannot train on one example at a time
-            found.append("batch_size 1: the model's BatchNorm needs at least 2 examples per training batch")
         if not 0 <= self.dropout < 1:
             found.append(f"dropout {self.dropout}: must be in [0, 1)")
         return found

@@ -1,7 +1,10 @@
-"""The network of this part and its loss: an MLP classifier.
+"""The network of this part and its loss for each task: an MLP.
 
 To change the model, change `build_network`; a new hyperparameter is a field in
-config.py, read here as `cfg.<field>`.
+config.py, read here as `cfg.<field>`. Its inputs are the table's features encoded
+(numbers standardised, text one-hot: src/neural/encoding.py); its outputs a logit per
+class, or a number per label column, standardised with the training rows' mean and
+standard deviation.
 """
 
 from __future__ import annotations
@@ -9,39 +12,50 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
-from src.neural.module import Classifier, cross_entropy, load_classifier
+from src.neural.module import SupervisedModule, load_supervised_module
 from src.training.checkpoints import save_module
 
 from .config import DigitsConfig
 
-loss = cross_entropy  # per-example losses of (class logits, labels)
 
-
-def build_network(cfg: DigitsConfig, num_features: int, num_classes: int) -> nn.Module:
-    """Class logits from a batch of feature rows."""
-    # Standardizes inputs with statistics learned from the training batches, so the saved
-    # model needs no separate preprocessing step.
-    layers: list[nn.Module] = [nn.BatchNorm1d(num_features, affine=False)]
+def build_network(cfg: DigitsConfig, num_features: int, num_outputs: int) -> nn.Module:
+    """The outputs for a batch of encoded feature rows."""
+    layers: list[nn.Module] = []
     width = num_features
     for hidden in cfg.hidden_sizes:
         layers += [nn.Linear(width, hidden), nn.GELU(), nn.Dropout(cfg.dropout)]
         width = hidden
-    layers.append(nn.Linear(width, num_classes))
+    layers.append(nn.Linear(width, num_outputs))
     return nn.Sequential(*layers)
 
 
-def build_model(cfg: DigitsConfig) -> Classifier:
+def classification_loss(logits: torch.Tensor, classes: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy of each example."""
+    return F.cross_entropy(logits, classes, reduction="none")
+
+
+def regression_loss(predicted: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Squared error of each example, averaged over its (standardised) label columns."""
+    return F.mse_loss(predicted, targets, reduction="none").mean(dim=1)
+
+
+LOSSES = {"classification": classification_loss, "regression": regression_loss}  # by cfg.task
+
+
+def build_model(cfg: DigitsConfig) -> SupervisedModule:
     """The LightningModule that trains the network; it sizes it once the data is set up."""
-    return Classifier(cfg, build_network, loss)
+    return SupervisedModule(cfg, build_network, LOSSES[cfg.task])
 
 
-def save_model(model: Classifier, path: Path) -> Path | None:
-    """Weights and hyperparameters, for use outside Lightning (LIT-3); None off rank zero."""
+def save_model(model: SupervisedModule, path: Path) -> Path | None:
+    """Weights and hyperparameters, the table's encoding among them, for use outside
+    Lightning (LIT-3); None off rank zero."""
     return save_module(model, path)
 
 
-def load_model_from_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> Classifier:
+def load_model_from_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> SupervisedModule:
     """A model from `save_model()` output or a Lightning .ckpt, in eval mode (LIT-3, RES-3)."""
-    return load_classifier(path, DigitsConfig, build_network, loss, map_location)
+    return load_supervised_module(path, DigitsConfig, build_network, LOSSES, map_location)

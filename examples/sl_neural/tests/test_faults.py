@@ -18,9 +18,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import PARTS, ROOT, assert_report, part_module, slow
+from conftest import PARTS, ROOT, assert_ended, assert_report, part_module, slow
 
 from src.config import ConfigError
+from src.report.run_files import RunFiles
 from src.runs.atomic import write_text_atomic
 from src.runs.checkpoint_checks import checkpoint_problem
 from src.runs.metrics_jsonl import read_jsonl
@@ -309,7 +310,8 @@ def test_a_damaged_config_or_another_parts_run_is_one_line(kind, copied_run):
         resumed = train(kind, run_dir.parent, "--resume", str(other_run))
         assert resumed.returncode == 2 and "Traceback" not in resumed.stderr
         (line,) = error_lines(resumed.stderr)
-        assert "is not a" in line and "another part's run" in line
+        part = PARTS[others[0]]
+        assert line.endswith(f"that is a run of {part}; resume it with python -m {part}.train")
     (run_dir / "config.json").write_text('{"name": ')
     resumed = train(kind, run_dir.parent, "--resume", str(run_dir))
     assert resumed.returncode == 2 and "Traceback" not in resumed.stderr
@@ -465,6 +467,11 @@ def test_metrics_jsonl_has_each_step_once_after_a_resume(kind, tmp_path):
     )
     assert [entry for entry, count in logged.items() if count > 1] == []
     assert sum(line["event"] == "hyperparams" for line in lines) == 1
+    # The report's curves mark where the second session took over, at a point they have.
+    run = RunFiles.read(run_dir_in(tmp_path))
+    xs = {x for panel in run.learning_curves().values() for series in panel.values() for x in series}
+    (resumed_at,) = run.resume_points()
+    assert resumed_at in xs and resumed_at < max(xs)
 
 
 # Ctrl-C, SIGTERM and SIGHUP: one line, the status they give, no traceback (workers included),
@@ -476,8 +483,9 @@ def test_metrics_jsonl_has_each_step_once_after_a_resume(kind, tmp_path):
 @pytest.mark.parametrize(
     ("signal_number", "exit_status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)]
 )
-def test_ctrl_c_sigterm_and_sighup_end_a_run_quietly(kind, signal_number, exit_status, tmp_path):
-    process = start(kind, tmp_path, *TRAINS_ON[kind], "--max-wall-clock-hours", "0.05")
+def test_ctrl_c_sigterm_and_sighup_end_a_run_quietly(kind, signal_number, exit_status, tmp_path, webhook):
+    alerts = ["--alerts.webhook-url", webhook.url]
+    process = start(kind, tmp_path, *TRAINS_ON[kind], "--max-wall-clock-hours", "0.05", *alerts)
     assert wait_until(lambda: last_checkpoint(tmp_path) is not None, process)
     time.sleep(0.5)
     os.killpg(process.pid, signal_number)
@@ -486,10 +494,16 @@ def test_ctrl_c_sigterm_and_sighup_end_a_run_quietly(kind, signal_number, exit_s
     # Lightning's own "Detected KeyboardInterrupt" line is fine; a traceback's last line is not.
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr.splitlines()
     run_dir = run_dir_in(tmp_path)
-    assert status(run_dir)["status"] == "interrupted"
+    name = {signal.SIGINT: "SIGINT (Ctrl-C)", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
+    assert_ended(run_dir, "interrupted", "signal", name[signal_number])
     assert partial_files(tmp_path) == []
     assert checkpoint_problem(last_checkpoint(tmp_path)) is None
     assert_report(run_dir, ["learning_curves"])  # for what it did before the signal
+    # A signal from elsewhere (a scheduler's, a closed terminal's) raises an alert; Ctrl-C,
+    # pressed by whoever would receive it, none.
+    said = f"{run_dir.name}: stopped\n{signal.Signals(signal_number).name} stopped it; resume with --resume"
+    expected = [] if signal_number == signal.SIGINT else [("stopped", said)]
+    assert [(post["kind"], post["text"][: len(said)]) for post in webhook.received] == expected
 
 
 # A bad --data-path: refused in one line, exit status 2, before a run directory exists.

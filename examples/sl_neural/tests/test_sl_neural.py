@@ -17,17 +17,38 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 import torch
-from conftest import PARTS, ROOT, Killed, assert_report, gpu, kill_next_run, killed_copy, part_module, slow
+from conftest import (
+    PARTS,
+    ROOT,
+    Killed,
+    assert_ended,
+    assert_report,
+    gpu,
+    kill_next_run,
+    killed_copy,
+    part_module,
+    slow,
+    write_mixed_table,
+)
+from sklearn.compose import ColumnTransformer
+from sklearn.impute import SimpleImputer
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
+from src.checklist.__main__ import check_project
 from src.config import ConfigError
 from src.data_checks import DataValidationError
 from src.neural.data import TableDataModule
+from src.neural.encoding import MISSING, FeatureEncoding, TableEncoding
+from src.predictions import PREDICTIONS_FILE, read_predictions, task_metrics
+from src.runs.console import TERMINAL_CONTROL
 from src.runs.metrics_jsonl import read_jsonl
 
 config = part_module("sl_neural", "config")
 data = part_module("sl_neural", "data")
 model_module = part_module("sl_neural", "model")
 train = part_module("sl_neural", "train")
+predict = part_module("sl_neural", "predict")
 
 
 def datamodule_of(cfg):
@@ -71,7 +92,7 @@ def test_config_snapshot_round_trips(smoke_run):  # CFG-2, OUT-2
 def test_metrics_cover_every_namespace(smoke_run):  # LOG-3, LOG-4, LOG-5, OUT-4, PRF-2, PRF-4
     _, _, events = smoke_run
     keys = set().union(*events)
-    for key in ("train_loss_step", "train_loss_epoch", "val_loss", "val_acc", "lr", "test_acc"):
+    for key in ("train_loss_step", "train_loss_epoch", "val_loss", "val_acc", "lr", "test_accuracy"):
         assert key in keys, key
     for namespace in ("batch/", "timing/", "tracking/", "system/"):
         assert any(k.startswith(namespace) for k in keys), namespace
@@ -107,7 +128,7 @@ def test_saved_model_and_best_checkpoint_load_outside_lightning(smoke_run):  # L
     from_file = model_module.load_model_from_checkpoint(run_dir / "model.pt")
     from_ckpt = model_module.load_model_from_checkpoint(run_dir / "checkpoints" / "best.ckpt")
     torch.testing.assert_close(from_file(features), from_ckpt(features))
-    assert test_metrics["test_acc"] > 0.3  # ten classes: chance is 0.1
+    assert test_metrics["test_accuracy"] > 0.3  # ten classes: chance is 0.1
 
 
 @slow
@@ -121,8 +142,8 @@ def test_stop_file_ends_the_run_after_one_epoch_with_checkpoints_and_test(tmp_pa
     assert epochs == {0}
     assert (run_dir / "checkpoints" / "best.ckpt").is_file()
     assert (run_dir / "checkpoints" / "last.ckpt").is_file()
-    assert "test_acc" in test_metrics
-    assert_report(run_dir, ["learning_curves", "confusion_matrix"])  # a run cut short gets its report too
+    assert "test_accuracy" in test_metrics
+    assert_report(run_dir, ["learning_curves", "confusion_matrix", "roc"])  # a run cut short has its report
 
 
 @slow
@@ -148,6 +169,10 @@ def test_a_terminal_shows_the_rich_bar_with_epoch_lines_above_it_and_the_log_sta
     for line in summaries:  # whole on the screen too, not cut into by a redraw of the bar
         assert line in screen.stdout.replace("\r\n", "\n")
     assert "\x1b[" not in log and "it/s" not in log and "💡 Tip" not in log  # no bar, no colour
+    # Lightning's own lines go above the bar too: written into it, they left the last epoch's
+    # bar on the screen twice, once above them and once below.
+    (before,) = re.findall(r"([^\n]*)`Trainer.fit` stopped", screen.stdout)
+    assert TERMINAL_CONTROL.sub("", before).strip("\r") == "", repr(before)
 
 
 def history(run_dir):
@@ -372,15 +397,17 @@ def mid_epoch_step(base_dir) -> int | None:
 
 
 @slow
-def test_last_checkpoint_is_the_latest_epoch_not_the_best(tmp_path):  # CB-2, OUT-3
-    # With a zero learning rate val_loss never improves after epoch 0.
-    train.main_with_config(smoke_config(tmp_path, learning_rate=0.0, num_epochs=3, patience=10))
+def test_last_checkpoint_is_the_latest_epoch_not_the_best(tmp_path):  # CB-1, CB-2, OUT-3
+    # With a zero learning rate val_loss never improves after epoch 0: early stopping's
+    # patience of 2 ends the run after epoch 2.
+    train.main_with_config(smoke_config(tmp_path, learning_rate=0.0, num_epochs=50, patience=2))
     (run_dir,) = tmp_path.glob("smoke_*")
     epoch = {
         name: torch.load(run_dir / "checkpoints" / f"{name}.ckpt", weights_only=True)["epoch"]
         for name in ("best", "last")
     }
     assert epoch == {"best": 0, "last": 2}
+    assert_ended(run_dir, "finished", "patience", "for 2 checks")
 
 
 @slow
@@ -396,7 +423,8 @@ def test_wall_clock_budget_ends_the_run_and_still_tests(tmp_path):  # CFG-4
     last = torch.load(run_dir / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)
     assert last["global_step"] == cfg.log_every_n_steps
     assert (run_dir / "checkpoints" / "best.ckpt").is_file()
-    assert "test_acc" in test_metrics
+    assert "test_accuracy" in test_metrics
+    assert_ended(run_dir, "finished", "budget", "max_wall_clock_hours 1e-07 spent")
 
 
 @slow
@@ -438,22 +466,31 @@ def test_bad_data_on_the_command_line_exits_2_and_is_logged(tmp_path, bad):  # D
     if bad == "name too long":  # a path refused as such is refused before a run directory exists
         assert not (tmp_path / "output").exists()
         return
-    (run_dir,) = (tmp_path / "output").glob("smoke_*")
+    (run_dir,) = (tmp_path / "output" / PARTS["sl_neural"]).glob("smoke_*")
     assert json.loads((run_dir / "run.json").read_text())["status"] == "failed"
     assert said in (run_dir / "console.log").read_text()
 
 
 @slow
-def test_training_that_diverges_fails_saying_where_and_saves_no_nan_model(tmp_path):
+def test_training_that_diverges_fails_saying_where_and_saves_no_nan_model(tmp_path, webhook, hanging_port):
     command = [sys.executable, "-m", f"{PARTS['sl_neural']}.train", "--config", "smoke"]
     command += ["--learning-rate", "1e6", "--gradient-clip-val", "0", "--wandb-mode", "disabled"]
+    # Its alert goes to a webhook that answers and to an SMTP server that hangs.
+    command += ["--alerts.webhook-url", webhook.url, "--alerts.email-to", "ml@example.com"]
+    command += ["--alerts.smtp-server", f"127.0.0.1:{hanging_port}", "--alerts.timeout-seconds", "1"]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "GPU_LOCK_PATH": str(tmp_path / "lock")}
     result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
     assert result.returncode == 2, result.stderr[-2000:]
     assert "training diverged: the " in result.stderr and "(now 1e+06)" in result.stderr
     assert "Traceback" not in result.stderr
-    (run_dir,) = (tmp_path / "output").glob("smoke_*")
-    assert json.loads((run_dir / "run.json").read_text())["status"] == "failed"
+    (run_dir,) = (tmp_path / "output" / PARTS["sl_neural"]).glob("smoke_*")
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["status"] == "failed"
+    ((kind, level, text),) = [(post["kind"], post["level"], post["text"]) for post in webhook.received]
+    assert (kind, level) == ("diverged", "ERROR") and "training diverged: the " in text
+    assert [alert["kind"] for alert in record["alerts"]] == ["diverged"]
+    assert f"ALERT ERROR {run_dir.name}: diverged: training diverged" in (run_dir / "console.log").read_text()
+    assert "warning: alert 'diverged' not delivered by email: timed out" in result.stderr
     assert not (run_dir / "model.pt").exists()
     for checkpoint in (run_dir / "checkpoints").glob("*.ckpt"):  # only those from before it
         weights = torch.load(checkpoint, map_location="cpu", weights_only=False)["state_dict"].values()
@@ -465,12 +502,11 @@ def test_training_that_diverges_fails_saying_where_and_saves_no_nan_model(tmp_pa
 @pytest.mark.parametrize(
     ("change", "column"),
     [
-        (lambda t: t.assign(pixel_0_3=t["pixel_0_3"].mask(t.index == 5)), "pixel_0_3"),  # a null
-        (lambda t: t.assign(pixel_1_1="dark"), "pixel_1_1"),  # a wrong dtype
+        (lambda t: t.assign(pixel_1_1="dark"), "pixel_1_1"),  # text where the bundled data has numbers
         (lambda t: t.assign(pixel_1_2=float("inf")), "pixel_1_2"),  # not finite
         (lambda t: t.assign(pixel_2_2=t["pixel_2_2"] + 100), "pixel_2_2"),  # outside the digits' 0..16
         (lambda t: t.drop(columns="target"), "target"),  # no label column
-        (lambda t: t.assign(target=t["target"].mask(t.index == 7)), "target"),  # a row without a label
+        (lambda t: t.assign(target=None), "target"),  # no row with a label
     ],
 )
 def test_bad_data_is_refused_naming_the_column(change, column):  # DATA-1
@@ -500,7 +536,7 @@ def test_data_py_needs_only_load_table(tmp_path):  # DATA-1: its contract, as an
     [
         (None, "no such file"),
         ("", "cannot read it as a table"),
-        ("pixel,label\n1.0,0\n2.0,1\n", "no label column 'target'"),
+        ("pixel,label\n1.0,0\n2.0,1\n", r"no column\(s\) target \(set --label-column"),
     ],
 )
 def test_unreadable_or_unusable_files_are_refused(tmp_path, contents, message):  # DATA-1
@@ -533,8 +569,8 @@ def test_no_training_batch_has_a_single_example_for_batchnorm(tmp_path):
     datamodule.prepare_data()
     datamodule.setup("fit")
     assert len(datamodule.train_dataset) % 8 == 1  # the split that used to end on a batch of one
-    assert min(len(labels) for _, labels in datamodule.train_dataloader()) == 8
-    assert sum(len(labels) for _, labels in datamodule.val_dataloader()) == len(datamodule.val_dataset)
+    assert min(len(labels) for _, labels, _ in datamodule.train_dataloader()) == 8
+    assert sum(len(labels) for _, labels, _ in datamodule.val_dataloader()) == len(datamodule.val_dataset)
 
 
 def test_batches_are_the_rows_a_default_loader_would_collate():
@@ -580,7 +616,7 @@ def test_bf16_mixed_trains_with_gradient_clipping(tmp_path):  # PRC-1, LIT-4
     (run_dir,) = tmp_path.glob("smoke_*")
     assert "precision: bf16-mixed" in (run_dir / "console.log").read_text()
     assert smoke_config(tmp_path).gradient_clip_val > 0
-    assert test_metrics["test_acc"] > 0.3
+    assert test_metrics["test_accuracy"] > 0.3
 
 
 @gpu
@@ -588,4 +624,196 @@ def test_bf16_smoke_run_on_gpu(tmp_path):  # PRC-1
     test_metrics = train.main_with_config(smoke_config(tmp_path))
     (run_dir,) = tmp_path.glob("smoke_*")
     assert "precision: bf16-mixed" in (run_dir / "console.log").read_text()
-    assert test_metrics["test_acc"] > 0.3
+    assert test_metrics["test_accuracy"] > 0.3
+
+
+# A raw table of one's own (conftest.write_mixed_table): text and missing values among the
+# features, rows without a label; each task trained on it once, tiny.
+TASKS = {
+    "classification": {"label_column": ("kind",)},
+    "regression": {"task": "regression", "label_column": ("height", "weight")},
+}
+TABLE_RUN = {"batch_size": 32, "num_epochs": 4, "learning_rate": 0.01, "log_every_n_steps": 2}
+# What each task's report draws from the test predictions, and some metrics it logs.
+TASK_FIGURES = {"classification": ["confusion_matrix", "roc"], "regression": ["predicted_vs_true"]}
+TASK_KEYS = {
+    "classification": {"val_acc", "test_accuracy", "test_balanced_accuracy", "test_roc_auc_ovr"},
+    "regression": {"val_rmse_height", "val_rmse_weight", "test_rmse_height", "test_r2_weight"},
+}
+
+
+@pytest.fixture(scope="module")
+def table_runs(tmp_path_factory):
+    """table_runs(task) -> (run directory, test metrics, table): the run of that task on a
+    raw table, trained once per module."""
+    folder = tmp_path_factory.mktemp("raw_table")
+    table = write_mixed_table(folder / "table.csv")
+    done = {}
+
+    def table_run(task):
+        if task not in done:
+            cfg = smoke_config(folder / task, data_path=str(table), **TABLE_RUN, **TASKS[task])
+            test_metrics = train.main_with_config(cfg)
+            (run_dir,) = (folder / task).glob("smoke_*")
+            done[task] = run_dir, test_metrics, table
+        return done[task]
+
+    return table_run
+
+
+@slow
+@pytest.mark.parametrize("task", TASKS)
+def test_a_raw_table_trains_for_its_task_and_reports_it(table_runs, task):  # DATA-1, LOG-3, OUT-4
+    run_dir, test_metrics, path = table_runs(task)
+    labels = list(TASKS[task]["label_column"])
+    tested = read_predictions(run_dir / PREDICTIONS_FILE)
+    # Every test row once, by its position in the table, with the table's own label values;
+    # the rows without a label left out, as the run's log says.
+    truth = pd.read_csv(path).loc[tested["row"], labels]
+    assert tested["row"].is_unique and len(tested) == pytest.approx(0.15 * 298, abs=1)
+    assert truth.notna().all().all()
+    said = (run_dir / "console.log").read_text().count(" 2 of 300 rows have no ")
+    assert said == 1  # once: testing after training reuses the rows that trained
+    for label in labels:
+        assert tested[f"true_{label}"].tolist() == pytest.approx(truth[label].tolist())
+    # The test metrics the run returned are those of its predictions file.
+    expected = {f"test_{name}": value for name, value in task_metrics(tested).items()}
+    assert {name: test_metrics[name] for name in expected} == pytest.approx(expected, rel=1e-5)
+    assert TASK_KEYS[task] <= set().union(*read_jsonl(run_dir / "metrics.jsonl"))
+    if task == "classification":
+        assert test_metrics["test_accuracy"] > 0.5  # three classes: chance is a third
+    else:
+        assert test_metrics["test_r2_height"] > 0.5
+    assert_report(run_dir, ["learning_curves", *TASK_FIGURES[task]])
+    results = [r for r in check_project(ROOT, [run_dir]).results if r.mode == "run"]
+    assert results and [f"{r.id}: {r.why}" for r in results if r.status == "fail"] == []
+
+
+@slow
+@pytest.mark.parametrize("task", TASKS)
+def test_predict_on_the_test_rows_gives_the_test_metrics(table_runs, task, tmp_path, monkeypatch, capsys):
+    run_dir, test_metrics, table = table_runs(task)
+    output = tmp_path / "predictions.csv"
+    argv = [str(run_dir), "--data-path", str(table), "--rows", "test", "--output", str(output)]
+    monkeypatch.setattr(sys, "argv", ["predict", *argv])
+    predict.main()
+    printed = dict(line.split() for line in capsys.readouterr().out.splitlines() if line.startswith("  "))
+    again, tested = read_predictions(output), read_predictions(run_dir / PREDICTIONS_FILE)
+    assert list(again.columns) == list(tested.columns) and list(again["row"]) == list(tested["row"])
+    assert {f"test_{name}": float(value) for name, value in printed.items()} == pytest.approx(
+        {f"test_{name}": test_metrics[f"test_{name}"] for name in printed}, rel=1e-4
+    )
+    numbers = [column for column in again.columns if column.startswith(("predicted_", "probability_"))]
+    if task == "classification":
+        numbers.remove("predicted_kind")
+        assert list(again["predicted_kind"]) == list(tested["predicted_kind"])
+    assert again[numbers].to_numpy() == pytest.approx(tested[numbers].to_numpy(), rel=1e-4, abs=1e-6)
+
+
+@slow
+def test_predict_takes_new_rows_and_refuses_a_table_without_the_runs_columns(
+    table_runs, tmp_path, monkeypatch, capsys
+):
+    run_dir, _, table = table_runs("classification")
+    new = pd.read_csv(table).drop(columns=["kind"]).head(6)
+    new.loc[0, "colour"] = "purple"  # never seen in training: none of the colours
+    new.loc[1, ["size", "spread", "colour"]] = None
+    new.to_csv(tmp_path / "new.csv", index=False)
+    output = tmp_path / "predictions.csv"
+    argv = ["predict", str(run_dir), "--data-path", str(tmp_path / "new.csv"), "--output", str(output)]
+    monkeypatch.setattr(sys, "argv", argv)
+    predict.main()
+    predicted = read_predictions(output)
+    assert list(predicted["row"]) == list(range(6)) and "true_kind" not in predicted.columns
+    probabilities = predicted[[f"probability_{name}" for name in ("high", "low", "mid")]]
+    assert probabilities.sum(axis=1).tolist() == pytest.approx([1.0] * 6)
+    assert "metrics" not in capsys.readouterr().out  # no label, no metrics
+
+    for changed, said in (
+        (new.drop(columns=["colour"]), "no column(s) colour, which the run's model reads (it reads size,"),
+        (new.assign(size="big"), "column 'size' holds text ('big') where the run read numbers"),
+    ):
+        changed.to_csv(tmp_path / "new.csv", index=False)
+        with pytest.raises(SystemExit) as exit_info:
+            predict.main()
+        (line,) = capsys.readouterr().err.splitlines()
+        assert exit_info.value.code == 2 and line.startswith(f"error: {tmp_path / 'new.csv'}: {said}")
+
+
+@slow
+def test_a_resumed_regression_matches_an_uninterrupted_one(table_runs, tmp_path):  # RES-1
+    straight, _, table = table_runs("regression")
+    settings = {**TABLE_RUN, **TASKS["regression"], "data_path": str(table)}
+    train.main_with_config(smoke_config(tmp_path, **{**settings, "num_epochs": 2}))
+    (split,) = tmp_path.glob("smoke_*")
+    last = split / "checkpoints" / "last.ckpt"
+    train.main_with_config(smoke_config(tmp_path, **settings), resume_from=last)
+    assert_same_history(split, history(straight))
+    saved = [torch.load(run / "model.pt", weights_only=True)["hyper_parameters"] for run in (split, straight)]
+    assert saved[0]["encoding"] == saved[1]["encoding"]
+
+
+def test_the_encoding_is_scikit_learns_fitted_on_the_training_rows(tmp_path):
+    table = pd.read_csv(write_mixed_table(tmp_path / "table.csv"))[["size", "spread", "colour", "count"]]
+    training, new = table.iloc[::2], table.iloc[1::2].copy()  # rows apart, as a split leaves them
+    new.iloc[0, new.columns.get_loc("colour")] = "purple"  # never seen in training
+    encoding = FeatureEncoding.fit(training, "the table")
+    numbers = ["size", "spread", "count"]
+    fitted = ColumnTransformer(
+        [
+            ("numbers", make_pipeline(SimpleImputer(strategy="median"), StandardScaler()), numbers),
+            ("text", OneHotEncoder(handle_unknown="ignore", sparse_output=False), ["colour"]),
+        ]
+    ).fit(training.fillna({"colour": MISSING}))
+    expected = fitted.transform(new.fillna({"colour": MISSING}))
+    assert encoding.transform(new, "new rows") == pytest.approx(expected.astype("float32"), abs=1e-6)
+    assert encoding.numeric == numbers and encoding.width == 3 + 4  # three colours and missing
+    # Plain data: it travels in checkpoints, which load with weights_only=True.
+    whole = TableEncoding("regression", ["height"], encoding, target_means=[1.0], target_scales=[2.0])
+    torch.save({"encoding": whole.to_dict()}, tmp_path / "saved.pt")
+    assert TableEncoding.from_dict(torch.load(tmp_path / "saved.pt", weights_only=True)["encoding"]) == whole
+
+
+def mixed_table_module(tmp_path, change=lambda table: table, **fields):
+    """The DataModule of a config with these fields, for the raw table as `change` leaves it."""
+    table = change(pd.read_csv(write_mixed_table(tmp_path / "table.csv")))
+    cfg = config.DigitsConfig(**{"label_column": ("kind",), **fields})
+    return TableDataModule(cfg, SimpleNamespace(__name__="part1.data", load_table=lambda _: table))
+
+
+def unchanged(table):
+    return table
+
+
+@pytest.mark.parametrize(
+    ("change", "fields", "message"),
+    [
+        (unchanged, {"task": "regression"}, r"'kind' holds text \('mid'\).*pass --task classification"),
+        (unchanged, {"label_column": ("height",)}, r"holds fractions .* pass --task regression"),
+        (lambda t: t.assign(name=t.index.astype(str)), {}, r"column 'name' has 298 .*--feature-columns"),
+        (lambda t: t.assign(spread=float("nan")), {}, r"'spread' has no value in any of the 208 training"),
+        (unchanged, {"feature_columns": ("size", "shape")}, r"column\(s\) shape \(set --feature-columns"),
+        (lambda t: t.assign(size=float("inf")), {}, r"column 'size': failed finite"),
+    ],
+)
+def test_a_table_that_does_not_fit_the_task_says_what_to_pass(tmp_path, change, fields, message):  # DATA-1
+    datamodule = mixed_table_module(tmp_path, change, **fields)
+    with pytest.raises(DataValidationError, match=message):
+        datamodule.prepare_data()
+        datamodule.setup("fit")
+
+
+def test_rows_without_a_label_are_left_out_with_a_warning(tmp_path, capsys):  # DATA-1
+    datamodule = mixed_table_module(tmp_path, feature_columns=("size", "colour"))
+    datamodule.prepare_data()
+    datamodule.setup("fit")
+    (warning,) = capsys.readouterr().err.splitlines()
+    assert warning == (
+        "warning: part1.data.load_table(cfg): 2 of 300 rows have no kind; they are left out of training "
+        "and testing"
+    )
+    splits = (datamodule.train_dataset, datamodule.val_dataset, datamodule.test_dataset)
+    rows = torch.cat([split.tensors[2] for split in splits]).tolist()
+    assert sorted(rows) == [row for row in range(300) if row not in (3, 40)]
+    assert datamodule.encoding.features.columns == ["size", "colour"]
+    assert datamodule.encoding.classes == ["high", "low", "mid"]

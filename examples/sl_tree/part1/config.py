@@ -3,6 +3,8 @@
 The task config holds the baseline; each variant overrides only what differs.
 Trees count boosting rounds, not epochs: `num_boost_round` is a high cap and
 early stopping (`early_stopping_rounds` without improvement) ends training.
+The objective sets the task: reg:* a regression, binary:logistic and
+multi:softprob a classification (the label's distinct values are its classes).
 """
 
 from __future__ import annotations
@@ -30,8 +32,7 @@ class DiabetesConfig(SLTreeConfig):
     """
 
     name: str = "baseline"
-    label_column: str = "target"
-    feature_columns: tuple[str, ...] = ("age", "sex", "bmi", "bp", "s1", "s2", "s3", "s4", "s5", "s6")
+    label_column: str = "target"  # the features: every other column of the table
     # The booster's parameters (model.booster_params), named as XGBoost names them.
     learning_rate: float = 0.03
     max_depth: int = 2

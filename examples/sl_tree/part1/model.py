@@ -1,7 +1,7 @@
 """The booster of this part: gradient-boosted trees (XGBoost). A new hyperparameter is a
 field in config.py, named as XGBoost names the parameter and read here as `cfg.<field>`.
 The objective and metric are config fields (`--objective`, `--eval-metric`): the
-pipeline passes them, with the device, threads and seed."""
+pipeline passes them, with the classes, device, threads and seed."""
 
 from __future__ import annotations
 

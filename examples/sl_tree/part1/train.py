@@ -5,6 +5,7 @@ python -m part1.train --config smoke                   # the whole pipeline in s
 python -m part1.train --config baseline                # a real run
 python -m part1.train --config baseline --resume auto  # continue the newest baseline run
 python -m part1.train --config baseline --cluster local:4  # on 4 Dask workers (the distributed extra)
+python -m part1.train --data-path my.csv --label-column kind --objective multi:softprob  # classify your table
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def main_with_config(cfg: DiabetesConfig, resume_from: Path | None = None) -> di
         # LOG-1: W&B directly, TensorBoard and CSV through Lightning's loggers, as --loggers chose.
         loggers = RoundLoggers(setup_run(cfg, run.dir), file_loggers(cfg, run.dir), cfg.wandb_every_n_rounds)
         facts = {"num_train_samples": len(split.train_labels), "num_val_samples": len(split.val_labels)}
-        facts |= {"num_features": len(cfg.feature_columns), "gpu_name": gpu_name()}
+        facts |= {"num_features": len(split.encoding.feature_columns), "gpu_name": gpu_name()}
         log_start_of_run(run.dir / "metrics.jsonl", loggers, facts)  # LOG-5
         booster = load_model(run.resume_from) if run.resume_from else None
         # Every tree grown; checkpoints/last.ubj keeps them all for --resume. A run whose

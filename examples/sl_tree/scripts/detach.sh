@@ -49,4 +49,4 @@ fi
 echo "started pid $pid (log: $log)"
 echo "  follow it:            tail -f $log"
 echo "  stop after the epoch: touch STOP"
-echo "  watch over it:        python -m src.ops.babysit output/<run dir> --every 600 --restart"
+echo "  watch over it:        python -m src.ops.babysit output/<part>/<run dir> --every 600 --restart"

@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import dataclasses
+import http.server
 import importlib
+import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 import lightning as L
+import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -24,7 +30,6 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 # Tests never talk to a W&B server; the tests that check W&B files use offline mode.
 os.environ.setdefault("WANDB_MODE", "disabled")
-os.environ.setdefault("WANDB_SILENT", "true")
 
 # A shell starts a background job (`nox -s tests &`) with Ctrl-C ignored, and every program
 # it starts inherits that. The tests that press Ctrl-C need it delivered: here, and, since
@@ -76,6 +81,32 @@ def smoke_runs(tmp_path_factory):
         return done[key]
 
     return smoke_run
+
+
+def write_mixed_table(path: Path, rows: int = 300) -> Path:
+    """A raw table, as users have them, written to `path` (CSV): numbers, a text column and
+    missing values among the features; a label `kind` of three classes, and two numbers to
+    predict, `height` and `weight`; a few rows without a kind or a height."""
+    rng = np.random.default_rng(0)
+    size, spread = rng.normal(size=rows), rng.uniform(0, 10, size=rows)
+    colour = rng.choice(["red", "green", "blue"], size=rows)
+    shade = pd.Series(colour).map({"red": 0.0, "green": 1.5, "blue": -1.5}).to_numpy()
+    score = size + shade + rng.normal(scale=0.3, size=rows)
+    table = pd.DataFrame(
+        {
+            "size": size,
+            "spread": np.where(rng.random(rows) < 0.1, np.nan, spread),
+            "colour": np.where(rng.random(rows) < 0.05, None, colour),
+            "count": rng.integers(1, 6, size=rows),
+            "kind": np.select([score < -0.7, score < 0.9], ["low", "mid"], "high"),
+            "height": 3 * size + shade + rng.normal(scale=0.2, size=rows),
+            "weight": 10 + spread + 2 * size + rng.normal(scale=0.2, size=rows),
+        }
+    )
+    table.loc[[3, 40], "kind"] = None
+    table.loc[[5, 77], "height"] = np.nan
+    table.to_csv(path, index=False)
+    return path
 
 
 def assert_report(run_dir: Path, figures: list[str]) -> str:
@@ -152,6 +183,35 @@ def kill_next_run(monkeypatch, hook: str, when: Callable[[L.Trainer], bool]) -> 
     monkeypatch.setattr(trainer_module, "build_trainer", with_kill)
 
 
+@pytest.fixture
+def webhook():
+    """A local HTTP endpoint on a free port, for alerts: .url, and .received, the JSON of
+    each POST it answered."""
+    received: list[dict] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args) -> None:  # quiet
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield SimpleNamespace(url=f"http://127.0.0.1:{server.server_port}/alerts", received=received)
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def hanging_port():
+    """A port that takes connections and never says a word: a server that hangs."""
+    with socket.create_server(("127.0.0.1", 0)) as listening:
+        yield listening.getsockname()[1]
+
+
 slow = pytest.mark.slow  # trains or starts Python processes: deselect with -m "not slow"
 
 
@@ -159,3 +219,13 @@ def gpu(test):
     """Mark a test `gpu` (select with -m gpu) and skip it where CUDA is missing."""
     needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
     return pytest.mark.gpu(needs_cuda(test))
+
+
+def assert_ended(run_dir: Path, status: str, reason: str, detail: str) -> None:
+    """run.json's status and end_reason, `detail` within its end_detail, and console.log's
+    last line saying the same."""
+    record = json.loads((run_dir / "run.json").read_text())
+    assert (record["status"], record["end_reason"]) == (status, reason), record
+    assert detail in record["end_detail"]
+    last = (run_dir / "console.log").read_text().splitlines()[-1]
+    assert last == f"run ended: {reason} ({record['end_detail']})"

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
 from conftest import PARTS, ROOT, part_module, run_python, slow
 
 from src.cli import parse_cli
+from src.runs.lifetime import start_run
 
 
 @pytest.mark.parametrize("kind", sorted(PARTS))
@@ -78,6 +81,9 @@ def test_cli_flags_override_the_config_class(kind):
         (["--loggers"], "loggers: name at least one of wandb, tensorboard, csv"),
         (["--loggers", "csv", "csv"], "loggers csv csv: name each at most once"),
         (["--loggers", "mlflow"], "invalid choice 'mlflow' for argument '--loggers'"),
+        (["--alerts.webhook-url", "example.com/hook"], "alerts.webhook_url 'example.com/hook': use an http"),
+        (["--alerts.gpu-memory-above", "nan"], "alerts.gpu_memory_above nan: must be a percentage"),
+        (["--alerts.smtp-server", "example.com"], "alerts.smtp_server 'example.com': use host:port"),
     ],
 )
 def test_bad_command_lines_are_refused_with_what_is_valid(kind, args, message, capsys):
@@ -105,7 +111,6 @@ def refused(kind: str, args: list[str], capsys) -> str:
             "objective 'foo': XGBoost: Unknown objective",
             "reg:squarederror",
         ),
-        ("sl_tree", ["--objective", "multi:softmax"], "Parameter num_class", "model.booster_params"),
         ("sl_tree", ["--objective", "reg:quantileerror"], "quantile_alpha", "model.booster_params"),
         ("sl_tree", ["--eval-metric", "foo"], "eval_metric 'foo': XGBoost: Unknown metric", "rmse, mae"),
         ("sl_tree", ["--eval-metric", "rmse@3"], "eval_metric 'rmse@3': XGBoost logs it as rmse", "name"),
@@ -182,7 +187,7 @@ def test_gpu_device_lists_on_the_cpu_are_refused(kind, devices, capsys):
     [
         # CFG-3: values the libraries would fail on mid-run, with an error that names no field.
         ("sl_neural", ["--gradient-accumulation-steps", str(10**30)], "must be at most 2147483647"),
-        ("sl_neural", ["--batch-size", "1"], "batch_size 1: the model's BatchNorm needs at least 2"),
+        ("sl_neural", ["--label-column", "kind", "colour"], "a classifier predicts one column; for several"),
         ("sl_tree", ["--num-boost-round", str(2**31)], "num_boost_round 2147483648: must be at most"),
         ("rl", ["--hidden-sizes", "64", str(2**33)], "hidden_sizes (64, 8589934592): must be at most"),
         ("rl", ["--num-envs", "0"], "num_envs 0: must be at least 1"),
@@ -325,3 +330,41 @@ def test_every_flag_has_help_of_its_own(kind, capsys, monkeypatch):
             assert not re.search(r"\b[A-Z]{2,4}-\d+\b", text), f"{name}: {flag}: {text}"
         shared = {text for text in helps.values() if list(helps.values()).count(text) > 1}
         assert not shared, f"{name}: help shared by several flags: {shared}"
+
+
+def unfinished_run(run_dir, part: str):
+    """An unfinished run of `part` killed after its first checkpoint, as `--resume auto` finds it."""
+    (run_dir / "checkpoints").mkdir(parents=True)
+    (run_dir / "config.json").write_text("{}")
+    (run_dir / "run.json").write_text(json.dumps({"status": "interrupted", "part": part}))
+    torch.save({"epoch": 0, "state_dict": {"w": torch.zeros(2)}}, run_dir / "checkpoints" / "last.ckpt")
+    return run_dir
+
+
+@pytest.mark.parametrize("kind", sorted(PARTS))
+def test_each_part_keeps_to_its_own_runs(kind, tmp_path, monkeypatch, capsys):  # OUT-1, RES-1
+    monkeypatch.chdir(tmp_path)
+    configs = part_module(kind, "config").CONFIGS
+    part = PARTS[kind]
+    with start_run(configs["smoke"]()) as run:  # the default output.base_dir: output/{part}
+        assert run.dir.parent == Path("output", part)
+    assert json.loads((run.dir / "run.json").read_text())["part"] == part
+    # Another part's unfinished run of the same config name, in its own folder and in a
+    # folder both parts write to: --resume auto passes over both.
+    unfinished_run(Path("output", "part9", "baseline_20260101_120000"), "part9")
+    unfinished_run(Path("shared", "baseline_20260101_120000"), "part9")
+    for argv in (["--config", "baseline"], ["--config", "baseline", "--output.base-dir", "shared"]):
+        _, resume_from = parse_cli(configs, [*argv, "--resume", "auto"])
+        assert resume_from is None and "no unfinished 'baseline' run" in capsys.readouterr().out
+    ours = unfinished_run(Path("output", part, "baseline_20260101_110000"), part)
+    _, resume_from = parse_cli(configs, ["--config", "baseline", "--resume", "auto"])
+    assert resume_from == ours / "checkpoints" / "last.ckpt"
+    # Named by hand, another part's run is refused in one line.
+    with pytest.raises(SystemExit) as exit_info:
+        parse_cli(configs, ["--config", "baseline", "--resume", "shared/baseline_20260101_120000"])
+    assert exit_info.value.code == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == (
+        "error: --resume shared/baseline_20260101_120000: that is a run of part9; "
+        "resume it with python -m part9.train"
+    )

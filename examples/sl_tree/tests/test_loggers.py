@@ -1,5 +1,6 @@
 """LOG-1: --loggers tensorboard csv, in a Lightning part and a tree part: TensorBoard reads
-the finished run, the CSV has its metrics, and W&B stays off."""
+the finished run, the CSV has its metrics, and W&B stays off. What a run prints: what a
+user needs, without the libraries' boilerplate."""
 
 from __future__ import annotations
 
@@ -68,3 +69,20 @@ def test_wandb_stays_off_when_the_loggers_leave_it_out(file_logged_run):
     run_dir, _ = file_logged_run
     assert not (run_dir / "wandb").exists()
     assert json.loads((run_dir / "config.json").read_text())["loggers"] == ["tensorboard", "csv"]
+
+
+@pytest.mark.parametrize("kind", sorted(PARTS))
+def test_the_console_says_what_a_user_needs_without_boilerplate(kind, smoke_runs):
+    run_dir, _ = smoke_runs(kind)  # W&B offline
+    console = (run_dir / "console.log").read_text()
+    lines = console.splitlines()
+    assert lines[0] == f"run directory: {run_dir}" and lines[-1] == f"report: {run_dir / 'report.md'}"
+    # Lightning's device lines, its model summary's FLOPs column and total (0 without an
+    # example_input_array), W&B's banner and its tables of history and summary at the end.
+    for noise in ("GPU available", "TPU available", "FLOPs", "wandb:", "Run history", "Run summary"):
+        assert noise not in console, noise
+    said = [line for line in lines if line.startswith("W&B: ")]
+    assert len(said) == 2, said  # where the run logs, and how to upload it once it ended
+    assert said[-1].startswith("W&B: to upload this offline run: wandb sync ") and str(run_dir) in said[-1]
+    if kind != "sl_tree":  # the model's parameters still show
+        assert any(line.startswith("parameters: ") and " trainable" in line for line in lines)

@@ -1,13 +1,16 @@
-"""Any table, checked, split and served to Lightning (LIT-2, DATA-1, DDP-2, RES-1).
+"""Any table, checked, encoded, split and served to Lightning (LIT-2, DATA-1, DDP-2, RES-1).
 
 A part's data.py says where its rows come from (`load_table`) and, for data it knows,
 which values are valid (`value_range`, optional); this module checks the rows, splits
-them and serves them in batches, the same way for every table.
+them, encodes them as fitted on the training rows (src/neural/encoding.py) and serves
+them in batches, the same way for every table.
 """
 
 from __future__ import annotations
 
+import sys
 import warnings
+from pathlib import Path
 from types import ModuleType
 
 import lightning as L
@@ -20,8 +23,10 @@ from torch.utils.data import DataLoader, Sampler, TensorDataset
 from torchdata.stateful_dataloader import StatefulDataLoader
 from torchdata.stateful_dataloader.sampler import StatefulDistributedSampler
 
+from src.config import ConfigError
 from src.data_checks import DataValidationError, finite, validate_table
 from src.neural.config import SLNeuralConfig
+from src.neural.encoding import TableEncoding, is_numeric
 from src.training.evaluation import evaluation_sampler
 
 # torchdata 0.11 calls a torch function that torch 2.13 deprecates, for every loader it builds.
@@ -45,37 +50,57 @@ def whole_batch(batch: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
 
 class TableDataModule(L.LightningDataModule):
     """The rows of `source`, a part's data module: its `load_table(cfg)` returns one row
-    per example, numeric feature columns and `cfg.label_column`, whose distinct values
-    are the classes; its `value_range(cfg)`, where it defines one, gives the lowest and
-    highest valid feature value, or None."""
+    per example with the feature and label columns the config names; its `value_range(cfg)`,
+    where it defines one, gives the lowest and highest valid value of every feature, each
+    a number then. A resumed run (`resume_from`, the checkpoint it continues) encodes the
+    rows as the checkpoint's model was trained on them. Each batch is (inputs, targets,
+    rows), `rows` the examples' positions in the loaded table."""
 
-    def __init__(self, cfg: SLNeuralConfig, source: ModuleType) -> None:
+    def __init__(self, cfg: SLNeuralConfig, source: ModuleType, resume_from: Path | None = None) -> None:
         super().__init__()
-        self.cfg, self.source = cfg, source
+        self.cfg, self.source, self.resume_from = cfg, source, resume_from
         self.batch_size = cfg.batch_size  # MEM-2: BatchSizeFinder may change it
-        self.num_features = 0  # known once the table is loaded (setup)
-        self.classes: list = []  # the label's values; a class is its position here
+        self.encoding: TableEncoding | None = None  # fitted on the training rows (setup)
+        # The label columns of the rows that have a label, indexed by position in the loaded table.
+        self.label_values = pd.DataFrame()
         self._checked_table: pd.DataFrame | None = None
+
+    @property
+    def where(self) -> str:
+        """How an error names the table."""
+        return self.cfg.data_path or f"{getattr(self.source, '__name__', self.source)}.load_table(cfg)"
 
     def prepare_data(self) -> None:
         # DDP-2: once per node, before any rank trains. A download goes here; a table on
-        # disk only needs checking, so bad data fails fast.
-        self._checked_table = self._load_valid_table()
+        # disk only needs checking, so bad data fails fast. Testing after training (Lightning
+        # calls this again) reuses the rows that trained.
+        if self.encoding is None:
+            self._checked_table = self._load_valid_table()
 
     def setup(self, stage: str | None = None) -> None:
+        if self.encoding is not None:  # testing after training: the same rows, encoded the same way
+            return
         # The process that ran prepare_data reuses its table; other DDP ranks load their own.
         table = self._checked_table if self._checked_table is not None else self._load_valid_table()
-        self.classes = sorted(table[self.cfg.label_column].unique().tolist())
-        features = table.drop(columns=self.cfg.label_column).to_numpy(dtype=np.float32)
-        labels = table[self.cfg.label_column].map({value: i for i, value in enumerate(self.classes)})
-        labels = labels.to_numpy(dtype=np.int64)
-        self.num_features = features.shape[1]
-        train_idx, val_idx, test_idx = self._split(labels)
+        self._checked_table = None
+        train, val, test = self._split(table)
+        labels = list(self.cfg.label_column)
+        self.encoding = self._encoding_of_resumed_run() or TableEncoding.fit(
+            self.cfg.task, table, labels, table.iloc[train], self.where
+        )
+        inputs = torch.from_numpy(self.encoding.features.transform(table, self.where))
+        targets = torch.tensor(self.encoding.encode_targets(table))
+        rows = torch.tensor(table.index.to_numpy(dtype=np.int64))
+        self.label_values = table[labels]
 
         def subset(index: np.ndarray) -> InMemoryTable:
-            return InMemoryTable(torch.from_numpy(features[index]), torch.from_numpy(labels[index]))
+            return InMemoryTable(inputs[index], targets[index], rows[index])
 
-        self.train_dataset, self.val_dataset, self.test_dataset = map(subset, (train_idx, val_idx, test_idx))
+        self.train_dataset, self.val_dataset, self.test_dataset = map(subset, (train, val, test))
+
+    def labels(self, rows: np.ndarray) -> pd.DataFrame:
+        """The label columns of the rows at these positions of the loaded table, as it holds them."""
+        return self.label_values.loc[rows]
 
     def train_dataloader(self) -> StatefulDataLoader:
         # RES-1: the order of a DistributedSampler follows from the seed and the epoch, and the
@@ -105,62 +130,133 @@ class TableDataModule(L.LightningDataModule):
             # Starting each epoch draws a seed for the workers: from a generator of the training
             # loader's own, so that the global one, which dropout draws from, resumes exactly.
             generator=torch.Generator().manual_seed(self.cfg.seed) if train else None,
-            # A last training batch of one example breaks BatchNorm; training reshuffles
-            # every epoch, so dropping the incomplete batch loses no example for good.
-            drop_last=train and len(dataset) > self.batch_size,
+            # A last training batch of a few examples makes a noisy step (and one of a single
+            # example breaks a BatchNorm); training reshuffles every epoch, so dropping the
+            # incomplete batch loses no example for good.
+            drop_last=train and len(sampler or dataset) > self.batch_size,  # this rank's share
             num_workers=self.cfg.num_workers,
             persistent_workers=self.cfg.num_workers > 0,
             pin_memory=torch.cuda.is_available(),
         )
 
-    def _split(self, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Stratified, and seeded apart from training, so every run sees the same split."""
-        if len(self.classes) < 2:
+    def _split(self, table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Positions in `table` of the training, validation and test rows: seeded apart from
+        training, so every run sees the same split; stratified by class for a classifier."""
+        classes = table[self.cfg.label_column[0]] if self.cfg.task == "classification" else None
+        if classes is not None and classes.nunique() < 2:
             raise DataValidationError(
-                f"label column '{self.cfg.label_column}' has one class ({self.classes[0]}) in all "
-                f"{len(labels)} rows: a classifier needs examples of at least two"
+                f"{self.where}: label column '{classes.name}' has one class ({classes.iloc[0]}) in all "
+                f"{len(table)} rows: a classifier needs examples of at least two"
             )
         held_out = self.cfg.val_fraction + self.cfg.test_fraction
+        positions = np.arange(len(table))
         try:
-            train_idx, rest_idx = train_test_split(
-                np.arange(len(labels)), test_size=held_out, stratify=labels, random_state=self.cfg.split_seed
+            train, rest = train_test_split(
+                positions, test_size=held_out, stratify=classes, random_state=self.cfg.split_seed
             )
-            val_idx, test_idx = train_test_split(
-                rest_idx,
+            val, test = train_test_split(
+                rest,
                 test_size=self.cfg.test_fraction / held_out,
-                stratify=labels[rest_idx],
+                stratify=None if classes is None else classes.iloc[rest],
                 random_state=self.cfg.split_seed,
             )
-        except ValueError as error:  # too few rows of some class for a stratified split
+        except ValueError as error:  # too few rows, or too few of some class for a stratified split
             raise DataValidationError(
-                f"cannot split {len(labels)} rows into train/val/test: {error}"
+                f"{self.where}: cannot split {len(table)} rows into train/val/test: {error}"
             ) from None
-        return train_idx, val_idx, test_idx
+        return train, val, test
+
+    def _encoding_of_resumed_run(self) -> TableEncoding | None:
+        if self.resume_from is None:
+            return None
+        # mmap: the hyperparameters are read, not every tensor of the checkpoint.
+        checkpoint = torch.load(self.resume_from, map_location="cpu", weights_only=True, mmap=True)
+        if "encoding" not in checkpoint.get("hyper_parameters", {}):
+            raise ConfigError(
+                f"{self.resume_from} holds no encoding of its rows: resume it with the code that trained "
+                "it, or start a new run"
+            )
+        return TableEncoding.from_dict(checkpoint["hyper_parameters"]["encoding"])
 
     def _load_valid_table(self) -> pd.DataFrame:
-        where = f"{getattr(self.source, '__name__', self.source)}.load_table(cfg)"
+        """The table's feature and label columns, checked (DATA-1), without the rows that
+        have no label; indexed by each row's position in the table as loaded."""
         table = self.source.load_table(self.cfg)
         if not isinstance(table, pd.DataFrame):
             raise DataValidationError(
-                f"{where} returned a {type(table).__name__}; it must return a pandas DataFrame"
+                f"{self.where.removesuffix('(cfg)')}(cfg) returned a {type(table).__name__}; "
+                "it must return a pandas DataFrame"
             )
-        source = self.cfg.data_path or where
-        if self.cfg.label_column not in table.columns:
+        table = table.reset_index(drop=True)
+        labels = list(self.cfg.label_column)
+        features = list(self.cfg.feature_columns) or [name for name in table.columns if name not in labels]
+        shown = ", ".join(map(str, table.columns[:20])) + (" ..." if len(table.columns) > 20 else "")
+        for flag, names in (("--label-column", labels), ("--feature-columns", features)):
+            if missing := [name for name in names if name not in table.columns]:
+                named = ", ".join(map(str, missing))
+                raise DataValidationError(
+                    f"{self.where}: no column(s) {named} (set {flag}; its columns: {shown})"
+                )
+        if not features:
+            raise DataValidationError(f"{self.where}: no feature columns beside the label column(s) {shown}")
+        table = table[[*features, *labels]]
+        unlabelled = table[labels].isna().any(axis=1)
+        if unlabelled.all():
             raise DataValidationError(
-                f"{source}: no label column '{self.cfg.label_column}' (set --label-column; "
-                f"its columns: {', '.join(map(str, table.columns[:20]))})"
+                f"{self.where}: none of its {len(table)} rows has a {' and '.join(labels)}"
             )
-        return validate_table(table, self._schema(list(table.columns)), source)
+        if unlabelled.any():
+            self._warn(
+                f"warning: {self.where}: {unlabelled.sum()} of {len(table)} rows have no "
+                f"{' or '.join(labels)}; they are left out of training and testing"
+            )
+            table = table[~unlabelled]
+        self._check_column_kinds(table, features)
+        return validate_table(table, self._schema(table, features), self.where)
 
-    def _schema(self, columns: list[str]) -> pa.DataFrameSchema:
-        """DATA-1: numeric, finite (and in range, where a range is known) features, and a
-        label in every row."""
-        checks = [finite()]
+    def _check_column_kinds(self, table: pd.DataFrame, features: list[str]) -> None:
+        """Columns that would train, but not as meant: what to pass instead."""
+        if self.cfg.task == "regression":
+            for name in self.cfg.label_column:
+                if not is_numeric(table[name]):
+                    example = table[name].iloc[0]
+                    raise DataValidationError(
+                        f"{self.where}: label column '{name}' holds text ({example!r}), not numbers to "
+                        "predict: for classes pass --task classification"
+                    )
+        else:
+            (label,) = self.cfg.label_column
+            values = table[label]
+            if pd.api.types.is_float_dtype(values) and (fraction := values[values % 1 != 0]).size:
+                raise DataValidationError(
+                    f"{self.where}: label column '{label}' holds fractions ({fraction.iloc[0]!r}), not "
+                    "classes: for numbers to predict pass --task regression"
+                )
+        for name in features:
+            distinct = table[name].nunique()
+            if not is_numeric(table[name]) and distinct > max(20, len(table) // 2):
+                raise DataValidationError(
+                    f"{self.where}: text column '{name}' has {distinct} distinct values in {len(table)} "
+                    "rows: an identifier, not a category to learn from; leave it out with --feature-columns"
+                )
+
+    def _schema(self, table: pd.DataFrame, features: list[str]) -> pa.DataFrameSchema:
+        """DATA-1: features of numbers are finite (and in range, where a range is known),
+        those of text any text, either with missing values (the encoding fills them in);
+        a regression's labels are finite numbers."""
         value_range = getattr(self.source, "value_range", lambda cfg: None)(self.cfg)
-        if value_range is not None:
-            checks.append(pa.Check.in_range(*value_range))
-        feature = pa.Column(float, checks, nullable=False, coerce=True)
-        label = pa.Column(nullable=False)
-        return pa.DataFrameSchema(
-            {name: label if name == self.cfg.label_column else feature for name in columns}, strict=True
-        )
+        numbers = [finite(), *([pa.Check.in_range(*value_range)] if value_range is not None else [])]
+        columns = {
+            name: pa.Column(float, numbers, nullable=True, coerce=True)
+            if value_range is not None or is_numeric(table[name])
+            else pa.Column(nullable=True)
+            for name in features
+        }
+        for name in self.cfg.label_column:
+            regression = self.cfg.task == "regression"
+            columns[name] = pa.Column(float, [finite()], coerce=True) if regression else pa.Column()
+        return pa.DataFrameSchema(columns, strict=True)
+
+    def _warn(self, message: str) -> None:
+        if self.trainer is None or self.trainer.is_global_zero:
+            print(message, file=sys.stderr)

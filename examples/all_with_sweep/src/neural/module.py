@@ -1,104 +1,150 @@
 """A part's network and loss inside Lightning's loop (LIT-1, LIT-4, LOG-2, LOG-3).
 
 The part's model.py builds the network and computes the loss; this module trains,
-validates and tests it, and holds the optimizer and the learning-rate schedule.
+validates and tests it, and holds the optimizer and the learning-rate schedule. What it
+measures follows from the task: validation accuracy for a classifier, RMSE in the
+label's own units for a regression (DDP-correct, through torchmetrics); the test's
+predictions of every test row, and their metrics (src/predictions.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import lightning as L
+import pandas as pd
 import torch
-import torch.nn.functional as F
 from torch import nn
-from torchmetrics import MeanMetric
-from torchmetrics.classification import MulticlassAccuracy, MulticlassConfusionMatrix
+from torchmetrics import MeanMetric, MeanSquaredError, Metric
+from torchmetrics.classification import MulticlassAccuracy
+from torchmetrics.utilities import dim_zero_cat
 
+from src.config import ConfigError
 from src.neural.config import SLNeuralConfig
+from src.neural.encoding import TableEncoding
+from src.predictions import task_metrics
 from src.training.checkpoints import config_hyperparameters, load_module
 from src.training.optim import adamw
 from src.training.schedules import step_schedule
 
-BuildNetwork = Callable[[Any, int, int], nn.Module]  # (cfg, num_features, num_classes) -> network
-Loss = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (outputs, labels) -> per-example losses
+BuildNetwork = Callable[[Any, int, int], nn.Module]  # (cfg, num_features, num_outputs) -> network
+Loss = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (outputs, targets) -> per-example losses
+ENCODING = "encoding"  # the hyperparameter that holds the table's encoding (src/neural/encoding.py)
 
 
-class Classifier(L.LightningModule):
-    """`build_network(cfg, num_features, num_classes)` makes the network once the data is
-    set up and its shape known; `loss(outputs, labels)` gives one loss per example."""
+class GatheredOutputs(Metric):
+    """Rows and the network's outputs for them, from every rank: compute() gathers the
+    ranks' shares, of any sizes (DDP-1)."""
+
+    full_state_update = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.add_state("rows", default=[], dist_reduce_fx="cat")
+        self.add_state("outputs", default=[], dist_reduce_fx="cat")
+
+    def update(self, rows: torch.Tensor, outputs: torch.Tensor) -> None:
+        self.rows.append(rows)
+        self.outputs.append(outputs.float())
+
+    def compute(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return dim_zero_cat(self.rows), dim_zero_cat(self.outputs)
+
+
+class SupervisedModule(L.LightningModule):
+    """`build_network(cfg, num_features, num_outputs)` makes the network once the data is
+    set up and its encoding known: a logit per class, or a number per label column
+    (standardised: src/neural/encoding.py); `loss(outputs, targets)` gives one loss per example."""
 
     def __init__(
         self,
         cfg: SLNeuralConfig,
         build_network: BuildNetwork,
         loss: Loss,
-        num_features: int = 0,
-        classes: list | None = None,
+        encoding: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__()
         self.cfg, self.build_network, self.loss = cfg, build_network, loss
-        # LIT-1, LOG-2: the config reaches checkpoints and W&B; the data's shape joins it
-        # once known, so that a saved model can be rebuilt without the data.
-        hparams = {**config_hyperparameters(cfg), "num_features": num_features, "classes": classes or []}
-        self.save_hyperparameters(hparams)
+        # LIT-1, LOG-2: the config reaches checkpoints and W&B; the table's encoding joins it
+        # once fitted, so that a saved model encodes new rows as it was trained on them.
+        self.save_hyperparameters({**config_hyperparameters(cfg), ENCODING: encoding})
         self.batch_size = cfg.batch_size  # MEM-2: BatchSizeFinder changes it
         self.net: nn.Module | None = None
-        self.test_confusion_counts: list[list[int]] = []  # rows: true class; for the run's report
+        self.encoding: TableEncoding | None = None
+        self.test_predictions: pd.DataFrame | None = None  # after test(): src/predictions.py's table
 
     def configure_model(self) -> None:
         """The network and metrics, sized by the data: Lightning calls this after the
         DataModule's setup, and again (a no-op) for test."""
         if self.net is not None:
             return
-        if not self.hparams.classes:
-            datamodule = self.trainer.datamodule
-            self.hparams.update(num_features=datamodule.num_features, classes=datamodule.classes)
-        num_classes = len(self.hparams.classes)
-        self.net = self.build_network(self.cfg, self.hparams.num_features, num_classes)
+        if self.hparams[ENCODING] is None:
+            self.hparams[ENCODING] = self.trainer.datamodule.encoding.to_dict()
+        self.encoding = encoding = TableEncoding.from_dict(self.hparams[ENCODING])
+        self.net = self.build_network(self.cfg, encoding.features.width, encoding.num_outputs)
         # torchmetrics accumulate across batches and DDP ranks, so evaluation over several
         # processes gives the single-process numbers (DDP-1). A NaN loss stays NaN, for the
         # finite-loss guard to see, instead of being left out of the mean.
-        self.val_accuracy = MulticlassAccuracy(num_classes, average="micro")
         self.val_loss = MeanMetric(nan_strategy="disable")
-        self.test_accuracy = MulticlassAccuracy(num_classes, average="micro")
         self.test_loss = MeanMetric(nan_strategy="disable")
-        self.test_confusion = MulticlassConfusionMatrix(num_classes)
+        self.test_outputs = GatheredOutputs()
+        if encoding.task == "classification":
+            self.val_accuracy = MulticlassAccuracy(encoding.num_outputs, average="micro")
+        else:  # per label column, in its own units
+            self.val_rmse = nn.ModuleList(MeanSquaredError(squared=False) for _ in encoding.targets)
+            several = len(encoding.targets) > 1
+            self.val_rmse_names = [f"val_rmse_{name}" if several else "val_rmse" for name in encoding.targets]
 
-    def forward(self, features: torch.Tensor) -> torch.Tensor:
-        return self.net(features)
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        return self.net(inputs)
 
-    def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
-        features, labels = batch
-        loss = self.loss(self(features), labels).mean()
+    def training_step(self, batch: tuple[torch.Tensor, ...], batch_idx: int) -> torch.Tensor:
+        inputs, targets, _ = batch
+        loss = self.loss(self(inputs), targets).mean()
         self.log("train_loss", loss, on_step=True, on_epoch=True, prog_bar=True, sync_dist=True)
         return loss
 
-    def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
-        features, labels = batch
-        outputs = self(features)
-        self.val_accuracy(outputs, labels)
+    def validation_step(self, batch: tuple[torch.Tensor, ...], batch_idx: int) -> None:
+        inputs, targets, _ = batch
+        outputs = self(inputs)
         # Per-example losses: the epoch's value is the mean over examples, on every rank. (Not
         # the batch mean with weight=: torchmetrics 1.9 ignores it with nan_strategy="disable".)
-        self.val_loss(self.loss(outputs, labels))
+        self.val_loss(self.loss(outputs, targets))
         self.log("val_loss", self.val_loss, on_epoch=True, prog_bar=True)
-        self.log("val_acc", self.val_accuracy, on_epoch=True, prog_bar=True)
+        if self.encoding.task == "classification":
+            self.val_accuracy(outputs, targets)
+            self.log("val_acc", self.val_accuracy, on_epoch=True, prog_bar=True)
+            return
+        predicted, true = self.in_label_units(outputs), self.in_label_units(targets)
+        for column, (name, rmse) in enumerate(zip(self.val_rmse_names, self.val_rmse, strict=True)):
+            rmse(predicted[:, column], true[:, column])
+            self.log(name, rmse, on_epoch=True, prog_bar=True)
 
-    def test_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
-        features, labels = batch
-        outputs = self(features)
-        self.test_accuracy(outputs, labels)
-        self.test_confusion.update(outputs, labels)
-        self.test_loss(self.loss(outputs, labels))
+    def test_step(self, batch: tuple[torch.Tensor, ...], batch_idx: int) -> None:
+        inputs, targets, rows = batch
+        outputs = self(inputs)
+        self.test_loss(self.loss(outputs, targets))
         self.log("test_loss", self.test_loss, on_epoch=True)
-        self.log("test_acc", self.test_accuracy, on_epoch=True)
+        self.test_outputs.update(rows, outputs)
 
     def on_test_epoch_end(self) -> None:
-        # compute() sums the counts of every rank (DDP-1).
-        self.test_confusion_counts = self.test_confusion.compute().tolist()
-        self.test_confusion.reset()
+        """The predictions of every test row, on every rank, and their metrics (test_accuracy
+        or test_rmse and the others of src/predictions.py task_metrics)."""
+        rows, outputs = (tensor.cpu().numpy() for tensor in self.test_outputs.compute())
+        self.test_outputs.reset()
+        order = rows.argsort()
+        labels = self.trainer.datamodule.labels(rows[order])  # as the table holds them, not as encoded
+        self.test_predictions = self.encoding.predictions(rows[order], outputs[order], labels)
+        for name, value in task_metrics(self.test_predictions).items():
+            # Every rank computed the same number: syncing averages equal values (DDP-1).
+            self.log(f"test_{name}", value, sync_dist=True)
+
+    def in_label_units(self, standardised: torch.Tensor) -> torch.Tensor:
+        """A regression's outputs or targets in the label columns' own units."""
+        scales = torch.tensor(self.encoding.target_scales, device=standardised.device)
+        return standardised.float() * scales + torch.tensor(self.encoding.target_means, device=scales.device)
 
     def configure_optimizers(self) -> dict:
         cfg = self.cfg
@@ -116,18 +162,20 @@ class Classifier(L.LightningModule):
         return {"optimizer": optimizer, "lr_scheduler": schedule}
 
 
-def cross_entropy(outputs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    return F.cross_entropy(outputs, labels, reduction="none")
+def load_supervised_module(
+    path: Path,
+    config_class: type[SLNeuralConfig],
+    build_network: BuildNetwork,
+    losses: Mapping[str, Loss],
+    map_location: Any,
+) -> SupervisedModule:
+    """A SupervisedModule from a saved model or a checkpoint, rebuilt from the config and
+    the encoding it holds; `losses` by task, as the part's model.py gives them."""
 
-
-def load_classifier(
-    path: Path, config_class: type[SLNeuralConfig], build_network: BuildNetwork, loss: Loss, map_location: Any
-) -> Classifier:
-    """A Classifier from a saved model or a checkpoint, rebuilt from the config it holds."""
-
-    def rebuild(hparams: dict[str, Any]) -> Classifier:
-        fields = {key: value for key, value in hparams.items() if key not in ("num_features", "classes")}
-        cfg = config_class.from_dict(fields)
-        return Classifier(cfg, build_network, loss, hparams["num_features"], hparams["classes"])
+    def rebuild(hparams: dict[str, Any]) -> SupervisedModule:
+        if not hparams.get(ENCODING):
+            raise ConfigError(f"{path} holds no encoding of its table: it was saved by other code than this")
+        cfg = config_class.from_dict({key: value for key, value in hparams.items() if key != ENCODING})
+        return SupervisedModule(cfg, build_network, losses[cfg.task], hparams[ENCODING])
 
     return load_module(rebuild, path, map_location)

@@ -1,9 +1,11 @@
 """python -m src.report RUN_DIR [RUN_DIR ...] [--output DIR]
 
-One run directory: writes its report.md again (every run writes one as it ends). Several:
-one report comparing them side by side (the config fields that differ, final metrics,
-learning curves overlaid), in --output; its path is printed. Exit status 2 for a path
-that is not a run directory.
+One run directory: writes its report.md again (every run writes one as it ends). Several,
+of one part: one report comparing them side by side (the config fields that differ, final
+metrics, learning curves overlaid), in --output; its path is printed. Runs that differ
+only in their seed are taken together: mean ± std of their final metrics, their curves as
+a mean with a band of one standard deviation. Exit status 2 for a path that is not a run
+directory, or runs of different parts.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Annotated, NoReturn
 
 import tyro
 
-from src.report.comparison import compare_runs, default_output
+from src.report.comparison import MixedParts, compare_runs, default_output
 from src.report.run_files import NotARunDir, RunFiles
 from src.report.run_report import write_report
 from src.runs.atomic import WriteFailed
@@ -41,7 +43,7 @@ def report(
     try:
         runs = [RunFiles.read(path) for path in run_dirs]
         print(write_report(runs[0]) if len(runs) == 1 else compare_runs(runs, output or default_output(runs)))
-    except (NotARunDir, WriteFailed) as error:
+    except (NotARunDir, MixedParts, WriteFailed) as error:
         _fail(str(error))
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import multiprocessing
 import signal
 from collections.abc import Callable, Iterator
@@ -20,19 +21,22 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModuleBase
 from torchrl.collectors import Collector
+from torchrl.data import Bounded
 from torchrl.envs import EnvBase, ExplorationType, ParallelEnv, RewardSum, StepCounter, TransformedEnv
 from torchrl.envs.utils import set_exploration_type
 
 from src.config import ConfigError
 from src.rl.config import RLConfig
+from src.rl.policy import ActionSpace
 from src.training.seeding import derived_seed, rank_seed
 
 # Evaluation episodes end on their own (CartPole-v1 after 500 steps); this bounds one that never does.
 EVAL_MAX_STEPS = 10_000
 MAX_EVAL_ENVS = 32  # evaluation episodes played at once, at most: the envs' memory
 TRAINABLE = (
-    "use an env with discrete actions and a flat vector observation that the part's make_env() "
-    "makes (gymnasium's CartPole-v1, Acrobot-v1, MountainCar-v0)"
+    "use an env with a flat vector observation and discrete or bounded continuous actions that "
+    "the part's make_env() makes (gymnasium's CartPole-v1, Acrobot-v1, Pendulum-v1, "
+    "MountainCarContinuous-v0)"
 )
 MakeEnv = Callable[..., EnvBase]  # (env_name, num_envs) -> a batch of envs; (env_name) -> one env
 
@@ -69,15 +73,16 @@ def make_envs(make_env: MakeEnv, env_name: str, num_envs: int) -> EnvBase:
 def env_problem(source: ModuleType, env_name: str) -> list[str]:
     """Why the policy cannot train on `env_name`, one line; none when it can (CFG-3)."""
     try:
-        observation_and_action_sizes(env_maker(source), env_name)
+        observation_and_action_space(env_maker(source), env_name)
     except ConfigError as error:
         return [str(error)]
     return []
 
 
-def observation_and_action_sizes(make_env: MakeEnv, env_name: str) -> tuple[int, int]:
-    """The policy's input and output sizes: one flat vector of continuous values in, one of
-    n actions out; a ConfigError (one line) for an env the policy cannot take."""
+def observation_and_action_space(make_env: MakeEnv, env_name: str) -> tuple[int, ActionSpace]:
+    """The policy's input size and what it acts in: one flat vector of continuous values in,
+    one of n actions or a vector of bounded values out; a ConfigError (one line) for an env
+    the policy cannot take."""
 
     def refused(problem: str) -> ConfigError:
         return ConfigError(f"env_name {env_name!r}: {problem}; {TRAINABLE}")
@@ -95,12 +100,19 @@ def observation_and_action_sizes(make_env: MakeEnv, env_name: str) -> tuple[int,
         if env.batch_size:  # the specs of one env of the batch
             observation, action = observation[0], action[0]
         observation = observation.get("observation", None)
-        if not hasattr(action.space, "n"):  # continuous, or several choices at once
-            raise refused(f"its actions are {_describe(action)}, not one choice of n")
         # A discrete observation (FrozenLake's cell) or an image is none.
         if observation is None or observation.domain != "continuous" or len(observation.shape) != 1:
             raise refused(f"its observation is {_describe(observation)}, not one flat vector of floats")
-        return observation.shape[0], action.space.n
+        if hasattr(action.space, "n"):  # one categorical choice
+            return observation.shape[0], ActionSpace(action.space.n)
+        if isinstance(action, Bounded) and action.domain == "continuous" and len(action.shape) == 1:
+            low, high = action.space.low.tolist(), action.space.high.tolist()
+            if all(math.isfinite(bound) for bound in (*low, *high)) and all(map(float.__lt__, low, high)):
+                return observation.shape[0], ActionSpace(action.shape[0], tuple(low), tuple(high))
+        raise refused(
+            f"its actions are {_describe(action)}, neither one choice of n nor a vector of values "
+            "within finite bounds"
+        )
     finally:
         env.close()
 
@@ -135,21 +147,40 @@ def training_env(cfg: RLConfig, make_env: MakeEnv, seed: int) -> TransformedEnv:
     return env
 
 
+def test_seed(cfg: RLConfig) -> int:
+    """The seed of a run's first test episode. Seeds of its own: the test episodes are not
+    the validation episodes played again."""
+    return derived_seed(cfg.seed, 2)
+
+
+def evaluation_width(make_env: MakeEnv, episodes: int) -> int:
+    """How many of a process's `episodes` evaluation episodes step at once: all of them as
+    one batch up to MAX_EVAL_ENVS, so that twenty take little longer than the longest
+    (one at a time where make_env makes one env per call)."""
+    return min(episodes, MAX_EVAL_ENVS) if makes_batches(make_env) else 1
+
+
 class EvaluationEpisodes:
     """This process's share of `episodes` whole episodes of the greedy policy, as many at a
     time as `env` holds. Episode i starts from seed `seed + i` (element j of a batched env
     seeded s from s + j), so they are the same however many DDP ranks share them."""
 
     def __init__(
-        self, env: EnvBase, policy: TensorDictModuleBase, seed: int, episodes: int, trainer: L.Trainer
+        self,
+        env: EnvBase,
+        policy: TensorDictModuleBase,
+        seed: int,
+        episodes: int,
+        rank: int = 0,
+        processes: int = 1,
     ):
-        if episodes < trainer.world_size:
+        if episodes < processes:
             raise ConfigError(
-                f"{episodes} evaluation episode(s) for {trainer.world_size} processes: give each "
+                f"{episodes} evaluation episode(s) for {processes} processes: give each "
                 "process one at least (eval_episodes, test_episodes)"
             )
         self.env, self.policy, self.seed = env, policy, seed
-        rank, processes, size = trainer.global_rank, trainer.world_size, env.batch_size.numel()
+        size = env.batch_size.numel()
         first, end = episodes * rank // processes, episodes * (rank + 1) // processes
         self.batches = [range(start, min(start + size, end)) for start in range(first, end, size)]
 
@@ -201,19 +232,19 @@ class RolloutDataModule(L.LightningDataModule):
     def __init__(self, cfg: RLConfig, source: ModuleType) -> None:
         super().__init__()
         self.cfg, self.make_env = cfg, env_maker(source)
-        self.batched = makes_batches(self.make_env)
         # LOG-5: samples are frames per epoch, and evaluation episodes.
         self.num_train_samples = cfg.frames_per_batch * cfg.iterations_per_epoch
         self.num_val_samples = cfg.eval_episodes
-        self.num_observations = self.num_actions = 0  # known once an env is made (setup)
+        # Known once an env is made (setup).
+        self.num_observations, self.action_space = 0, ActionSpace(0)
         self.env: EnvBase | None = None
         self.collector: Collector | None = None
         self.eval_envs: dict[int, EnvBase] = {}  # by width: episodes played at once
 
     def setup(self, stage: str | None = None) -> None:
-        if not self.num_actions:
-            sizes = observation_and_action_sizes(self.make_env, self.cfg.env_name)
-            self.num_observations, self.num_actions = sizes
+        if not self.num_observations:
+            spaces = observation_and_action_space(self.make_env, self.cfg.env_name)
+            self.num_observations, self.action_space = spaces
 
     def train_dataloader(self) -> Collector:
         # Built here, not in setup(): Lightning has moved the policy to its device by now,
@@ -239,17 +270,17 @@ class RolloutDataModule(L.LightningDataModule):
         return self._episodes(seed=derived_seed(self.cfg.seed, 1), episodes=self.cfg.eval_episodes)
 
     def test_dataloader(self) -> EvaluationEpisodes:
-        # Seeds of its own: the test episodes are not the validation episodes played again.
-        return self._episodes(seed=derived_seed(self.cfg.seed, 2), episodes=self.cfg.test_episodes)
+        return self._episodes(seed=test_seed(self.cfg), episodes=self.cfg.test_episodes)
 
     def _episodes(self, seed: int, episodes: int) -> EvaluationEpisodes:
-        # This process's share of the episodes steps as one batch (one env where make_env makes
-        # one), so twenty take little longer than the longest; validation and test share it.
-        width = min(-(-episodes // self.trainer.world_size), MAX_EVAL_ENVS) if self.batched else 1
+        processes = self.trainer.world_size
+        width = evaluation_width(self.make_env, -(-episodes // processes))
         if width not in self.eval_envs:
             self.eval_envs[width] = make_envs(self.make_env, self.cfg.env_name, width)
         policy = self.trainer.lightning_module.greedy_policy()
-        return EvaluationEpisodes(self.eval_envs[width], policy, seed, episodes, self.trainer)
+        return EvaluationEpisodes(
+            self.eval_envs[width], policy, seed, episodes, self.trainer.global_rank, processes
+        )
 
     def teardown(self, stage: str) -> None:
         self.close()

@@ -11,7 +11,6 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import IO, Annotated, Any, Literal
 
 import tyro
@@ -79,6 +78,7 @@ class SweepOptions:
 
 def main(spec: SweepSpec, argv: Sequence[str] | None = None, prog: str | None = None) -> Sweep:
     base, args = parse_command(spec.configs, SweepOptions, argv, prog, description=SWEEP_DESCRIPTION)
+    spec = spec.for_config(base)
     lock: IO[str] | None = None
     try:
         with exit_on_bad_input():
@@ -110,6 +110,7 @@ def main(spec: SweepSpec, argv: Sequence[str] | None = None, prog: str | None = 
             base, args = parse_command(
                 spec.configs, SweepOptions, argv, prog, description=SWEEP_DESCRIPTION, start_from=saved
             )
+            spec = spec.for_config(base)
             state = dataclasses.replace(
                 state,
                 status="running",
@@ -120,7 +121,7 @@ def main(spec: SweepSpec, argv: Sequence[str] | None = None, prog: str | None = 
             print(f"sweep directory: {sweep_dir} ({'joined' if args.study else 'resumed'})")
         else:
             stamp = datetime.now().strftime(STAMP_FORMAT)
-            sweep_dir = Path(base.output.base_dir) / "sweeps" / f"{base.name}_{stamp}_{os.getpid()}"
+            sweep_dir = base.runs_dir() / "sweeps" / f"{base.name}_{stamp}_{os.getpid()}"
             sweep_dir.mkdir(parents=True)
             lock = try_lock(sweep_dir)
             state = SweepState(

@@ -17,7 +17,7 @@ def find_sweep(base: BaseConfig, resume: str) -> tuple[Path, SweepState, IO[str]
     """The sweep --resume names, its state and its lock; None when `auto` finds none.
     Another engine or config than this command's is refused: its trials would not fit."""
     if resume == "auto":
-        sweeps = Path(base.output.base_dir) / "sweeps"
+        sweeps = base.runs_dir() / "sweeps"
         pattern = re.compile(re.escape(base.name) + r"_(\d{8}_\d{6})_\d+")
         candidates = sorted(
             (match[1], path.stat().st_mtime, path)

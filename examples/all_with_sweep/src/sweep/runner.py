@@ -159,31 +159,36 @@ class Sweep:
             self.state.write(self.dir)
 
     def end(self, status: str) -> str:
-        """The sweep's status in sweep.json and its final summary. A stopped sweep keeps
-        its running_trial, which --resume continues."""
+        """The sweep's status in sweep.json and its final summary; returns what the sweep
+        prints as it ends: the table, and where its summary and comparison are. A stopped
+        sweep keeps its running_trial, which --resume continues."""
         for trial in self.trials:
             if trial.status == "running":
                 runs = self.run_dirs(trial.number)
                 trial.status, trial.run_dir = "interrupted", str(runs[-1]) if runs else ""
         self.save(status=status)
-        self.compare_best()
-        return self.finish()
+        comparison = self.compare_best()
+        lines = [self.finish(), f"summary: {self.dir / SUMMARY_FILE}"]
+        lines += [f"the best trials compared: {comparison}"] if comparison else []
+        return "\n".join(lines)
 
-    def compare_best(self) -> None:
+    def compare_best(self) -> Path | None:
         """comparison/report.md: the best finished trials side by side (config values,
-        metrics, learning curves). One that fails says so in one line; the sweep goes on."""
+        metrics, learning curves); its path. One that fails says so in one line; the sweep
+        goes on."""
         best = [trial for trial in self.ranked() if trial.status == "finished" and trial.run_dir][:COMPARED]
         if len(best) < 2:
-            return
+            return None
         try:
             from src.report.comparison import compare_runs  # here: matplotlib is slow to load
 
             runs = [RunFiles.read(Path(trial.run_dir)) for trial in best]
-            compare_runs(
+            return compare_runs(
                 runs, self.dir / COMPARISON_DIR, f"Sweep {self.dir.name}: the best {len(best)} trials"
             )
         except Exception as error:  # noqa: BLE001 - the sweep's own record matters more
             print(f"warning: no comparison of the trials ({type(error).__name__}: {error})")
+            return None
 
     def ranked(self) -> list[Trial]:
         """Finished trials best first, then the failed ones: every worker's ended trials,

@@ -3,6 +3,7 @@ trials are scored; the same space as Optuna distributions for the local engine."
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -10,6 +11,8 @@ from typing import Any, Literal
 import optuna
 
 from src.config import BaseConfig, ConfigError
+
+Goal = Literal["minimize", "maximize"]
 
 
 @dataclass
@@ -22,9 +25,19 @@ class SweepSpec:
     # The part's main_with_config(cfg, resume_from=None) (SWP-2); given a checkpoint
     # only when a trial cut off by a kill is resumed (RES-1).
     train: Callable[..., dict[str, float]]
-    metric: str  # a key of what `train` returns, e.g. "best_val_loss"
-    goal: Literal["minimize", "maximize"]
+    # A key of what `train` returns, e.g. "best_val_loss"; or, where the config chooses the
+    # metric (an eval_metric field, say), a function of the sweep's config that names it.
+    metric: str | Callable[[BaseConfig], str]
+    goal: Goal | Callable[[BaseConfig], Goal]
     method: Literal["random", "bayes"] = "bayes"
+
+    def for_config(self, base: BaseConfig) -> SweepSpec:
+        """This spec with the metric and goal of `base`, the config every trial starts from."""
+        return dataclasses.replace(
+            self,
+            metric=self.metric(base) if callable(self.metric) else self.metric,
+            goal=self.goal(base) if callable(self.goal) else self.goal,
+        )
 
     def decode(self, params: dict[str, Any]) -> dict[str, Any]:
         """Sampled values -> config fields; `architecture` stands for all of its preset's."""

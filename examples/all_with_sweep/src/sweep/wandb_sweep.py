@@ -9,7 +9,7 @@ import wandb
 from src.config import BaseConfig, ConfigError, first_line
 from src.sweep.runner import Sweep
 from src.sweep.spec import SweepSpec
-from src.wandb_utils import api_key_configured
+from src.wandb_utils import api_key_configured, quiet_settings
 
 
 def run_wandb(sweep: Sweep, trials: int, sweep_id: str | None) -> None:
@@ -21,7 +21,8 @@ def run_wandb(sweep: Sweep, trials: int, sweep_id: str | None) -> None:
         if sweep.hours_left() <= 0:
             print("sweep: --max-hours reached, no new trial")
             return
-        run = wandb.init()  # the agent's run, with the sampled values; setup_run() joins it (SWP-3)
+        # The agent's run, with the sampled values; setup_run() joins it (SWP-3).
+        run = wandb.init(settings=quiet_settings())
         trial = sweep.run_trial(dict(run.config))
         if trial.value is not None:
             run.summary[sweep.spec.metric] = trial.value  # what the sweep's controller optimizes

@@ -16,12 +16,14 @@ from lightning.pytorch.loggers import Logger
 from lightning.pytorch.profilers import AdvancedProfiler
 from lightning.pytorch.utilities import rank_zero_info
 
+from src.callbacks.alerts import AlertCallback
 from src.callbacks.frozen_heap import FrozenHeapCallback
 from src.callbacks.guards import FiniteLossCallback, StopFileCallback, WallClockTimer
 from src.callbacks.metrics import MetricsCallback, RunInfoCallback, TimingCallback
-from src.callbacks.progress import EpochSummaryCallback, ProgressBar
+from src.callbacks.progress import EpochSummaryCallback, ModelSummary, ProgressBar
 from src.callbacks.resume import ExactResume, ResumableEarlyStopping
 from src.config import SPANNING_SCHEDULES, LightningConfig
+from src.ops.alerts import Alerts
 from src.runs.directory import stop_file_paths
 from src.runs.launch import current_launch, trainer_processes
 from src.runs.loggers import file_loggers
@@ -37,14 +39,25 @@ warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)")
 warnings.filterwarnings("ignore", message=r".*multiple `ModelCheckpoint` callbacks")
 
 
-class _NoTips(logging.Filter):
-    """Lightning's "💡 Tip" lines advertise its cloud services on every run."""
+class _Boilerplate(logging.Filter):
+    """Lines Lightning prints on every run that tell nothing about this one: its "💡 Tip"
+    advertisements, "GPU available: False, used: False" and "TPU available: False" (the
+    precision line says whether CUDA is there; a GPU left unused is still a warning), and
+    how it counts the steps a schedule spans, and that it uses our ModelSummary."""
+
+    NOISE = (
+        "💡 Tip",
+        "GPU available: ",
+        "TPU available: ",
+        "Loading `train_dataloader` to estimate",
+        "Trainer already configured with model summary callbacks",
+    )
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("💡 Tip")
+        return not str(record.msg).startswith(self.NOISE)
 
 
-logging.getLogger("lightning.pytorch.utilities.rank_zero").addFilter(_NoTips())
+logging.getLogger("lightning.pytorch.utilities.rank_zero").addFilter(_Boilerplate())
 
 
 def build_callbacks(
@@ -62,6 +75,7 @@ def build_callbacks(
       changes the rate after `lr` is logged, as Lightning's own step does, and a checkpoint
       it saves mid-epoch counts as timing/overhead;
     - the metrics before EpochSummaryCallback, which prints what they logged;
+    - AlertCallback after FiniteLossCallback, which ends a run whose metric is not a number;
     - Lightning moves the ModelCheckpoints last, in their order: best.ckpt first (the one
       test(ckpt_path="best") uses), the latest epochs before last.ckpt, so that last.ckpt
       records which epochs it keeps and a resume deletes the right ones."""
@@ -89,6 +103,7 @@ def build_callbacks(
         # CB-3: each scheduler at its own interval, per step but for plateau (RES-2: warmup shows).
         LearningRateMonitor(logging_interval=None),
         FiniteLossCallback(monitor=monitor),  # a NaN loss fails the run, never saved as best
+        AlertCallback(Alerts(cfg.alerts, run_dir), monitor, mode, cfg.min_delta),  # stalled, GPU idle or full
         StopFileCallback(stop_file_paths(cfg.stop_file, run_dir)),  # `touch STOP` (CB-4)
         WallClockTimer(cfg.max_wall_clock_hours),  # CFG-4 budget, mid-epoch
         TimingCallback(fetch_section=fetch_section),  # timing/ (PRF-2..4)
@@ -151,7 +166,7 @@ def build_trainer(
     trainer = L.Trainer(
         default_root_dir=run_dir,  # Lightning's own files land in the run too (OUT-1)
         logger=loggers,
-        callbacks=[*callbacks, *extra_callbacks, *([ProgressBar()] if on_terminal else [])],
+        callbacks=[*callbacks, *extra_callbacks, ModelSummary(), *([ProgressBar()] if on_terminal else [])],
         max_epochs=cfg.num_epochs,
         precision=precision,  # bf16-mixed, or 32-true where bf16 is unsupported (PRC-1, PRC-3)
         accelerator=cfg.accelerator,

@@ -9,27 +9,43 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import xgboost as xgb
+from scipy.special import expit, softmax
 
 from src.config import ConfigError
 from src.ops.hardware import visible_gpus
+from src.predictions import (
+    PREDICTIONS_FILE,
+    classification_table,
+    regression_table,
+    task_metrics,
+    write_predictions,
+)
 from src.runs.atomic import write_text_atomic
+from src.runs.lifetime import training_stopped
 from src.trees.cluster import dask_client, partitioned
-from src.trees.config import SLTreeConfig
-from src.trees.data import Split
-from src.trees.plots import feature_importance, predicted_vs_actual, shap_summary
+from src.trees.config import CUDA_XGBOOST_INSTALL, SLTreeConfig
+from src.trees.data import ENCODING_ATTRIBUTE, Split, TableEncoding
+from src.trees.plots import feature_importance, shap_summary
 from src.trees.rounds import RoundMetrics, stop_reason, train_seconds_so_far
 
 
-def training_params(cfg: SLTreeConfig, params: dict[str, Any]) -> dict[str, Any]:
+def training_params(cfg: SLTreeConfig, params: dict[str, Any], encoding: TableEncoding) -> dict[str, Any]:
     """`params`, the part's model.booster_params(cfg), with what the pipeline sets: the
     objective and metric of the config, which the label check and early stopping read
-    too, the hist tree method that QuantileDMatrix needs, the device, threads and seed."""
+    too, the classes of a multi:* objective, the hist tree method that QuantileDMatrix and
+    categorical features need, the device, threads and seed."""
     if cfg.device == "cuda" and not visible_gpus():
         raise ConfigError("device cuda: no CUDA GPU is visible here; use auto or cpu")
-    device = ("cuda" if visible_gpus() else "cpu") if cfg.device == "auto" else cfg.device
-    ours = {"objective": cfg.objective, "eval_metric": cfg.eval_metric, "tree_method": "hist"}
+    cuda_build = xgb.build_info()["USE_CUDA"]  # False for xgboost-cpu, the cpu extra
+    if cfg.device == "cuda" and not cuda_build:
+        raise ConfigError(f"device cuda: this XGBoost is its CPU-only build; {CUDA_XGBOOST_INSTALL}")
+    device = ("cuda" if visible_gpus() and cuda_build else "cpu") if cfg.device == "auto" else cfg.device
+    ours = {"objective": cfg.objective, "eval_metric": cfg.watched_metric, "tree_method": "hist"}
     ours |= {"device": device, "nthread": cfg.num_threads, "seed": cfg.seed}
+    if cfg.task == "multiclass":
+        ours["num_class"] = len(encoding.classes or ())
     if both := sorted(ours.keys() & params.keys()):
         raise ConfigError(f"model.booster_params(cfg) sets {', '.join(both)}, which the pipeline sets")
     return params | ours
@@ -43,10 +59,10 @@ def training_matrices(split: Split, client: Any = None) -> tuple[xgb.QuantileDMa
 
         train_data = partitioned(client, split.train_features, split.train_labels)
         val_data = partitioned(client, split.val_features, split.val_labels)
-        train = dxgb.DaskQuantileDMatrix(client, *train_data)
-        return train, dxgb.DaskQuantileDMatrix(client, *val_data, ref=train)
-    train = xgb.QuantileDMatrix(split.train_features, split.train_labels)
-    val = xgb.QuantileDMatrix(split.val_features, split.val_labels, ref=train)
+        train = dxgb.DaskQuantileDMatrix(client, *train_data, enable_categorical=True)
+        return train, dxgb.DaskQuantileDMatrix(client, *val_data, ref=train, enable_categorical=True)
+    train = xgb.QuantileDMatrix(split.train_features, split.train_labels, enable_categorical=True)
+    val = xgb.QuantileDMatrix(split.val_features, split.val_labels, ref=train, enable_categorical=True)
     return train, val
 
 
@@ -61,13 +77,14 @@ def train_booster(
     split's rows, continuing the `previous` model if given; on the Dask cluster that
     cfg.cluster names, if any."""
     first_round = previous.num_boosted_rounds() if previous else 0
-    params = training_params(cfg, params)
+    params = training_params(cfg, params, split.encoding)
     with dask_client(cfg.cluster) as client:
         train, val = training_matrices(split, client)
         options = {
             "num_boost_round": max(cfg.num_boost_round - first_round, 0),
             "evals": [(train, "train"), (val, "val")],
-            "callbacks": list(callbacks),
+            # First: every checkpoint holds the encoding, which predicting needs.
+            "callbacks": [KeepEncoding(split.encoding), *callbacks],
             "xgb_model": previous,
             "verbose_eval": False,
         }
@@ -79,9 +96,24 @@ def train_booster(
             booster = dxgb.train(client, params, train, **options)["booster"]
             for metrics in (c for c in callbacks if isinstance(c, RoundMetrics)):
                 metrics.replay(first_round)  # the rounds the workers wrote, which the loggers here missed
-    if reason := stop_reason(booster):  # a STOP file or the wall-clock budget
-        print(reason)
+    if (stopped := stop_reason(booster)) is not None:  # early stopping, a STOP file or the budget
+        print(stopped[1])
+    else:
+        stopped = ("budget", f"num_boost_round {cfg.num_boost_round} grown")
+    training_stopped(*stopped)
     return booster
+
+
+class KeepEncoding(xgb.callback.TrainingCallback):
+    """Keeps the table's encoding (classes, categories) in the model as a booster attribute,
+    which XGBoost saves with it: a model file is all predicting needs."""
+
+    def __init__(self, encoding: TableEncoding) -> None:
+        self.encoding = encoding
+
+    def before_training(self, model: xgb.Booster) -> xgb.Booster:
+        model.set_attr(**{ENCODING_ATTRIBUTE: self.encoding.to_json()})
+        return model
 
 
 def best_rounds(booster: xgb.Booster) -> xgb.Booster:
@@ -92,18 +124,17 @@ def best_rounds(booster: xgb.Booster) -> xgb.Booster:
 
 
 def summary_and_plots(cfg: SLTreeConfig, booster: xgb.Booster, split: Split, run_dir: Path) -> dict:
-    """OUT-5: the test metrics of the trees up to the best round, with how `booster` was
-    trained, in metrics.json (returned too), and the plots in plots/."""
-    model, actual = best_rounds(booster), split.test_labels.to_numpy()
-    predicted = model.inplace_predict(split.test_features)
-    errors, total = predicted - actual, float(((actual - actual.mean()) ** 2).sum())
-    summary = {
-        "test_rmse": float(np.sqrt(np.mean(errors**2))),
-        "test_mae": float(np.mean(np.abs(errors))),
-        # R² is undefined when every test label is the same.
-        "test_r2": 1 - float((errors**2).sum()) / total if total > 0 else float("nan"),
+    """OUT-5: the test predictions of the trees up to the best round in the run's
+    PREDICTIONS_FILE (the report draws them), their metrics with how `booster` was trained
+    in metrics.json (returned too), and the plots in plots/."""
+    model, encoding = best_rounds(booster), split.encoding
+    truth = encoding.label_values(split.test_labels)
+    table = predictions_table(model, encoding, split.test_features, truth)
+    write_predictions(table, run_dir / PREDICTIONS_FILE)
+    summary = {f"test_{name}": value for name, value in task_metrics(table).items()}
+    summary |= {
         "best_round": model.num_boosted_rounds() - 1,
-        f"best_val_{cfg.eval_metric}": float(booster.attr("best_score") or "nan"),
+        f"best_val_{cfg.watched_metric}": float(booster.attr("best_score") or "nan"),
         "rounds_trained": booster.num_boosted_rounds(),
         # LOG-5: a tree model's parameters are its leaves, known once it is trained.
         "total_params": int((model.trees_to_dataframe()["Feature"] == "Leaf").sum()),
@@ -112,6 +143,30 @@ def summary_and_plots(cfg: SLTreeConfig, booster: xgb.Booster, split: Split, run
     write_text_atomic(run_dir / "metrics.json", json.dumps(summary, indent=2) + "\n")
     plots = run_dir / "plots"
     feature_importance(model, plots / "feature_importance.png")
-    predicted_vs_actual(predicted, actual, plots / "predicted_vs_actual.png")
-    shap_summary(model, split.test_features, plots / "shap_summary.png")
+    shap_summary(model, split.test_features, plots / "shap_summary.png", classes=encoding.classes)
     return summary
+
+
+def predictions_table(
+    model: xgb.Booster, encoding: TableEncoding, features: pd.DataFrame, truth: np.ndarray | None
+) -> pd.DataFrame:
+    """The model's predictions of `features` (as TableEncoding.features reads them, indexed by
+    their rows in the table) as src/predictions.py's table, with the true labels where known."""
+    rows = features.index.to_numpy()
+    if encoding.classes is None:
+        return regression_table(rows, model.inplace_predict(features), [encoding.label_column], truth)
+    probabilities = class_probabilities(model, features)
+    return classification_table(rows, probabilities, encoding.classes, encoding.label_column, truth)
+
+
+def class_probabilities(model: xgb.Booster, features: pd.DataFrame) -> np.ndarray:
+    """A column per class: what multi:softprob and binary:logistic predict; the softmax or
+    sigmoid of the margins of those that predict a class or a margin (multi:softmax,
+    binary:logitraw); binary:hinge's class as a certainty."""
+    objective = json.loads(model.save_config())["learner"]["objective"]["name"]
+    # In float64: float32 probabilities do not sum to 1 as closely as metrics ask.
+    margins = model.inplace_predict(features, predict_type="margin").astype(np.float64)
+    if objective.startswith("multi:"):
+        return softmax(margins, axis=1)
+    positive = (margins > 0).astype(float) if objective == "binary:hinge" else expit(margins)
+    return np.column_stack([1 - positive, positive])

@@ -14,6 +14,10 @@ from src.config import BaseConfig, at_least, split_problems
 from src.runs.launch import current_launch
 
 XGBOOST_DOCS = "https://xgboost.readthedocs.io/en/stable/parameter.html#learning-task-parameters"
+Task = Literal["regression", "binary", "multiclass"]
+DEFAULT_METRICS: dict[Task, str] = {"regression": "rmse", "binary": "logloss", "multiclass": "mlogloss"}
+# Objectives that predict no probability, which logloss would misread: XGBoost's own default metric.
+OBJECTIVE_METRICS = {"binary:hinge": "error", "binary:logitraw": "auc"}
 
 
 @dataclass
@@ -21,14 +25,22 @@ class SLTreeConfig(BaseConfig):
     """Supervised tree parts (XGBoost's native API).
 
     Attributes:
-        data_path: Your own CSV or Parquet table with feature_columns and label_column; empty
-            means the part's bundled data.
-        label_column: Column of the table that holds the numeric label.
-        feature_columns: Columns of the table the model reads, in order.
-        objective: XGBoost learning objective, e.g. reg:squarederror, reg:absoluteerror,
-            count:poisson, binary:logistic (labels in [0, 1]).
+        data_path: Your own CSV or Parquet table, one row per example; empty means the part's
+            bundled data.
+        label_column: Column of the table that holds the label: numbers for a regression,
+            class values (text or numbers) for a classification.
+        feature_columns: Columns of the table the model reads, in order; empty reads every
+            column but label_column. Text columns are categorical features; empty cells are
+            missing values, which XGBoost handles itself.
+        drop_unlabelled_rows: Train on the rows that have a label and leave out those whose
+            label is empty, instead of refusing the table.
+        objective: XGBoost learning objective; it sets the task: reg:squarederror (or another
+            reg:*, count:*) a regression, binary:logistic a classification into two classes,
+            multi:softprob into several (the label's distinct values are the classes).
         eval_metric: XGBoost metric that early stopping watches on the validation set, e.g.
-            rmse, logloss, auc.
+            rmse, mae, logloss, auc, mlogloss, merror; empty is rmse for a regression,
+            logloss for binary:logistic, mlogloss for multi:* (error for binary:hinge, auc for
+            binary:logitraw, whose predictions are no probabilities).
         num_boost_round: Upper bound on boosting rounds; set high so that early stopping ends
             training.
         early_stopping_rounds: Rounds without improvement of the validation metric before
@@ -41,7 +53,8 @@ class SLTreeConfig(BaseConfig):
             resume starts from.
         keep_last_n: Earlier checkpoints to keep beside last.ubj, as checkpoints/round=R.ubj,
             one per checkpoint_minutes; the oldest goes once a newer one is written.
-        device: Where XGBoost trains: auto is cuda where a GPU is present, else cpu.
+        device: Where XGBoost trains: auto is cuda where a GPU is present and XGBoost is its
+            CUDA build (the cuda extra), else cpu.
         num_threads: CPU threads XGBoost uses; 0 uses every core.
         cluster: Train on a Dask cluster through xgboost.dask: local (or local:N) starts N
             worker processes here, tcp://host:8786 joins a running scheduler; empty trains in
@@ -53,9 +66,10 @@ class SLTreeConfig(BaseConfig):
 
     data_path: str = ""
     label_column: str = "label"
-    feature_columns: tuple[str, ...] = ()
+    feature_columns: tuple[str, ...] = ()  # empty: every column but the label
+    drop_unlabelled_rows: bool = False
     objective: str = "reg:squarederror"
-    eval_metric: str = "rmse"
+    eval_metric: str = ""  # empty: the task's own (DEFAULT_METRICS)
     # The tree reading of CFG-5: a high round cap; early stopping is the binding limit.
     num_boost_round: int = 10_000
     early_stopping_rounds: int = 50
@@ -64,7 +78,7 @@ class SLTreeConfig(BaseConfig):
     split_seed: int = 0
     checkpoint_minutes: float = 5.0  # RES-1: how often checkpoints/last.ubj is rewritten
     keep_last_n: int = 0
-    device: Literal["auto", "cpu", "cuda"] = "auto"  # auto: cuda where a GPU is present
+    device: Literal["auto", "cpu", "cuda"] = "auto"  # auto: cuda where a GPU and CUDA XGBoost are present
     num_threads: int = 0  # 0: every core
     cluster: str = ""
     wandb_every_n_rounds: int = 10
@@ -77,8 +91,10 @@ class SLTreeConfig(BaseConfig):
         ]
         if self.checkpoint_minutes <= 0:
             found.append(f"checkpoint_minutes {self.checkpoint_minutes}: must be positive")
-        if self.label_column in self.feature_columns or not self.feature_columns:
-            found.append("feature_columns: list one or more columns, not including label_column")
+        if self.label_column in self.feature_columns:
+            found.append(
+                f"feature_columns: list the columns the model reads, not label_column {self.label_column!r}"
+            )
         if duplicates := sorted({c for c in self.feature_columns if self.feature_columns.count(c) > 1}):
             found.append(f"feature_columns: {', '.join(duplicates)} listed more than once")
         if self.data_path:  # here, so that a bad one is refused before a run directory exists
@@ -92,7 +108,22 @@ class SLTreeConfig(BaseConfig):
                 "start it with python -m"
             )
         found += split_problems(self.val_fraction, self.test_fraction)
-        return found + xgboost_problems(self.objective, self.eval_metric, self.booster_fields())
+        if not _installed("xgboost"):  # neither extra installed: nothing to ask the questions below
+            return [*found, f"the tree part needs XGBoost; install it with {XGBOOST_INSTALL}"]
+        return found + xgboost_problems(self.objective, self.watched_metric, self.booster_fields())
+
+    @property
+    def task(self) -> Task:
+        """What the objective makes of the label: binary:* and multi:* classify, the rest
+        (reg:*, count:*, survival:*...) predict a number."""
+        kind = self.objective.partition(":")[0]
+        return "binary" if kind == "binary" else "multiclass" if kind == "multi" else "regression"
+
+    @property
+    def watched_metric(self) -> str:
+        """The metric early stopping, the best round and a sweep follow: eval_metric, or the
+        task's own."""
+        return self.eval_metric or OBJECTIVE_METRICS.get(self.objective) or DEFAULT_METRICS[self.task]
 
     def booster_fields(self) -> dict[str, float]:
         """The numbers a part's config adds to this level: its booster's parameters."""
@@ -113,16 +144,17 @@ def xgboost_problems(objective: str, eval_metric: str, numbers: dict[str, float]
         except ValueError as error:
             found.append(f"{name} {value}: {xgboost_says(error)}")
             del numbers[name]
-    try:  # with the numbers: num_class or quantile_alpha, which some objectives need, among them
-        _configure({"objective": objective, **numbers})
+    # multi:* needs num_class, which training passes once the label's classes are known.
+    classes = {"num_class": 2} if objective.startswith("multi:") else {}
+    try:  # with the numbers: quantile_alpha, which reg:quantileerror needs, among them
+        _configure({"objective": objective, **classes, **numbers})
     except ValueError as error:
         # An unknown name: XGBoost's message lists every objective it has.
         known = sorted(set(re.findall(r"Objective candidate: (\S+)", str(error))))
         valid = f"it has {', '.join(known)}; " if known else ""
         found.append(
-            f"objective {objective!r}: {xgboost_says(error)}; {valid}multi:* and reg:quantileerror need "
-            f"num_class or quantile_alpha: a config field of that name, passed in model.booster_params "
-            f"({XGBOOST_DOCS})"
+            f"objective {objective!r}: {xgboost_says(error)}; {valid}reg:quantileerror needs "
+            f"quantile_alpha: a config field of that name, passed in model.booster_params ({XGBOOST_DOCS})"
         )
     try:
         logged = [metric["name"] for metric in _configure({"eval_metric": eval_metric})["metrics"]]
@@ -161,6 +193,10 @@ def xgboost_says(error: ValueError) -> str:
 
 
 DASK_INSTALL = "pip install -c constraints.txt '.[distributed]'"
+# XGBoost comes in two builds, one extra each (pyproject.toml); both install the module xgboost,
+# so an environment has one: cpu (xgboost-cpu, no NCCL) or cuda (xgboost, with CUDA and NCCL).
+XGBOOST_INSTALL = "pip install -c constraints.txt '.[cpu]', or '.[cuda]' on a machine with a CUDA GPU"
+CUDA_XGBOOST_INSTALL = "pip uninstall -y xgboost-cpu && pip install -c constraints.txt '.[cuda]'"
 
 
 def _cluster_problems(cluster: str) -> list[str]:

@@ -6,11 +6,14 @@ global state involved, so they work the same on a headless server.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import xgboost as xgb
+from matplotlib import colormaps
 from matplotlib.figure import Figure
 
 from src.report.figures import save_figure
@@ -26,35 +29,78 @@ def feature_importance(booster: xgb.Booster, path: Path, top: int = 20) -> Path:
     return save_figure(figure, path)
 
 
-def predicted_vs_actual(predicted: np.ndarray, actual: np.ndarray, path: Path) -> Path:
-    figure = Figure(figsize=(5.5, 5.5))
-    axes = figure.subplots()
-    axes.scatter(actual, predicted, s=14, alpha=0.6)
-    low, high = float(min(actual.min(), predicted.min())), float(max(actual.max(), predicted.max()))
-    axes.plot([low, high], [low, high], color="grey", linestyle="--", linewidth=1)
-    axes.set(title="Test set: predicted vs actual", xlabel="actual", ylabel="predicted")
-    return save_figure(figure, path)
-
-
 def shap_summary(
-    model: xgb.Booster, features: pd.DataFrame, path: Path, top: int = 20, max_rows: int = 2000
+    model: xgb.Booster,
+    features: pd.DataFrame,
+    path: Path,
+    classes: Sequence[Any] | None = None,
+    top: int = 20,
+    max_rows: int = 2000,
 ) -> Path:
-    """Beeswarm of SHAP values on at most `max_rows` rows (a fixed sample), which is
-    plenty for the picture. They come from XGBoost itself (pred_contribs: exact
-    TreeSHAP), so the shap package and its compiled dependencies are not needed."""
+    """SHAP values on at most `max_rows` rows (a fixed sample), which is plenty for the
+    picture. They come from XGBoost itself (pred_contribs: exact TreeSHAP), so the shap
+    package and its compiled dependencies are not needed. A model of one output (a
+    regression, two classes) gets a beeswarm; a multi:* model, whose SHAP values are a
+    matrix per class, each feature's mean |SHAP value| per class."""
     if len(features) > max_rows:
         features = features.sample(max_rows, random_state=0)
-    contributions = model.predict(xgb.DMatrix(features), pred_contribs=True)
-    contributions = contributions[:, :-1]  # the last column is the bias
+    contributions = model.predict(xgb.DMatrix(features, enable_categorical=True), pred_contribs=True)
+    contributions = contributions[..., :-1]  # the last column is the bias
+    if contributions.ndim == 3:  # rows x classes x features
+        return _mean_shap_by_class(np.abs(contributions).mean(axis=0), features.columns, classes, path, top)
     order = np.argsort(np.abs(contributions).mean(axis=0))[-top:]
     jitter = np.random.default_rng(0).uniform(-0.3, 0.3, size=len(features))
     figure = Figure(figsize=(7, 0.35 * len(order) + 1.5))
     axes = figure.subplots()
-    for row, column in enumerate(order):
-        values = features.iloc[:, column].to_numpy(dtype=float)
-        colour = (values - values.min()) / (np.ptp(values) or 1.0)
-        axes.scatter(contributions[:, column], row + jitter, c=colour, cmap="coolwarm", s=8, alpha=0.7)
+    # One scatter for every feature's row of points: a call each would take longer to draw.
+    axes.scatter(
+        contributions[:, order].T.ravel(),
+        (np.arange(len(order))[:, None] + jitter).ravel(),
+        c=np.concatenate([_colour_scale(features.iloc[:, column]) for column in order]),
+        cmap=colormaps["coolwarm"].with_extremes(bad="lightgrey"),
+        s=8,
+        alpha=0.7,
+        plotnonfinite=True,  # missing values, in grey
+    )
     axes.set_yticks(range(len(order)), [features.columns[i] for i in order])
     axes.axvline(0, color="grey", linewidth=0.8)
-    axes.set(title="SHAP values (colour: feature value, low blue to high red)", xlabel="SHAP value")
+    title = (
+        "SHAP values\n(colour: feature value, low blue to high red; a category's by its place; grey: missing)"
+    )
+    axes.set_title(title, fontsize="medium")
+    axes.set(xlabel="SHAP value")
+    return save_figure(figure, path)
+
+
+def _colour_scale(column: pd.Series) -> np.ndarray:
+    """A feature's values scaled to 0..1 for colour; a category by its place; missing NaN."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        values = column.cat.codes.to_numpy(dtype=float)
+        values[values < 0] = np.nan
+    else:
+        values = column.to_numpy(dtype=float)
+    if np.isnan(values).all():
+        return values
+    low, high = np.nanmin(values), np.nanmax(values)
+    return (values - low) / ((high - low) or 1.0)
+
+
+def _mean_shap_by_class(
+    importance: np.ndarray, names: Sequence[str], classes: Sequence[Any] | None, path: Path, top: int
+) -> Path:
+    """Bars of each feature's mean |SHAP value|, a segment per class (`importance`: classes x features)."""
+    order = np.argsort(importance.sum(axis=0))[-top:]
+    classes = list(classes) if classes is not None else list(range(len(importance)))
+    figure = Figure(figsize=(7, 0.35 * len(order) + 1.5))
+    axes = figure.subplots()
+    left = np.zeros(len(order))
+    for index, name in enumerate(classes):
+        axes.barh(
+            range(len(order)), importance[index, order], left=left, label=str(name), color=f"C{index % 10}"
+        )
+        left += importance[index, order]
+    axes.set_yticks(range(len(order)), [names[i] for i in order])
+    axes.set(title="SHAP: mean |value| of each feature, by class", xlabel="mean |SHAP value| (margin)")
+    if len(classes) <= 20:  # beyond, the legend hides the bars
+        axes.legend(title="class", fontsize="small")
     return save_figure(figure, path)

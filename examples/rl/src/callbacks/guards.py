@@ -15,6 +15,7 @@ from lightning.pytorch.utilities import rank_zero_info
 
 from src.errors import TrainingDiverged
 from src.runs.directory import stop_requested
+from src.runs.lifetime import training_stopped
 from src.training.batch_hooks import logs_this_step
 
 
@@ -66,7 +67,9 @@ class StopFileCallback(L.Callback):
         # Any rank that sees the file stops them all, so DDP ranks never diverge.
         if trainer.strategy.reduce_boolean_decision(found is not None, all=False):
             trainer.should_stop = True
-            rank_zero_info(f"STOP file {found}: stopping after epoch {trainer.current_epoch}")
+            said = f"STOP file {found or 'of another rank'}: stopping after epoch {trainer.current_epoch}"
+            training_stopped("stop_file", said)
+            rank_zero_info(said)
 
 
 class WallClockTimer(Timer):
@@ -76,7 +79,12 @@ class WallClockTimer(Timer):
 
     def __init__(self, hours: float) -> None:
         super().__init__(duration=timedelta(hours=hours), interval="step")
+        self.hours = hours
 
     def on_train_batch_end(self, trainer: L.Trainer, *args: Any, **kwargs: Any) -> None:
         if logs_this_step(trainer):
+            stopping = trainer.should_stop
             super().on_train_batch_end(trainer, *args, **kwargs)
+            if trainer.should_stop and not stopping:
+                spent = f"max_wall_clock_hours {self.hours:g} spent, in epoch {trainer.current_epoch}"
+                training_stopped("budget", spent)

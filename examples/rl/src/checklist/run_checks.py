@@ -1,4 +1,4 @@
-"""Checks of what a run of any part wrote (`output/<run>/`); they import the part's config classes."""
+"""Checks of what a run of any part wrote (`output/<part>/<run>/`); they import the part's config classes."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from src.checklist.registry import BadInput, Failed, Skipped, check, lacks, requ
 
 MODEL_FILES = {"sl_neural": "model.pt", "rl": "model.pt", "sl_tree": "model.ubj"}
 START_OF_RUN = ("total_params", "trainable_params", "num_train_samples", "num_val_samples", "gpu_name")
-VALID = "a run directory is output/<name>_<YYYYMMDD_HHMMSS>/ holding config.json (and run.json)"
+VALID = "a run directory is output/<part>/<name>_<YYYYMMDD_HHMMSS>/ holding config.json (and run.json)"
 
 
 @dataclass
@@ -85,8 +85,9 @@ def open_run_dir(path: Path, project: Project) -> RunDir:
         raise BadInput(f"{path} {problem}; {VALID}")
     config = read_json(path / "config.json")
     run = read_json(path / "run.json") if (path / "run.json").is_file() else {}
-    # run.json's command names the part's module (`-m part1.train`); else the config's keys tell.
-    named = {word.split(".")[0] for word in run.get("command", [])}
+    # run.json names the part, or its command the part's module (`-m part1.train`); else
+    # the config's keys tell.
+    named = {run.get("part")} | {word.split(".")[0] for word in run.get("command", [])}
     part = next((p for p in project.parts if p.name in named), None) or _best_fit(config, project)
     if part is None:
         kinds = ", ".join(f"{p.name} ({p.kind})" for p in project.parts)

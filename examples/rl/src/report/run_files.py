@@ -1,6 +1,6 @@
 """A run directory's own files, read back for its report: config.json, run.json,
-metrics.jsonl, metrics.json, confusion_matrix.json and plots/*.png. Every part writes
-the same metric namespaces, so what to draw follows from which keys are there."""
+metrics.jsonl, metrics.json, test_predictions.csv and plots/*.png.
+Every part writes the same metric namespaces, so what to draw follows from which keys are there."""
 
 from __future__ import annotations
 
@@ -8,12 +8,17 @@ import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
+from src.errors import DataValidationError
+from src.predictions import PREDICTIONS_FILE, read_predictions
+from src.runs.directory import run_part
 from src.runs.metrics_jsonl import higher_is_better, read_jsonl
 
-CONFUSION_FILE = "confusion_matrix.json"
 REPORT_FILE = "report.md"
 # Keys that are bookkeeping, or drawn in a figure of their own, not learning curves.
 NOT_CURVES = ("time", "event", "step", "epoch", "round", "frames")
@@ -34,7 +39,7 @@ class RunFiles:
     events: list[dict[str, Any]]  # the "metrics" lines of metrics.jsonl
     hyperparams: dict[str, Any]  # its "hyperparams" lines, merged
     summary: dict[str, Any]  # metrics.json, where the part writes one
-    confusion: dict[str, Any] | None
+    predictions: pd.DataFrame | None  # the test set's, where the part writes them
     plots: list[Path]  # the part's own figures
 
     @classmethod
@@ -56,7 +61,7 @@ class RunFiles:
             events=[line for line in lines if line.get("event") == "metrics"],
             hyperparams={k: v for k, v in hyperparams.items() if k not in ("time", "event")},
             summary=_read_json(run_dir / "metrics.json"),
-            confusion=_read_json(run_dir / CONFUSION_FILE) or None,
+            predictions=_read_predictions(run_dir / PREDICTIONS_FILE),
             plots=sorted((run_dir / "plots").glob("*.png")),
         )
 
@@ -64,10 +69,55 @@ class RunFiles:
     def name(self) -> str:
         return self.dir.name
 
+    @property
+    def part(self) -> str:
+        """The part that wrote the run (part1, ...); "" where run.json does not tell."""
+        return run_part(self.record)
+
     @functools.cached_property
     def axis(self) -> str:
         """What a curve's x counts: boosting rounds where the run logs them, else epochs."""
         return "round" if any("round" in event for event in self.events) else "epoch"
+
+    @functools.cached_property
+    def curve_axis(self) -> str:
+        """What learning curves are drawn against: the frames an RL run has collected, which
+        compare across collection sizes as epochs do not; else its axis."""
+        return "frames" if self._frames_by_epoch else self.axis
+
+    @functools.cached_property
+    def _frames_by_epoch(self) -> dict[float, float]:
+        """The frames collected by the end of each epoch, where the run counts them."""
+        found: dict[float, float] = {}
+        for event in self.events:
+            frames, epoch = event.get("frames"), event.get("epoch")
+            if isinstance(frames, int | float) and epoch is not None:
+                found[epoch] = max(found.get(epoch, frames), frames)
+        return found
+
+    def on_curve_axis(self, series: Series) -> Series:
+        """A per-epoch series against the curve axis (frames for RL)."""
+        if self.curve_axis != "frames":
+            return series
+        return {self._frames_by_epoch[x]: value for x, value in series.items() if x in self._frames_by_epoch}
+
+    def resume_points(self) -> list[float]:
+        """Where, on the curve axis, each later session of the run took over: the last
+        epoch (or round) logged before it started, which its checkpoint had reached."""
+        points = []
+        for session in (self.record.get("history") or [])[1:]:
+            try:
+                started = datetime.fromisoformat(session["started"]).timestamp()
+            except (KeyError, TypeError, ValueError):
+                continue
+            before = [
+                event[self.axis]
+                for event in self.events
+                if event.get(self.axis) is not None and event.get("time", started) < started
+            ]
+            if before:
+                points += list(self.on_curve_axis({max(before): 0.0}))
+        return points
 
     def last(self) -> float | None:
         """The last epoch (or round) trained; the test metrics, logged a step later, left out."""
@@ -98,10 +148,12 @@ class RunFiles:
         return {key: series for key, series in self.per_axis.items() if not key.startswith(OWN_FIGURES)}
 
     def learning_curves(self) -> dict[str, dict[str, Series]]:
-        """{metric: {key: series}}: val_X drawn beside train_X (or a bare X), or alone."""
+        """{metric: {key: series}}: val_X drawn beside train_X (or a bare X), or alone;
+        against the curve axis."""
         panels: dict[str, dict[str, Series]] = {}
         for key, series in self.curve_keys().items():
-            panels.setdefault(key.removeprefix("val_").removeprefix("train_"), {})[key] = series
+            metric = key.removeprefix("val_").removeprefix("train_")
+            panels.setdefault(metric, {})[key] = self.on_curve_axis(series)
         return panels
 
     def monitored(self) -> set[str]:
@@ -138,6 +190,16 @@ class RunFiles:
                 at = (max if higher_is_better(key) else min)(series, key=series.__getitem__)
                 rows[key] |= {"best": series[at], "at": at}
         return rows
+
+
+def _read_predictions(path: Path) -> pd.DataFrame | None:
+    """The run's test predictions; None when it has none, NotARunDir when they are damaged."""
+    if not path.is_file():
+        return None
+    try:
+        return read_predictions(path)
+    except DataValidationError as error:
+        raise NotARunDir(str(error)) from None
 
 
 def _read_json(path: Path, read: Callable[[Path], Any] = lambda path: json.loads(path.read_text())) -> Any:

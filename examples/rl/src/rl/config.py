@@ -42,6 +42,9 @@ class RLConfig(LightningConfig):
         target_kl: A collection's updates stop once the policy's approximate KL divergence
             from the collecting policy passes this.
         max_grad_norm: Actor and critic gradients are each clipped to this total norm.
+        normalize_observations: Standardize the networks' inputs by the running mean and
+            variance of every observation collected so far (kept in checkpoints and the saved
+            model); helps where observations differ in scale, as a velocity beside an angle.
         log_every_n_steps: Collections between per-step metric logs (a step is a whole
             collection and its updates).
         val_every_n_steps: Evaluate every this many collections, across epoch ends, instead of
@@ -71,6 +74,7 @@ class RLConfig(LightningConfig):
     critic_coef: float = 0.5
     target_kl: float = 0.05  # RL-12: KL early stopping, checked per minibatch
     max_grad_norm: float = 0.5  # RL-13: clip_grad_norm_ on actor and critic
+    normalize_observations: bool = False
 
     def problems(self) -> list[str]:
         found = [

@@ -7,8 +7,7 @@ policy and a value operator, updates them, logs, and holds the optimizer and sch
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,18 +16,19 @@ import torch
 from tensordict import TensorDictBase
 from tensordict.nn import TensorDictModule, TensorDictSequential
 from torch import nn
-from torch.distributions import Categorical
-from torchrl.modules import ProbabilisticActor, ValueOperator
+from torchrl.modules import ValueOperator
 from torchrl.objectives import ClipPPOLoss
 from torchrl.objectives.value import GAE
 
 from src.rl.config import RLConfig
+from src.rl.policy import ActionSpace, ObservationNormalizer
 from src.training.checkpoints import config_hyperparameters, load_module
 from src.training.optim import adamw
 from src.training.schedules import step_schedule
 from src.training.stopwatch import Stopwatch
 
-# (cfg, num_observations, num_actions) -> (actor: one logit per action, critic: one value)
+# (cfg, num_observations, actor_outputs) -> (actor, critic): the actor's outputs are the action
+# distribution's parameters (ActionSpace.actor_outputs says which), the critic's one value.
 BuildNetworks = Callable[[Any, int, int], tuple[nn.Module, nn.Module]]
 LossSettings = Callable[[Any], dict[str, Any]]  # cfg -> ClipPPOLoss's keyword arguments
 LOSS_TERMS = ("loss_objective", "loss_critic", "loss_entropy", "kl_approx", "clip_fraction", "entropy")
@@ -36,8 +36,11 @@ LOGGED_TERMS = (*LOSS_TERMS, "loss", "actor_grad_norm", "critic_grad_norm")
 
 
 class PPO(L.LightningModule):
-    """`build_networks(cfg, num_observations, num_actions)` makes the actor and the critic
-    once the env's sizes are known; `loss_settings(cfg)` gives ClipPPOLoss's arguments.
+    """`build_networks(cfg, num_observations, actor_outputs)` makes the actor and the critic
+    once the env's sizes are known; `loss_settings(cfg)` gives ClipPPOLoss's arguments. The
+    actor's outputs are a logit per action of a discrete env, or a location and a scale
+    parameter per value of a continuous env's action (all locations first), which a
+    TanhNormal within the action's bounds takes (src.rl.policy.ActionSpace).
 
     A training step is one collected batch: advantages by GAE, then up to `ppo_epochs`
     passes of minibatch updates, the rest dropped once a minibatch finds the policy too
@@ -50,35 +53,46 @@ class PPO(L.LightningModule):
         loss_settings: LossSettings,
         num_observations: int = 0,
         num_actions: int = 0,
+        action_low: Sequence[float] = (),
+        action_high: Sequence[float] = (),
     ) -> None:
         super().__init__()
         self.cfg, self.build_networks, self.loss_settings = cfg, build_networks, loss_settings
         # LIT-1, LOG-2: the config reaches checkpoints and W&B; the env's sizes join it once
         # known, so that a saved model can be rebuilt without the env.
         sizes = {"num_observations": num_observations, "num_actions": num_actions}
-        self.save_hyperparameters({**config_hyperparameters(cfg), **sizes})
+        bounds = {"action_low": list(action_low), "action_high": list(action_high)}  # continuous actions
+        self.save_hyperparameters({**config_hyperparameters(cfg), **sizes, **bounds})
         self.automatic_optimization = False  # several updates per batch, clipped by hand (RL-13)
         self.batch_size = cfg.batch_size  # the PPO minibatch (MEM-2)
         self.stopwatch = Stopwatch()  # PRF-2: this step's inference / backward / data seconds
         self.frames = 0  # environment frames trained on, kept in checkpoints
         self.actor: nn.Module | None = None
+        self.observation_normalizer: ObservationNormalizer | None = None
 
     def configure_model(self) -> None:
         """The networks, sized by the env: Lightning calls this after the DataModule's
         setup, and again (a no-op) for test."""
         if self.actor is not None:
             return
-        if not self.hparams.num_actions:
+        hparams = self.hparams
+        if not hparams.num_observations:
             data = self.trainer.datamodule
-            self.hparams.update(num_observations=data.num_observations, num_actions=data.num_actions)
+            space = data.action_space
+            hparams.update(num_observations=data.num_observations, num_actions=space.size)
+            hparams.update(action_low=list(space.low), action_high=list(space.high))
         cfg = self.cfg
-        self.actor, critic = self.build_networks(cfg, self.hparams.num_observations, self.hparams.num_actions)
-        self.policy = ProbabilisticActor(
-            TensorDictModule(self.actor, in_keys=["observation"], out_keys=["logits"]),
-            in_keys=["logits"],
-            distribution_class=Categorical,
-            return_log_prob=True,  # PPO's ratio needs the collecting policy's log-probabilities
+        self.action_space = ActionSpace(
+            hparams.num_actions, tuple(hparams.get("action_low", ())), tuple(hparams.get("action_high", ()))
         )
+        outputs = self.action_space.actor_outputs
+        self.actor, critic = self.build_networks(cfg, hparams.num_observations, outputs)
+        self.policy_network = self.actor
+        if cfg.normalize_observations:  # both networks see the observations standardized
+            self.observation_normalizer = ObservationNormalizer(hparams.num_observations)
+            self.policy_network = nn.Sequential(self.observation_normalizer, self.actor)
+            critic = nn.Sequential(self.observation_normalizer, critic)
+        self.policy = self.action_space.policy(self.policy_network)
         self.critic = ValueOperator(critic, in_keys=["observation"])
         self.advantage = GAE(
             gamma=cfg.gamma, lmbda=cfg.gae_lambda, value_network=self.critic, average_gae=True
@@ -87,15 +101,16 @@ class PPO(L.LightningModule):
         self.loss_module = ClipPPOLoss(self.policy, self.critic, functional=False, **self.loss_settings(cfg))
 
     def forward(self, observation: torch.Tensor) -> torch.Tensor:
-        return self.actor(observation)
+        """The actor's outputs (the action distribution's parameters) for an observation."""
+        return self.policy_network(observation)
 
     def greedy_policy(self) -> TensorDictSequential:
         """The policy's most likely action, which evaluation plays, without the distribution
         the policy builds for PPO (a fifth of an evaluation step). Made on each call, not a
         submodule, so that checkpoints keep their keys."""
         return TensorDictSequential(
-            TensorDictModule(self.actor, in_keys=["observation"], out_keys=["logits"]),
-            TensorDictModule(functools.partial(torch.argmax, dim=-1), ["logits"], ["action"]),
+            TensorDictModule(self.policy_network, in_keys=["observation"], out_keys=["actor_outputs"]),
+            TensorDictModule(self.action_space.most_likely_action, ["actor_outputs"], ["action"]),
         )
 
     def training_step(self, batch: TensorDictBase, batch_idx: int) -> None:
@@ -126,6 +141,11 @@ class PPO(L.LightningModule):
             values = [*(terms[key] for key in LOSS_TERMS), loss, *grad_norms]
             sums += torch.stack([value.detach().float() for value in values])
         self.lr_schedulers().step()  # once per collection, however many updates KL early stopping left
+        if self.observation_normalizer is not None:
+            # After the updates, which scored the frames with the statistics that collected
+            # them. Every DDP rank's frames, so that the ranks' networks stay the same.
+            observations = self.all_gather(frames["observation"])
+            self.observation_normalizer.update(observations.reshape(-1, observations.shape[-1]))
         # No update made, nothing to average: the batch's loss is logged as NaN.
         made = dict(zip(LOGGED_TERMS, sums.tolist(), strict=True)) if updates else {}
         self._log_step(batch, made, updates, skipped)
@@ -212,6 +232,8 @@ def load_ppo(
 
     def rebuild(hparams: dict[str, Any]) -> PPO:
         sizes = hparams.pop("num_observations"), hparams.pop("num_actions")
-        return PPO(config_class.from_dict(hparams), build_networks, loss_settings, *sizes)
+        # Bounds only where the actions are continuous: a file without them holds discrete ones.
+        bounds = hparams.pop("action_low", ()), hparams.pop("action_high", ())
+        return PPO(config_class.from_dict(hparams), build_networks, loss_settings, *sizes, *bounds)
 
     return load_module(rebuild, path, map_location)

@@ -51,6 +51,21 @@ class _Tee:
         return getattr(self.original, name)
 
 
+class _Current:
+    """sys.stdout or sys.stderr as it is at each write, for logging's handlers. A progress
+    bar replaces them while it draws, to print what is written above itself; a handler
+    holding the stream of before would print into the bar, which then draws again below."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def write(self, text: str) -> int:
+        return getattr(sys, self.name).write(text)
+
+    def flush(self) -> None:
+        getattr(sys, self.name).flush()
+
+
 def write_to_log_only(text: str) -> None:
     """Write `text` to console.log alone, for what the terminal already shows in its own
     form (a line a progress bar printed)."""
@@ -85,7 +100,7 @@ def tee_console(path: Path) -> Iterator[TextIO]:
         # Handlers made earlier (Lightning's among them) hold the old streams.
         handlers = {handler: handler.stream for handler in _stream_handlers(saved)}
         for handler, stream in handlers.items():
-            handler.setStream(sys.stderr if stream is saved[1] else sys.stdout)
+            handler.setStream(_Current("stderr" if stream is saved[1] else "stdout"))
         try:
             yield log_file
         finally:

@@ -6,6 +6,11 @@
 On rank zero only (DDP-1) it writes config.json (OUT-2), tees the console into
 console.log (OUT-2) and keeps run.json up to date: pid, command and status,
 which is what the babysitter (OPS-3) reads to tell a crash from a finished run.
+A run that fails, diverges or is stopped by a signal raises an alert (src.ops.alerts).
+A run ends with one line saying why, `run ended: REASON (DETAIL)`, the last of
+console.log, and the same in run.json's end_reason and end_detail: REASON is one of
+END_REASONS. Training code says why it stopped with training_stopped(), where it
+decides to (early stopping, the budget, a STOP file); a signal or an error is seen here.
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from src.config import USED_KEY, BaseConfig
+from src.config import USED_KEY, BaseConfig, first_line
+from src.ops.alerts import Alerts
 from src.runs.atomic import WriteFailed, translate_write_errors, write_text_atomic
 from src.runs.console import tee_console, write_log
 from src.runs.directory import (
@@ -39,6 +45,11 @@ from src.runs.launch import agreed, current_launch, is_rank_zero
 from src.runs.provenance import provenance
 from src.wandb_utils import current_run
 
+# Why a run ended: the target reward or score was reached; early stopping's patience ran
+# out; its budget (epochs, rounds, wall clock) was spent; a STOP file; a signal (Ctrl-C,
+# SIGTERM, SIGHUP); an error.
+END_REASONS = ("target", "patience", "budget", "stop_file", "signal", "error")
+
 
 @dataclass
 class Run:
@@ -51,7 +62,7 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
     cfg.validate()  # raises ConfigError before any directory exists
     launch = current_launch()
     # Every process of a torchrun or srun launch writes into rank zero's choice (DDP-1).
-    decided = agreed(launch, lambda: _run_dir_and_checkpoint(cfg, resume_from), Path(cfg.output.base_dir))
+    decided = agreed(launch, lambda: _run_dir_and_checkpoint(cfg, resume_from), cfg.runs_dir())
     run_dir = Path(decided["run_dir"])
     resume_from = Path(decided["resume_from"]) if decided["resume_from"] else None
     is_writer = is_rank_zero()
@@ -62,12 +73,14 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
     # config.json back, so the next --resume still works.
     config_path = run_dir / "config.json"
     previous_config = config_path.read_text() if resume_from and config_path.is_file() else None
+    _training_stops.clear()
     with console as log_file, hangup_and_sigterm_unwind():
         if log_file is not None:
             write_text_atomic(config_path, cfg.to_json() + "\n")
             # A Lightning part records the processes its Trainer starts too (RunInfoCallback).
             processes = {"world_size": launch.world_size, "num_nodes": launch.num_nodes}
-            facts = {"launcher": launch.launcher, **processes, "provenance": provenance(cfg)}
+            facts = {"part": cfg.part(), "launcher": launch.launcher, **processes}
+            facts["provenance"] = provenance(cfg)
             _write_status(run_dir, "running", resume_from, **facts)
             print(f"run directory: {run_dir}" + (f" (resuming {resume_from.name})" if resume_from else ""))
             if stopper := stop_requested(stop_file_paths(cfg.stop_file, run_dir)):
@@ -77,16 +90,23 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
         except BaseException as error:
             # Lightning turns Ctrl-C into SystemExit after saving what it can.
             status = "interrupted" if isinstance(error, SystemExit) or _ctrl_c(error) else "failed"
+            end = _why_it_was_cut_short(error)
             with signals_wait_for_cleanup():
                 if log_file is not None:
                     # The terminal gets the traceback when it propagates; the log gets it now.
                     write_log(log_file, traceback.format_exc())
-                    _record_end(run_dir, status, resume_from, config_path, previous_config, error)
+                    _record_end(run_dir, status, resume_from, config_path, previous_config, error, end)
+                    stopped_by = signal.Signals(_stop_signals[-1]).name if _stop_signals else None
+                    Alerts(cfg.alerts, run_dir).run_ended(error, stopped_by)  # before W&B's run ends
                     _write_report(run_dir)  # a run cut short gets one too, for what it did
                 if (wandb_run := current_run()) is not None:
                     wandb_run.finish(exit_code=1)
+                if _ctrl_c(error):
+                    resume = f"continue with --resume {run_dir}"
+                    print(f"interrupted: saved files are kept; {resume}", file=sys.stderr)
+                if log_file is not None:
+                    _say_why(end)  # console.log's last line
             if _ctrl_c(error):
-                print(f"interrupted: saved files are kept; continue with --resume {run_dir}", file=sys.stderr)
                 raise SystemExit(130) from None
             if _lightning_sigterm(error):
                 raise Terminated(128 + (_stop_signals[-1] if _stop_signals else signal.SIGTERM)) from None
@@ -94,8 +114,11 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
         else:
             if log_file is not None:
                 with signals_wait_for_cleanup() as deferred:
-                    _write_status(run_dir, "finished", resume_from)
+                    end = _why_training_stopped(run_dir)
+                    _write_status(run_dir, "finished", resume_from, **end)
                     _write_report(run_dir)
+                    Alerts(cfg.alerts, run_dir).run_ended(None)
+                    _say_why(end)
                 if deferred:  # the run finished, and then its owner asked it to stop
                     raise SystemExit(128 + deferred[0])
         finally:
@@ -114,7 +137,7 @@ def _run_dir_and_checkpoint(cfg: BaseConfig, resume_from: Path | None) -> dict[s
     elif resume_from is not None:
         run_dir = run_dir_of(resume_from)
     else:
-        run_dir = create_run_dir(Path(cfg.output.base_dir), cfg.name)
+        run_dir = create_run_dir(cfg.runs_dir(), cfg.name)
     return {"run_dir": str(run_dir), "resume_from": str(resume_from or "")}
 
 
@@ -144,6 +167,7 @@ def _record_end(
     config_path: Path,
     previous_config: str | None,
     error: BaseException,
+    end: dict[str, str],
 ) -> None:
     """run.json's status, and a resumed run's config.json back, after an error. On a full
     disk this may fail too: the terminal then says so, and the error that ended the run
@@ -151,23 +175,67 @@ def _record_end(
     try:
         if previous_config is not None:
             write_text_atomic(config_path, previous_config)
-        _write_status(run_dir, status, resume_from, error=repr(error))
+        _write_status(run_dir, status, resume_from, error=repr(error), **end)
     except WriteFailed as failure:
         print(f"warning: run.json not updated ({failure})", file=sys.stderr)
+
+
+# Why this session's training stopped, as the code that stopped it said (training_stopped).
+_training_stops: list[dict[str, str]] = []
+
+
+def training_stopped(reason: str, detail: str) -> None:
+    """Record why training stops: `reason` one of END_REASONS, `detail` what reached what,
+    in a few words. Called where the decision is made; the first call of a session
+    counts, as the first cause stops training (a STOP file and the wall-clock budget may
+    both come due at the end of one epoch)."""
+    _training_stops.append({"end_reason": reason, "end_detail": detail})
 
 
 def training_ended(run_dir: Path) -> bool:
     """Whether an earlier session of this run finished training (RES-1): resuming it
     then only tests and saves, as a run killed during its test or final save needs."""
-    path = run_dir / "run.json"
-    try:
-        return bool(json.loads(path.read_text()).get("training_ended"))
-    except (OSError, ValueError):
-        return False
+    return bool(_read_record(run_dir).get("training_ended"))
 
 
 def mark_training_ended(run_dir: Path) -> None:
-    record_in_run_json(run_dir, training_ended=True)
+    """run.json's training_ended: why training stopped, kept for a session that resumes
+    only to test and save (an earlier session's reason stays when this one trained none)."""
+    earlier = _read_record(run_dir).get("training_ended")
+    record_in_run_json(run_dir, training_ended=_training_stops[0] if _training_stops else earlier or True)
+
+
+def _read_record(run_dir: Path) -> dict[str, Any]:
+    try:
+        return json.loads((run_dir / "run.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _why_training_stopped(run_dir: Path) -> dict[str, str]:
+    """end_reason and end_detail of a run that finished: this session's first reason, or
+    the session's that trained, or else that none was given."""
+    if _training_stops:
+        return _training_stops[0]
+    earlier = _read_record(run_dir).get("training_ended")
+    if isinstance(earlier, dict):
+        return earlier
+    return {"end_reason": "unknown", "end_detail": "the training code recorded no reason"}
+
+
+def _why_it_was_cut_short(error: BaseException) -> dict[str, str]:
+    """end_reason and end_detail of a run that a signal or an error ended."""
+    if _ctrl_c(error):
+        return {"end_reason": "signal", "end_detail": "SIGINT (Ctrl-C)"}
+    if isinstance(error, SystemExit) and _stop_signals:
+        return {"end_reason": "signal", "end_detail": signal.Signals(_stop_signals[-1]).name}
+    said, kind = first_line(error), type(error).__name__
+    return {"end_reason": "error", "end_detail": said if said == kind else f"{kind}: {said}"}
+
+
+def _say_why(end: dict[str, str]) -> None:
+    """The last line of console.log."""
+    print(f"run ended: {end['end_reason']} ({end['end_detail']})", flush=True)
 
 
 def record_in_run_json(run_dir: Path, **facts: Any) -> None:
@@ -271,7 +339,8 @@ def _write_status(run_dir: Path, status: str, resume_from: Path | None, **extra:
             # Resuming a run that finished asks for more training (more epochs, a longer
             # budget); only a run killed after training resumes to test and save alone.
             record.pop("training_ended", None)
-    record.pop("error", None)
+    for key in ("error", "end_reason", "end_detail"):  # a resumed run's, until it ends again
+        record.pop(key, None)
     record.update(
         status=status,
         updated=now,

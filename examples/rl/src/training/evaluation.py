@@ -1,5 +1,5 @@
 """Validation and test under DDP see every example exactly once (DDP-1); the test's
-confusion matrix, for the run's report.
+predictions, every row once, for the run's report.
 
 Lightning gives an evaluation loader a DistributedSampler, which pads the ranks'
 shares to one length with repeated examples, so metrics over several processes
@@ -10,16 +10,16 @@ DistributedSampler keeps it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sized
 from pathlib import Path
 
+import pandas as pd
 import torch.distributed as dist
 from lightning.pytorch.overrides.distributed import UnrepeatedDistributedSampler
 from lightning.pytorch.utilities import rank_zero_only
 
 from src.errors import DataValidationError
-from src.runs.atomic import write_text_atomic
+from src.predictions import write_predictions
 
 
 def evaluation_sampler(dataset: Sized, split: str) -> UnrepeatedDistributedSampler | None:
@@ -36,8 +36,7 @@ def evaluation_sampler(dataset: Sized, split: str) -> UnrepeatedDistributedSampl
 
 
 @rank_zero_only
-def save_confusion_matrix(counts: list[list[int]], path: Path, labels: list | None = None) -> None:
-    """Test-set counts, rows the true class and columns the predicted one, for the report
-    (src.report.run_files reads them); labels default to the class numbers."""
-    labels = [str(label) for label in labels or range(len(counts))]
-    write_text_atomic(path, json.dumps({"labels": labels, "counts": counts}) + "\n")
+def save_predictions(table: pd.DataFrame, path: Path) -> None:
+    """The test split's predictions (src/predictions.py), which every rank holds whole,
+    written by rank zero alone; src.report.run_files reads them."""
+    write_predictions(table, path)

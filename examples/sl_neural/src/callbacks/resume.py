@@ -13,10 +13,11 @@ import lightning as L
 import numpy as np
 import torch
 from lightning.pytorch.callbacks import EarlyStopping
+from lightning.pytorch.callbacks.early_stopping import EarlyStoppingReason
 from lightning.pytorch.utilities import rank_zero_info
 
 from src.config import ConfigError
-from src.runs.lifetime import mark_training_ended, training_ended
+from src.runs.lifetime import mark_training_ended, training_ended, training_stopped
 from src.training.jsonl_logger import JsonlLogger
 from src.training.seeding import rank_seed, seed_generators
 
@@ -54,6 +55,7 @@ class ExactResume(L.Callback):
         self._planned_steps: int | None = None  # and as the checkpoint recorded it
         self._plateau_metrics: dict[str, float] | None = None  # from the checkpoint, until stepped
         self._saved_at, self._saved_step = time.monotonic(), -1
+        self._ended_earlier = False  # run.json said training had ended when this session began
 
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         self._trainer = trainer
@@ -103,7 +105,8 @@ class ExactResume(L.Callback):
                     f"resuming it with these settings would make the run {self._steps}: resume with the "
                     "num_epochs, batch size, devices and data it started with"
                 )
-        if training_ended(self.run_dir):
+        self._ended_earlier = training_ended(self.run_dir)
+        if self._ended_earlier:
             rank_zero_info("this run's training ended in an earlier session: only testing and saving remain")
             trainer.should_stop = True
         if trainer.global_rank > 0:  # the checkpoint holds rank zero's states: the others seed apart
@@ -151,6 +154,13 @@ class ExactResume(L.Callback):
             self._step_plateau(trainer, trainer.callback_metrics)
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if (
+            not self._ended_earlier
+            and trainer.max_epochs is not None
+            and trainer.current_epoch >= trainer.max_epochs
+        ):
+            # Counted after any other reason: early stopping at the last epoch is why it stopped.
+            training_stopped("budget", f"num_epochs {trainer.max_epochs} trained")
         if trainer.global_step != self._saved_step:  # validating every n steps can leave steps unsaved
             trainer.save_checkpoint(self.run_dir / "checkpoints" / "last.ckpt")
         if trainer.is_global_zero:  # after the save: killed in between, the resume trains the rest
@@ -193,8 +203,26 @@ class ResumableEarlyStopping(EarlyStopping):
 
     def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self._validated_this_session |= not trainer.sanity_checking
+        decided = self.stopping_reason
         super().on_validation_end(trainer, pl_module)
+        self._say_why(trainer, decided)
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if self._validated_this_session or self.monitor in trainer.callback_metrics:
+            decided = self.stopping_reason
             super().on_train_epoch_end(trainer, pl_module)
+            self._say_why(trainer, decided)
+
+    def _say_why(self, trainer: L.Trainer, decided_before: EarlyStoppingReason) -> None:
+        """Record a stop this check decided: the target reached, or patience spent."""
+        if self.stopping_reason == decided_before or not trainer.should_stop:
+            return
+        value = trainer.callback_metrics.get(self.monitor)
+        now = f"{float(value):.6g}" if value is not None else "?"
+        if self.stopping_reason == EarlyStoppingReason.STOPPING_THRESHOLD:
+            training_stopped("target", f"{self.monitor} {now} reached the target {self.stopping_threshold:g}")
+        elif self.stopping_reason == EarlyStoppingReason.PATIENCE_EXHAUSTED:
+            best = f"{float(self.best_score):.6g}"
+            training_stopped(
+                "patience", f"{self.monitor} {now}, no better than {best} for {self.wait_count} checks"
+            )

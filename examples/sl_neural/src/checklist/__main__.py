@@ -61,7 +61,7 @@ def check_project(root: Path, run_dirs: list[Path]) -> Report:
         results += [Result(c.id, "run", *c.outcome(run), where=where) for c in checks]
     if not run_dirs:  # items only a run directory shows
         later = sorted({c.id for c in applicable} - {c.id for c in static}, key=id_order)
-        why = "checked on a run directory: python -m src.checklist output/<run>/"
+        why = "checked on a run directory: python -m src.checklist output/<part>/<run>/"
         results += [Result(item, "run", "skipped", why) for item in later]
     manual = list(MANUAL) if project.parts else []
     results += [Result(item, "manual", "manual", MANUAL[item]) for item in manual]
@@ -73,7 +73,7 @@ def check_project(root: Path, run_dirs: list[Path]) -> Report:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m src.checklist", description=__doc__.split("\n\n")[1])
-    parser.add_argument("run_dirs", nargs="*", type=Path, metavar="RUN_DIR", help="output/<run>/ to check")
+    parser.add_argument("run_dirs", nargs="*", type=Path, metavar="RUN_DIR", help="a run directory to check")
     parser.add_argument("--format", choices=sorted(FORMATS), default="table")
     parser.add_argument("--root", type=Path, default=ROOT, help="the project to check (default: this one)")
     args = parser.parse_args(argv)

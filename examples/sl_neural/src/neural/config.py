@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from src.config import SPANNING_SCHEDULES, LightningConfig, Schedule, at_least, split_problems
+
+Task = Literal["classification", "regression"]
 
 
 @dataclass
@@ -12,9 +15,13 @@ class SLNeuralConfig(LightningConfig):
     """Supervised neural parts (Lightning).
 
     Attributes:
-        data_path: A table of your own, CSV or Parquet: numeric feature columns and a label
-            column; empty means the part's bundled data.
-        label_column: Column of the table that holds the label; its distinct values are the classes.
+        task: What the network predicts: classification (the label's distinct values are the
+            classes, two or more) or regression (one or more numeric label columns).
+        data_path: A table of your own, CSV or Parquet: feature columns of numbers or text, with
+            missing values allowed, and the label column(s); empty means the part's bundled data.
+        label_column: Column(s) of the table that hold the label: one for classification, one or
+            more numbers for regression (e.g. --label-column height weight).
+        feature_columns: Columns the network reads; empty means every column but the label(s).
         scheduler: Learning-rate schedule: plateau cuts the rate when the monitored validation
             metric stalls (once per epoch); constant, cosine (after a linear warmup) and onecycle
             follow the optimizer steps, the last two over num_epochs, which they need set.
@@ -35,8 +42,10 @@ class SLNeuralConfig(LightningConfig):
             keeps the split.
     """
 
+    task: Task = "classification"
     data_path: str = ""
-    label_column: str = "label"
+    label_column: tuple[str, ...] = ("label",)
+    feature_columns: tuple[str, ...] = ()
     scheduler: Schedule = "plateau"
     lr_factor: float = 0.5
     lr_patience: int = 5
@@ -59,10 +68,11 @@ class SLNeuralConfig(LightningConfig):
         ]
         if not 0 < self.lr_factor < 1:
             found.append(f"lr_factor {self.lr_factor}: must be in (0, 1)")
+        found += self._column_problems()
         if self.data_path:  # here, so that a bad one is refused before a run directory exists
             from src.data_checks import data_path_problems  # pandas: only for a table of one's own
 
-            found += data_path_problems(self.data_path, (self.label_column,))
+            found += data_path_problems(self.data_path, (*self.label_column, *self.feature_columns))
         if self.find_batch_size and self.scheduler in SPANNING_SCHEDULES:
             # The schedule's length is fixed before the search changes the steps per epoch.
             found.append(
@@ -70,3 +80,20 @@ class SLNeuralConfig(LightningConfig):
                 "then give it as batch_size"
             )
         return found + split_problems(self.val_fraction, self.test_fraction)
+
+    def _column_problems(self) -> list[str]:
+        found = []
+        if not self.label_column:
+            found.append("label_column: name the column that holds the label")
+        elif self.task == "classification" and len(self.label_column) > 1:
+            found.append(
+                f"label_column {' '.join(self.label_column)}: a classifier predicts one column; "
+                "for several numbers pass --task regression"
+            )
+        for field in ("label_column", "feature_columns"):
+            names = getattr(self, field)
+            if repeated := sorted({name for name in names if names.count(name) > 1}):
+                found.append(f"{field}: {', '.join(repeated)} listed more than once")
+        if both := [name for name in self.feature_columns if name in self.label_column]:
+            found.append(f"feature_columns: {', '.join(both)} is a label column; the network cannot read it")
+        return found

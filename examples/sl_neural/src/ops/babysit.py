@@ -1,14 +1,16 @@
 """OPS-3: watch a running job and write what is found, as it is found, to logs/.
 
-    python -m src.ops.babysit output/baseline_20260101_120000             # one check, then exit
-    python -m src.ops.babysit output/baseline_20260101_120000 --every 600 --restart
+    python -m src.ops.babysit output/part1/baseline_20260101_120000             # one check, then exit
+    python -m src.ops.babysit output/part1/baseline_20260101_120000 --every 600 --restart
 
 Checks: process health, hung process (no output for --stall-minutes), metric
 trend (non-finite values, epochs without improvement), GPU and system (memory,
 disk), checkpoint integrity (the latest checkpoint loads). With --restart, a run that was
 killed (its process vanished without recording an end) is started again from its
 last checkpoint; a run that failed with an error or was interrupted on purpose is
-reported, not restarted. Problems are also recorded in issues/ (OPS-4). Exit
+reported, not restarted. Problems are also recorded in issues/ (OPS-4), and those a
+run cannot report itself (killed, hung, a broken checkpoint while it runs) raise an alert
+as the run's config sets them (src.ops.alerts). Exit
 status: 0 when the run finished, 1 when the last check found a failure, 3 while
 the run is still going (one-shot mode).
 """
@@ -32,10 +34,19 @@ import psutil
 import torch
 import tyro
 
+from src.ops.alerts import Alerts, alert_config_of
 from src.ops.records import new_issue
 from src.runs.atomic import write_text_atomic
-from src.runs.directory import NEVER_CHECKPOINTED, latest_checkpoint, marked_if_never_checkpointed
+from src.runs.directory import (
+    NEVER_CHECKPOINTED,
+    latest_checkpoint,
+    marked_if_never_checkpointed,
+    run_part,
+    run_record,
+)
 from src.runs.metrics_jsonl import higher_is_better, read_jsonl
+
+ENDED_BY_ITSELF = ("failed", "finished", "interrupted")  # run.json statuses a run writes as it ends
 
 
 @dataclass
@@ -164,8 +175,10 @@ class Babysitter:
         self.options = options
         self.log_dir = Path(options.log_dir)
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        self.log_path = self.log_dir / f"babysit_{run_dir.name}.log"
-        self.state_path = self.log_dir / f"babysit_{run_dir.name}.json"
+        # Named by part too: two parts' runs may share a name (output/part1/smoke_X, output/part2/smoke_X).
+        self.label = "_".join(filter(None, (run_part(run_record(run_dir)), run_dir.name)))
+        self.log_path = self.log_dir / f"babysit_{self.label}.log"
+        self.state_path = self.log_dir / f"babysit_{self.label}.json"
 
     def check(self) -> list[Finding]:
         record = json.loads((self.run_dir / "run.json").read_text())
@@ -185,19 +198,32 @@ class Babysitter:
         for finding in findings:
             self._log(f"{finding.level:<4} {finding.check:<10} {finding.message}")
             if finding.issue_type:
-                self._record_issue(finding, record.get("pid"))
+                self._record_issue(finding, record, config)
         if findings[0].restartable and self.options.restart:
             self._log(f"ACT  restart    {self._restart(record)}")
         return findings
 
     def _monitor(self, config: dict) -> str:
-        """--monitor, or what the run early-stops on: val_<eval_metric> for trees,
+        """--monitor, or what the run early-stops on: val_<eval_metric> for trees (the
+        key the run tracks the best of where the config leaves the metric to the task),
         val_episode_reward for RL, else val_loss."""
         if self.options.monitor:
             return self.options.monitor
-        if "eval_metric" in config:
+        if config.get("eval_metric"):
             return f"val_{config['eval_metric']}"
-        return "val_episode_reward" if "num_envs" in config else "val_loss"
+        return self._tracked() or ("val_episode_reward" if "num_envs" in config else "val_loss")
+
+    def _tracked(self) -> str | None:
+        """The key whose best metrics.jsonl tracks (tracking/best_<key>), once it has one."""
+        path = self.run_dir / "metrics.jsonl"
+        for event in read_jsonl(path) if path.exists() else []:
+            for key in event:
+                if key.startswith("tracking/best_") and key not in (
+                    "tracking/best_epoch",
+                    "tracking/best_round",
+                ):
+                    return key.removeprefix("tracking/best_")
+        return None
 
     def _restart(self, record: dict) -> str:
         """Start the run's own command again, detached, resuming from its last checkpoint."""
@@ -206,7 +232,7 @@ class Babysitter:
             return f"not restarted: {len(restarts)} restarts already (--max-restarts)"
         if latest_checkpoint(self.run_dir) is None:
             return "not restarted: no checkpoint to resume from"
-        output = self.log_dir / f"{self.run_dir.name}_restart_{datetime.now():%Y%m%d_%H%M%S}.txt"
+        output = self.log_dir / f"{self.label}_restart_{datetime.now():%Y%m%d_%H%M%S}.txt"
         command = [*record["command"], "--resume", str(self.run_dir.resolve())]
         with open(output, "w") as log:
             process = subprocess.Popen(
@@ -237,14 +263,19 @@ class Babysitter:
             log.write(f"{datetime.now():%Y-%m-%d %H:%M:%S} {line}\n")
         print(line, flush=True)
 
-    def _record_issue(self, finding: Finding, pid: int | None) -> None:
-        marker = self.run_dir / f".issue_{finding.check}_{pid}"  # once per problem and process
+    def _record_issue(self, finding: Finding, record: dict, config: dict) -> None:
+        marker = self.run_dir / f".issue_{finding.check}_{record.get('pid')}"  # once per problem and process
         if marker.exists():
             return
         title = f"{self.run_dir.name} {finding.check}: {finding.message[:60]}"
         path = new_issue(Path.cwd(), title, finding.issue_type, str(self.run_dir), **finding.details)
         marker.write_text(str(path))
         self._log(f"ACT  issue      recorded {path}")
+        # What a run cannot report itself; one that ended by itself, or diverged, raised its own.
+        kind = {"process": "killed", "hung": "hung", "checkpoint": "checkpoint broken"}.get(finding.check)
+        if kind and record.get("status") not in ENDED_BY_ITSELF:
+            Alerts(alert_config_of(config), self.run_dir, record=False).send(kind, finding.message, "ERROR")
+            self._log(f"ACT  alert      {kind}")
 
 
 def main(argv: list[str] | None = None) -> int:

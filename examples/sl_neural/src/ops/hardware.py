@@ -27,11 +27,23 @@ def collect_system_metrics(gpu: int = 0) -> dict[str, float]:
         "system/ram_percent": memory.percent,
         "system/process_rss_gb": psutil.Process().memory_info().rss / GIB,
     }
+    return metrics | gpu_readings(gpu)
+
+
+def gpu_readings(gpu: int = 0) -> dict[str, float]:
+    """How busy the visible GPU numbered `gpu` is, and how full its memory (every process's
+    use, as nvidia-smi shows it); empty without one."""
+    readings: dict[str, float] = {}
     if gpu < len(gpus := visible_gpus()):
-        with contextlib.suppress(pynvml.NVMLError):  # a missing reading never fails a run
-            utilization = pynvml.nvmlDeviceGetUtilizationRates(gpus[gpu]).gpu
-            metrics["system/gpu_utilization_percent"] = float(utilization)
-    return metrics
+        # Each on its own: a MIG slice reports its memory but not its use. A reading that
+        # fails is left out; it never fails a run.
+        with contextlib.suppress(pynvml.NVMLError):
+            use = pynvml.nvmlDeviceGetUtilizationRates(gpus[gpu]).gpu
+            readings["system/gpu_utilization_percent"] = float(use)
+        with contextlib.suppress(pynvml.NVMLError):
+            memory = pynvml.nvmlDeviceGetMemoryInfo(gpus[gpu])
+            readings["system/gpu_memory_percent"] = 100 * memory.used / memory.total
+    return readings
 
 
 def gpu_name() -> str:

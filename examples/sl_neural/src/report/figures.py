@@ -4,12 +4,13 @@ display, backend or global state involved, so they work the same on a headless s
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
 from src.runs.atomic import atomic_path
@@ -27,23 +28,32 @@ def save_figure(figure: Figure, path: Path) -> Path:
 
 
 def learning_curves(
-    runs: Mapping[str, Mapping[str, Mapping[str, Series]]], axis: str, monitored: set[str], path: Path
+    runs: Mapping[str, Mapping[str, Mapping[str, Series]]],
+    axis: str,
+    monitored: set[str],
+    path: Path,
+    resumed: Mapping[str, list[float]] | None = None,
+    title: str = "",
 ) -> Path:
     """A panel per metric (loss, acc, episode_reward...). `runs` maps a run's name to
     its {metric: {key: series}}; several runs are overlaid, a colour each. The best
-    point of a monitored key (the one checkpoints and early stopping go by) is starred."""
+    point of a monitored key (the one checkpoints and early stopping go by) is starred;
+    where a run was resumed (`resumed`: a run's name to those x), a dotted line."""
+    resumed = resumed or {}
     metrics = list(dict.fromkeys(metric for panels in runs.values() for metric in panels))
     several = len(runs) > 1
     figure, panels = _grid(len(metrics), extra_height=0.3 * len(runs) if several else 0)
     for axes, metric in zip(panels, metrics, strict=True):
-        for index, curves in enumerate(runs.values()):
+        for index, (name, curves) in enumerate(runs.items()):
             train_first = sorted(curves.get(metric, {}).items(), key=lambda item: item[0].startswith("val_"))
             for key, series in train_first:
                 _curve(axes, key, series, f"C{index}" if several else None, starred=key in monitored)
+            for x in resumed.get(name, []):
+                axes.axvline(x, color=f"C{index}" if several else "grey", linestyle=":", linewidth=1)
         axes.set(title=metric, xlabel=axis)
         _whole_numbers(axes)
         if not several:
-            axes.legend(fontsize="small")
+            _resume_legend(axes, bool(resumed.get(next(iter(runs), ""))))
     if several:
         handles = [Line2D([], [], color=f"C{index}", label=name) for index, name in enumerate(runs)]
         handles += [
@@ -51,7 +61,53 @@ def learning_curves(
             Line2D([], [], color="grey", label="validation"),
             Line2D([], [], color="grey", marker="*", markersize=9, linestyle="", label="best"),
         ]
+        if any(resumed.values()):
+            handles.append(Line2D([], [], color="grey", linestyle=":", label="resumed"))
         figure.legend(handles=handles, loc="outside lower center", fontsize="small")
+    if title:
+        figure.suptitle(title)
+    return save_figure(figure, path)
+
+
+def _resume_legend(axes: Axes, resumed: bool) -> None:
+    """One run's legend, with the resume line where it was resumed."""
+    handles, _ = axes.get_legend_handles_labels()
+    if resumed:
+        handles.append(Line2D([], [], color="grey", linestyle=":", label="resumed"))
+    axes.legend(handles=handles, fontsize="small")
+
+
+def seed_bands(
+    groups: Mapping[str, Mapping[str, Mapping[str, tuple[Series, Series]]]],
+    axis: str,
+    path: Path,
+    title: str = "",
+) -> Path:
+    """Runs that differ only in their seed, as one curve per group: `groups` maps a
+    group's name to its {metric: {key: (mean, std)}}; the mean drawn as a line, mean ±
+    one standard deviation shaded (train dashed, validation solid)."""
+    metrics = list(dict.fromkeys(metric for panels in groups.values() for metric in panels))
+    figure, panels = _grid(len(metrics), extra_height=0.3 * len(groups))
+    for axes, metric in zip(panels, metrics, strict=True):
+        for index, curves in enumerate(groups.values()):
+            for key, (mean, std) in curves.get(metric, {}).items():
+                xs = sorted(mean)
+                low = [mean[x] - std.get(x, 0.0) for x in xs]
+                high = [mean[x] + std.get(x, 0.0) for x in xs]
+                style = "-" if key.startswith("val_") else "--"
+                axes.plot(xs, [mean[x] for x in xs], color=f"C{index}", linestyle=style, linewidth=1.5)
+                axes.fill_between(xs, low, high, color=f"C{index}", alpha=0.2, linewidth=0)
+        axes.set(title=metric, xlabel=axis)
+        _whole_numbers(axes)
+    handles = [Line2D([], [], color=f"C{index}", label=name) for index, name in enumerate(groups)]
+    handles += [
+        Line2D([], [], color="grey", linestyle="--", label="train (mean)"),
+        Line2D([], [], color="grey", label="validation (mean)"),
+        Patch(color="grey", alpha=0.2, label="± one standard deviation"),
+    ]
+    figure.legend(handles=handles, loc="outside lower center", fontsize="small")
+    if title:
+        figure.suptitle(title)
     return save_figure(figure, path)
 
 
@@ -143,6 +199,41 @@ def confusion_matrix(labels: list[str], counts: list[list[int]], path: Path) -> 
     axes.set_xticks(ticks, [labels[i] for i in ticks], rotation=90 if size > 10 else 0)
     axes.set_yticks(ticks, [labels[i] for i in ticks])
     axes.set(title="Test set confusion matrix", xlabel="predicted class", ylabel="true class")
+    return save_figure(figure, path)
+
+
+def roc_curves(truth: Sequence[str], probabilities: Mapping[str, Sequence[float]], path: Path) -> Path:
+    """One ROC curve per class against the rest (the positive class alone for two), with its AUC."""
+    from sklearn.metrics import roc_auc_score, roc_curve
+
+    figure = Figure(figsize=(5.5, 4.8), layout="constrained")
+    axes = figure.subplots()
+    classes = list(probabilities)
+    for name in classes[1:] if len(classes) == 2 else classes:
+        positive = [label == name for label in truth]
+        if 0 < sum(positive) < len(positive):
+            false_rate, true_rate, _ = roc_curve(positive, probabilities[name])
+            auc = roc_auc_score(positive, probabilities[name])
+            axes.plot(false_rate, true_rate, label=f"{name} (AUC {auc:.3f})")
+    axes.plot([0, 1], [0, 1], color="grey", linestyle=":", linewidth=1)
+    axes.set(title="Test set ROC", xlabel="false positive rate", ylabel="true positive rate")
+    axes.legend(fontsize="small", loc="lower right")
+    return save_figure(figure, path)
+
+
+def predicted_vs_actual(pairs: Mapping[str, tuple[Sequence[float], Sequence[float]]], path: Path) -> Path:
+    """Per target, predicted against true values beside the residuals (predicted minus true)."""
+    figure, panels = _grid(2 * len(pairs), columns=2)
+    for (target, (truth, predicted)), scatter, residual in zip(
+        pairs.items(), panels[::2], panels[1::2], strict=True
+    ):
+        scatter.scatter(truth, predicted, s=8, alpha=0.6)
+        low, high = min(*truth, *predicted), max(*truth, *predicted)
+        scatter.plot([low, high], [low, high], color="grey", linestyle=":", linewidth=1)
+        scatter.set(title=f"{target}: predicted vs true", xlabel="true", ylabel="predicted")
+        residual.scatter(predicted, [p - t for t, p in zip(truth, predicted, strict=True)], s=8, alpha=0.6)
+        residual.axhline(0, color="grey", linestyle=":", linewidth=1)
+        residual.set(title=f"{target}: residuals", xlabel="predicted", ylabel="predicted - true")
     return save_figure(figure, path)
 
 

@@ -7,6 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
+from src import predictions
 from src.report import figures
 from src.report.run_files import REPORT_FILE, RunFiles
 from src.runs.atomic import write_text_atomic
@@ -20,7 +23,7 @@ def write_report(run: RunFiles) -> Path:
     for stale in set((run.dir / FIGURES_DIR).glob("*.png")) - set(drawn.values()):
         stale.unlink()
     sections = [
-        f"# Run {run.name}\n\n{run_line(run)}",
+        f"# {title(run)}\n\n{run_line(run)}",
         f"## Final metrics\n\n{metrics_table(run)}",
         *(f"## {title}\n\n![{title}]({path.relative_to(run.dir)})" for title, path in drawn.items()),
         *(
@@ -40,7 +43,12 @@ def draw_figures(run: RunFiles, folder: Path) -> dict[str, Path]:
     per_axis = run.per_axis
     if panels := run.learning_curves():
         drawn["Learning curves"] = figures.learning_curves(
-            {run.name: panels}, run.axis, run.monitored(), folder / "learning_curves.png"
+            {run.name: panels},
+            run.curve_axis,
+            run.monitored(),
+            folder / "learning_curves.png",
+            resumed={run.name: run.resume_points()},
+            title=title(run),
         )
     rates = run.by_step("lr")
     per_group = {key: series for key, series in rates.items() if key != "lr"}  # LearningRateMonitor's
@@ -55,12 +63,42 @@ def draw_figures(run: RunFiles, folder: Path) -> dict[str, Path]:
         drawn["Timing"] = figures.timing(shares, seconds, run.axis, folder / "timing.png")
     if readings := {key: series for key, series in per_axis.items() if key.startswith("system/")}:
         drawn["System"] = figures.system(readings, run.axis, run.last() or 0, folder / "system.png")
-    if run.confusion:
-        matrix = run.confusion
-        drawn["Confusion matrix"] = figures.confusion_matrix(
-            matrix["labels"], matrix["counts"], folder / "confusion_matrix.png"
-        )
+    if run.predictions is not None:
+        drawn |= prediction_figures(run.predictions, folder)
     return drawn
+
+
+def prediction_figures(table: pd.DataFrame, folder: Path) -> dict[str, Path]:
+    """What the test predictions show for their task: the confusion matrix and ROC curves of
+    a classifier; predicted against true values, and the residuals, of a regression."""
+    targets = predictions.targets_of(table)
+    if not targets:
+        return {}
+    if predictions.task_of(table) == "regression":
+        pairs = {
+            target: (table[f"true_{target}"].tolist(), table[f"predicted_{target}"].tolist())
+            for target in targets
+        }
+        return {"Predicted vs true": figures.predicted_vs_actual(pairs, folder / "predicted_vs_true.png")}
+    (target,) = targets
+    columns = predictions.probability_columns(table)
+    classes = [column.removeprefix(predictions.PROBABILITY) for column in columns]
+    truth = table[f"true_{target}"].astype(str).tolist()
+    predicted = table[f"predicted_{target}"].astype(str).tolist()
+    counts = pd.crosstab(pd.Categorical(truth, classes), pd.Categorical(predicted, classes), dropna=False)
+    return {
+        "Confusion matrix": figures.confusion_matrix(
+            classes, counts.to_numpy().tolist(), folder / "confusion_matrix.png"
+        ),
+        "ROC": figures.roc_curves(
+            truth, {c: table[k].tolist() for c, k in zip(classes, columns, strict=True)}, folder / "roc.png"
+        ),
+    }
+
+
+def title(run: RunFiles) -> str:
+    """`part2: run baseline_20260101_120000`: which part's run, as every figure says too."""
+    return f"{run.part}: run {run.name}" if run.part else f"Run {run.name}"
 
 
 def run_line(run: RunFiles) -> str:
@@ -69,6 +107,8 @@ def run_line(run: RunFiles) -> str:
     status = f"**{record.get('status', 'unknown')}**"
     if record.get("error"):
         status += f" ({record['error']})"
+    elif record.get("end_reason"):  # why it ended: the target, patience, the budget ...
+        status += f" ({record['end_reason']}: {record.get('end_detail', '')})"
     last = run.last()
     progress = f"{int(last) + 1} {run.axis}s" if last is not None else f"no {run.axis} logged"
     history = record.get("history") or [{}]

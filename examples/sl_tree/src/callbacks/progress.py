@@ -1,13 +1,14 @@
-"""What a run shows as it trains: Rich's progress bar on a terminal, and one summary line
-per epoch in the console and console.log."""
+"""What a run shows as it trains: the model's summary, Rich's progress bar on a terminal,
+and one summary line per epoch in the console and console.log."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import lightning as L
-from lightning.pytorch.callbacks import RichProgressBar
+from lightning.pytorch.callbacks import RichModelSummary, RichProgressBar
 from lightning.pytorch.utilities import rank_zero_info
+from lightning.pytorch.utilities.model_summary import get_human_readable_count
 
 from src.runs.console import write_to_log_only
 
@@ -27,6 +28,47 @@ class ProgressBar(RichProgressBar):
             return False
         self.progress.console.print(line, markup=False, highlight=False, soft_wrap=True)
         return True
+
+
+class ModelSummary(RichModelSummary):
+    """Lightning's table of the model's layers and parameters, less its FLOPs column and
+    total where they would read 0: Lightning counts FLOPs only for a module that sets an
+    example_input_array. The totals take one line."""
+
+    @staticmethod
+    def summarize(
+        summary_data: list[tuple[str, list[str]]],
+        total_parameters: int,
+        trainable_parameters: int,
+        model_size: float,
+        total_training_modes: dict[str, int],
+        total_flops: int,
+        **summarize_kwargs: Any,
+    ) -> None:
+        from rich import get_console
+        from rich.table import Table
+
+        table = Table(header_style="bold magenta")
+        columns = [(name, values) for name, values in summary_data if total_flops or name != "FLOPs"]
+        for name, _ in columns:
+            table.add_column(name, justify="right" if name in ("Params", "FLOPs") else "left")
+        for row in zip(*(values for _, values in columns), strict=True):
+            table.add_row(*row)
+
+        def count(number: int) -> str:
+            return get_human_readable_count(int(number)).strip()
+
+        modes = total_training_modes
+        totals = (
+            f"parameters: {count(trainable_parameters)} trainable, "
+            f"{count(total_parameters - trainable_parameters)} frozen ({model_size:,.3f} MB); "
+            f"modules: {modes['train']} in train mode, {modes['eval']} in eval mode"
+        )
+        if total_flops:
+            totals += f"; FLOPs of a forward pass on example_input_array: {count(total_flops)}"
+        console = get_console()
+        console.print(table)
+        console.print(totals, markup=False, highlight=False, soft_wrap=True)
 
 
 class EpochSummaryCallback(L.Callback):

@@ -12,7 +12,10 @@ from src.checklist.project import Part, Project, name_of, of_type
 from src.checklist.registry import Failed, check, each_part, lacks, require
 from src.checklist.run_checks import RunDir
 
-TREE_PLOTS = ("feature_importance.png", "predicted_vs_actual.png", "shap_summary.png")
+TREE_PLOTS = ("feature_importance.png", "shap_summary.png")
+# The test set's predictions, from which the report draws predicted vs actual (or a
+# classifier's confusion matrix and ROC): src/predictions.py's PREDICTIONS_FILE.
+PREDICTIONS = "test_predictions.csv"
 
 
 @each_part("CB-1", "cfg.early_stopping_rounds reaches XGBoost's early stopping", "tree")
@@ -60,7 +63,7 @@ def tree_size(run: RunDir) -> str:
 
 @check(
     "OUT-5",
-    "metrics.json (final summary) and plots/: importance, predicted vs actual, SHAP",
+    "metrics.json (final summary), the test predictions (predicted vs actual) and plots/: importance, SHAP",
     "tree",
     mode="run",
 )
@@ -68,6 +71,6 @@ def tree_outputs(run: RunDir) -> str:
     found = summary(run)
     nan = [k for k, v in found.items() if k.startswith("test_") and isinstance(v, float) and math.isnan(v)]
     require(not nan, f"metrics.json: {', '.join(nan)} are NaN")
-    for name in TREE_PLOTS:
-        run.file(f"plots/{name}")
-    return f"metrics.json ({len(found)} values) and plots/" + ", ".join(TREE_PLOTS)
+    for name in (PREDICTIONS, *(f"plots/{plot}" for plot in TREE_PLOTS)):
+        run.file(name)
+    return f"metrics.json ({len(found)} values), {PREDICTIONS} and plots/" + ", ".join(TREE_PLOTS)

@@ -1,5 +1,6 @@
-"""Run directories: {output.base_dir}/{name}_{YYYYMMDD_HHMMSS}/ (OUT-1, OUT-2), the
-STOP files that end a run (CB-4), and finding the checkpoint a run resumes from (RES-1)."""
+"""Run directories: {output.base_dir}/{name}_{YYYYMMDD_HHMMSS}/ (OUT-1, OUT-2), by default
+in a folder per part (output/part1/...), the STOP files that end a run (CB-4), and finding
+the checkpoint a run resumes from (RES-1)."""
 
 from __future__ import annotations
 
@@ -40,15 +41,29 @@ def create_run_dir(base_dir: Path, name: str) -> Path:
             candidate = base_dir / f"{name}_{stamp}_{attempt}"
 
 
-def find_latest_run(base_dir: Path, name: str) -> Path | None:
-    """The newest unfinished run of config `name` that has a latest checkpoint, if any."""
+def find_latest_run(base_dir: Path, name: str, part: str) -> Path | None:
+    """The newest unfinished run of config `name` of this part that has a checkpoint, if
+    any; a run another part wrote into the same folder is passed over."""
     pattern = re.compile(re.escape(name) + r"_(\d{8}_\d{6})(?:_(\d+))?")
     runs = []
     for path in base_dir.glob(f"{name}_*"):
         match = pattern.fullmatch(path.name)
-        if match and resume_candidates(path) and not _finished(path):
+        record = run_record(path)
+        ours = run_part(record) in ("", part)
+        if match and ours and resume_candidates(path) and record.get("status") != "finished":
             runs.append(((match[1], int(match[2] or 1)), path))
     return max(runs)[1] if runs else None
+
+
+def run_part(record: dict) -> str:
+    """The part a run belongs to, from its run.json: as recorded, else the package of the
+    module that started it (`python -m part1.train`); "" when neither tells."""
+    if part := record.get("part"):
+        return str(part)
+    command = record.get("command") or []
+    module = next((command[i + 1] for i, arg in enumerate(command[:-1]) if arg == "-m"), "")
+    package, _, rest = str(module).partition(".")
+    return package if rest else ""
 
 
 def mark_runs_that_never_checkpointed(base_dir: Path, name: str) -> list[Path]:
@@ -131,9 +146,13 @@ def run_dir_of(checkpoint: Path) -> Path:
     return checkpoint.parent.parent if checkpoint.parent.name == "checkpoints" else checkpoint.parent
 
 
-def _finished(run_dir: Path) -> bool:
-    status = run_dir / "run.json"
-    return status.is_file() and json.loads(status.read_text()).get("status") == "finished"
+def run_record(run_dir: Path) -> dict:
+    """run.json; {} when it is missing or unreadable."""
+    try:
+        record = json.loads((run_dir / "run.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
 
 
 def inherited_run_dir() -> Path | None:

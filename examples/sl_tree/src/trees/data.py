@@ -1,16 +1,20 @@
-"""Any table, checked and split for a tree part (DATA-1).
+"""Any table, checked, encoded and split for a tree part (DATA-1).
 
 A part's data.py says where its rows come from (`load_table`) and, for data it knows,
-which values are valid (`column_checks`, optional); this module checks the rows, the
-same way for every table, and splits them.
+which values are valid (`column_checks`, optional). This module checks the rows by what
+they hold, the same way for every table; reads them as XGBoost takes them (text columns
+as categories, empty cells as missing values, a classifier's labels as 0..K-1); and
+splits them. A row keeps its position in the loaded table as its index: the `row` of
+the predictions files.
 """
 
 from __future__ import annotations
 
 import inspect
+import json
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from types import ModuleType
 from typing import Any
 
@@ -23,45 +27,115 @@ from sklearn.model_selection import train_test_split
 from src.data_checks import DataValidationError, finite, validate_table
 from src.trees.config import SLTreeConfig, xgboost_says
 
+ENCODING_ATTRIBUTE = "table_encoding"  # the booster attribute that keeps a model's TableEncoding
+
+
+@dataclass(frozen=True)
+class TableEncoding:
+    """How a model reads a table, kept with the model (its ENCODING_ATTRIBUTE) so that
+    predicting reads new rows as training read its own: the feature columns in order, the
+    categories training saw in each text column (any other value reads as missing), and a
+    classifier's classes (label code i is classes[i]; None for a regression)."""
+
+    label_column: str
+    feature_columns: tuple[str, ...]
+    categories: dict[str, list[str]]
+    classes: list[Any] | None = None
+
+    def features(self, table: pd.DataFrame, where: str) -> pd.DataFrame:
+        """The feature columns of `table` as XGBoost takes them, its index kept: text as pandas
+        categories, numbers as floats, empty cells missing."""
+        columns = {}
+        for name in self.feature_columns:
+            if name in self.categories:
+                columns[name] = pd.Categorical(_as_text(table[name]), categories=self.categories[name])
+                continue
+            numbers = pd.to_numeric(table[name], errors="coerce")
+            if (text := table[name][numbers.isna() & table[name].notna()]).size:
+                raise DataValidationError(
+                    f"{where}: column {name!r} holds text ({_examples(text)}) where the model reads "
+                    "numbers; make those cells numbers, or empty for a missing value"
+                )
+            columns[name] = numbers.astype(float)
+        return pd.DataFrame(columns, index=table.index)
+
+    def label_codes(self, labels: pd.Series) -> pd.Series:
+        """What XGBoost trains on: a class's position in `classes`, or the number itself."""
+        if self.classes is None:
+            return labels.astype(float)
+        return pd.Series(pd.Categorical(class_values(labels), self.classes).codes, index=labels.index)
+
+    def label_values(self, codes: pd.Series) -> np.ndarray:
+        """The labels the codes stand for."""
+        if self.classes is None:
+            return codes.to_numpy(dtype=float)
+        return np.asarray(self.classes, dtype=object)[codes.to_numpy(dtype=int)]
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def of(cls, model: xgb.Booster, where: str) -> TableEncoding:
+        """The encoding a model was trained with."""
+        if (text := model.attr(ENCODING_ATTRIBUTE)) is None:
+            raise DataValidationError(
+                f"{where}: the model holds no {ENCODING_ATTRIBUTE} (an earlier release trained it); "
+                "train it again"
+            )
+        fields = json.loads(text)
+        return cls(**fields | {"feature_columns": tuple(fields["feature_columns"])})
+
 
 @dataclass
 class Split:
+    """Features as XGBoost takes them and encoded labels (TableEncoding.label_codes), each
+    row indexed by its position in the loaded table."""
+
     train_features: pd.DataFrame
     train_labels: pd.Series
     val_features: pd.DataFrame
     val_labels: pd.Series
     test_features: pd.DataFrame
     test_labels: pd.Series
+    encoding: TableEncoding
 
 
 def load_split(cfg: SLTreeConfig, source: ModuleType) -> Split:
     """The rows of `source`, a part's data module, checked and split into train /
     validation / test with their own seed, so every run of every config sees the same
-    rows. Its `load_table(cfg)` returns one row per example with cfg.feature_columns and
-    cfg.label_column; its `column_checks(cfg)`, where it defines one, pandera checks by
+    rows. Its `load_table(cfg)` returns one row per example with cfg.label_column and the
+    feature columns; its `column_checks(cfg)`, where it defines one, pandera checks by
     column name for data whose valid values it knows."""
-    table = part_function(source, "load_table", cfg, pd.DataFrame)
+    table = part_function(source, "load_table", cfg, pd.DataFrame).reset_index(drop=True)
     known = part_function(source, "column_checks", cfg, dict) if hasattr(source, "column_checks") else {}
     where = cfg.data_path or f"{source.__name__}.load_table(cfg)"
-    table = validate_table(table, table_schema(cfg, known), where)
-    features, labels = table[list(cfg.feature_columns)], table[cfg.label_column]
-    held_out = cfg.val_fraction + cfg.test_fraction
-    try:
-        train_x, rest_x, train_y, rest_y = train_test_split(
-            features, labels, test_size=held_out, random_state=cfg.split_seed
-        )
-        val_x, test_x, val_y, test_y = train_test_split(
-            rest_x, rest_y, test_size=cfg.test_fraction / held_out, random_state=cfg.split_seed
-        )
-    except ValueError as error:  # too few rows for the fractions asked for
-        raise DataValidationError(f"{where}: cannot split {len(table)} rows: {error}") from None
-    if min(len(val_y), len(test_y)) < 2:  # R² and early stopping need two rows or more
+    label = cfg.label_column
+    features = list(cfg.feature_columns) or [name for name in table.columns if name != label]
+    if missing := [name for name in (*features, label) if name not in table.columns]:
+        shown = ", ".join(map(str, table.columns[:20])) + (" ..." if len(table.columns) > 20 else "")
         raise DataValidationError(
-            f"{where}: {len(table)} rows leave {len(val_y)} validation and {len(test_y)} test "
-            "row(s); each needs at least 2: give more rows or larger --val-fraction/--test-fraction"
+            f"{where}: has no column(s) {', '.join(map(str, missing))} (its columns: {shown}); "
+            "name others with --label-column and --feature-columns"
         )
-    labels_suit_objective(cfg, train_y, val_y, where)
-    return Split(train_x, train_y, val_x, val_y, test_x, test_y)
+    table = labelled_rows(table, label, cfg.drop_unlabelled_rows, where)
+    classes = label_classes(table[label], cfg, where)
+    text = [name for name in features if column_kind(table[name], name, where) == "text"]
+    table = validate_table(table, table_schema(cfg, features, text, known), where)
+    train, val, test = split_rows(table, cfg, classes is not None, where)
+    categories = {name: sorted(_as_text(table.loc[train, name]).dropna().unique().tolist()) for name in text}
+    encoding = TableEncoding(label, tuple(features), categories, classes)
+    labels = encoding.label_codes(table[label])
+    split = Split(
+        train_features=encoding.features(table.loc[train], where),
+        train_labels=labels.loc[train],
+        val_features=encoding.features(table.loc[val], where),
+        val_labels=labels.loc[val],
+        test_features=encoding.features(table.loc[test], where),
+        test_labels=labels.loc[test],
+        encoding=encoding,
+    )
+    labels_suit_objective(cfg, split, where)
+    return split
 
 
 def part_function(source: ModuleType, name: str, cfg: SLTreeConfig, returns: type) -> Any:
@@ -80,45 +154,160 @@ def part_function(source: ModuleType, name: str, cfg: SLTreeConfig, returns: typ
     return result
 
 
-def table_schema(cfg: SLTreeConfig, known: dict[str, list[pa.Check]]) -> pa.DataFrameSchema:
-    """DATA-1: every feature and the label present, numeric, non-null, finite, valid by
-    the `known` checks of its name, and the label not the same in every row. Columns the
-    config does not name are dropped."""
+def labelled_rows(table: pd.DataFrame, label: str, drop_unlabelled: bool, where: str) -> pd.DataFrame:
+    """The rows that have a label; rows without one refuse the table unless `drop_unlabelled`."""
+    empty = table[label].isna()
+    if not empty.any():
+        return table
+    rows = ", ".join(map(str, empty[empty].index[:5])) + (" ..." if empty.sum() > 5 else "")
+    if not drop_unlabelled:
+        raise DataValidationError(
+            f"{where}: label column {label!r} is empty in {empty.sum()} row(s) (rows {rows}); give every "
+            "row a label, or pass --drop-unlabelled-rows to train on the others"
+        )
+    print(f"{where}: {empty.sum()} row(s) without a {label!r} label left out (rows {rows})")
+    return table[~empty]
 
-    def column(name: str, *checks: pa.Check) -> pa.Column:
-        return pa.Column(float, [finite(), *known.get(name, []), *checks], nullable=False, coerce=True)
+
+def label_classes(labels: pd.Series, cfg: SLTreeConfig, where: str) -> list[Any] | None:
+    """A classifier's classes, the label's distinct values in order; None for a regression.
+    A label that does not fit the task is refused, saying which objective would fit it."""
+    name, numbers = cfg.label_column, pd.to_numeric(labels, errors="coerce")
+    if cfg.task == "regression":
+        if (text := labels[numbers.isna()]).size:
+            raise DataValidationError(
+                f"{where}: label column {name!r} holds text ({_examples(text)}), and --objective "
+                f"{cfg.objective} predicts a number; to classify, pass --objective multi:softprob "
+                "(binary:logistic for two classes)"
+            )
+        return None
+    if numbers.notna().all() and not (whole := numbers % 1 == 0).all():
+        raise DataValidationError(
+            f"{where}: label column {name!r} holds fractional numbers ({_examples(labels[~whole])}), "
+            f"and --objective {cfg.objective} classifies; to predict a number, pass --objective "
+            "reg:squarederror"
+        )
+    classes = sorted(class_values(labels).unique().tolist())
+    shown = ", ".join(map(str, classes[:10])) + (" ..." if len(classes) > 10 else "")
+    if len(classes) < 2:
+        raise DataValidationError(
+            f"{where}: label column {name!r} holds one class ({shown}); a classifier needs two or more"
+        )
+    if cfg.task == "binary" and len(classes) != 2:
+        raise DataValidationError(
+            f"{where}: label column {name!r} holds {len(classes)} classes ({shown}), and --objective "
+            f"{cfg.objective} separates two; pass --objective multi:softprob"
+        )
+    return classes
+
+
+def class_values(labels: pd.Series) -> pd.Series:
+    """Class values as a table holds them: whole numbers as integers (a label column with an
+    empty cell reads as floats), anything else as it is."""
+    numbers = pd.to_numeric(labels, errors="coerce")
+    if numbers.notna().all() and (numbers % 1 == 0).all():
+        return numbers.astype("int64")
+    return labels
+
+
+def column_kind(column: pd.Series, name: str, where: str) -> str:
+    """numbers or text (categories) by what the column holds; one that mixes the two, text
+    in a few cells of a column of numbers, is refused: a typo, or missing values spelled as
+    words pandas does not read as empty."""
+    if pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
+        return "numbers"
+    values = column.dropna()
+    numbers = pd.to_numeric(values, errors="coerce")
+    if numbers.notna().all():
+        return "numbers"
+    if numbers.notna().mean() > 0.5:
+        raise DataValidationError(
+            f"{where}: column {name!r} holds numbers and text ({_examples(values[numbers.isna()])}); "
+            "make those cells numbers, or empty for a missing value"
+        )
+    return "text"
+
+
+def table_schema(
+    cfg: SLTreeConfig, features: list[str], text: list[str], known: dict[str, list[pa.Check]]
+) -> pa.DataFrameSchema:
+    """DATA-1: numeric features finite where not empty (an empty cell is a missing value),
+    a regression's label numeric, finite and not the same in every row, and every column
+    valid by the `known` checks of its name. Columns the model does not read are dropped."""
+
+    def numbers(name: str, *checks: pa.Check, nullable: bool = True) -> pa.Column:
+        return pa.Column(float, [finite(), *known.get(name, []), *checks], nullable=nullable, coerce=True)
 
     label_varies = pa.Check(
         lambda label: label.nunique() > 1, element_wise=False, error="takes 2 or more values"
     )
+    label = cfg.label_column
     return pa.DataFrameSchema(
         {
-            **{name: column(name) for name in cfg.feature_columns},
-            cfg.label_column: column(cfg.label_column, label_varies),
+            **{name: pa.Column(checks=known.get(name, []), nullable=True) for name in text},
+            **{name: numbers(name) for name in features if name not in text},
+            label: numbers(label, label_varies, nullable=False)
+            if cfg.task == "regression"
+            else pa.Column(checks=known.get(label, []), nullable=False),
         },
         strict="filter",
         ordered=False,
     )
 
 
-def labels_suit_objective(cfg: SLTreeConfig, train: pd.Series, val: pd.Series, source: str) -> None:
-    """DATA-1: the labels are ones cfg.objective trains on and cfg.eval_metric scores
-    (binary:* need [0, 1], count:poisson no negatives, rank:* integers, survival:aft
-    label bounds...). XGBoost says so itself after one round on the labels with a
-    constant feature: milliseconds here, where mid-run it would be a traceback."""
+def split_rows(
+    table: pd.DataFrame, cfg: SLTreeConfig, stratified: bool, where: str
+) -> tuple[pd.Index, pd.Index, pd.Index]:
+    """The rows of train, validation and test, by split_seed; a classifier's in each class's
+    proportions where every class has rows enough."""
+    held_out, labels = cfg.val_fraction + cfg.test_fraction, class_values(table[cfg.label_column])
+
+    def divide(rows: pd.Index, share: float) -> list[pd.Index]:
+        try:
+            return train_test_split(
+                rows,
+                test_size=share,
+                random_state=cfg.split_seed,
+                stratify=labels.loc[rows] if stratified else None,
+            )
+        except ValueError:  # a class with too few rows to share out
+            return train_test_split(rows, test_size=share, random_state=cfg.split_seed)
+
+    try:
+        train, rest = divide(table.index, held_out)
+        val, test = divide(rest, cfg.test_fraction / held_out)
+    except ValueError as error:  # too few rows for the fractions asked for
+        raise DataValidationError(f"{where}: cannot split {len(table)} rows: {error}") from None
+    if min(len(val), len(test)) < 2:  # R² and early stopping need two rows or more
+        raise DataValidationError(
+            f"{where}: {len(table)} rows leave {len(val)} validation and {len(test)} test "
+            "row(s); each needs at least 2: give more rows or larger --val-fraction/--test-fraction"
+        )
+    return train, val, test
+
+
+def labels_suit_objective(cfg: SLTreeConfig, split: Split, source: str) -> None:
+    """DATA-1: the labels are ones cfg.objective trains on and its metric scores
+    (count:poisson no negatives, rank:* integers, survival:aft label bounds...). XGBoost
+    says so itself after one round on the labels with a constant feature: milliseconds
+    here, where mid-run it would be a traceback."""
+    train, val = split.train_labels, split.val_labels
     labels = pd.concat([train, val])
+    metric, classes = cfg.watched_metric, split.encoding.classes
+    what = f"labels {labels.min():g} to {labels.max():g}" if classes is None else f"{len(classes)} classes"
     refusal = (
-        f"{source}: labels {labels.min():g} to {labels.max():g} of column {cfg.label_column!r} do not "
-        f"suit --objective {cfg.objective} --eval-metric {cfg.eval_metric}"
+        f"{source}: {what} of column {cfg.label_column!r} do not suit --objective {cfg.objective} "
+        f"--eval-metric {metric}"
     )
     # XGBoost checks [0, 1] for its logistic objectives only: binary:hinge trains on any labels.
-    probabilities = cfg.objective.startswith("binary:") or cfg.objective == "reg:logistic"
-    if probabilities and not labels.between(0, 1).all():
+    if cfg.objective == "reg:logistic" and not labels.between(0, 1).all():
         raise DataValidationError(f"{refusal}: it needs labels in [0, 1]")
     # One thread: starting XGBoost's pool would take longer than the check itself.
     train_set, val_set = (xgb.DMatrix(np.zeros((len(y), 1)), label=y, nthread=1) for y in (train, val))
-    # With the part's numbers: the num_class or quantile_alpha some objectives need.
-    params = {**cfg.booster_fields(), "objective": cfg.objective, "eval_metric": cfg.eval_metric}
+    # With the part's numbers: the quantile_alpha some objectives need.
+    params = {**cfg.booster_fields(), "objective": cfg.objective, "eval_metric": metric}
+    if cfg.task == "multiclass":
+        params["num_class"] = len(classes)
     try:
         with warnings.catch_warnings(action="ignore"):  # training repeats them; a refusal says more
             booster = xgb.Booster({**params, "nthread": 1}, [train_set])
@@ -133,3 +322,17 @@ def labels_suit_objective(cfg: SLTreeConfig, train: pd.Series, val: pd.Series, s
         raise DataValidationError(
             f"{refusal}: {' '.join(scores)} after one round; early stopping needs finite scores"
         )
+
+
+def _as_text(column: pd.Series) -> pd.Series:
+    """A column's values as the text a CSV holds, empty cells kept empty: 3, not 3.0, for a
+    whole number pandas read as a float."""
+    if pd.api.types.is_float_dtype(column) and (column.dropna() % 1 == 0).all():
+        column = column.astype("Int64")
+    return column.astype("string")
+
+
+def _examples(values: pd.Series) -> str:
+    """'x' at row 3, 'y' at row 9 ...: a few values with their rows."""
+    shown = ", ".join(f"{value!r} at row {row}" for row, value in values.head(3).items())
+    return shown + (" ..." if len(values) > 3 else "")

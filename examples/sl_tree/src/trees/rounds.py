@@ -1,6 +1,6 @@
 """What every tree part runs between boosting rounds (a round is a tree's epoch):
 early stopping (CB-1), the STOP file (CB-4), the wall-clock budget (CFG-4), the
-latest model for resuming (RES-1) and per-round logging (LOG-1, LOG-4, OUT-4).
+latest model for resuming (RES-1), per-round logging (LOG-1, LOG-4, OUT-4) and alerts.
 
 A resumed run goes on where the saved one stopped: the best round, its score and
 the training time so far travel inside the saved model as booster attributes, and
@@ -13,6 +13,7 @@ is rank 0's, sent to all, so that every worker stops after the same round.
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -22,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 import xgboost as xgb
 from xgboost import collective
 
-from src.ops.hardware import collect_system_metrics
+from src.ops.alerts import Alerts
+from src.ops.hardware import collect_system_metrics, gpu_readings, visible_gpus
 from src.runs.atomic import atomic_path
 from src.runs.directory import stop_file_paths, stop_requested
 from src.runs.metrics_jsonl import append_jsonl, drop_metrics_from_step, higher_is_better, read_jsonl
@@ -33,6 +35,7 @@ if TYPE_CHECKING:  # only when --loggers asks for them does Lightning load (src.
 
 TRAIN_SECONDS = "train_seconds"  # booster attribute: training time of every session so far
 STOP_REASON = "stop_reason"  # booster attribute: why the last training call stopped early
+STOP_KIND = "stop_kind"  # booster attribute: that reason as one of src.runs.lifetime.END_REASONS
 
 
 def best_round_so_far(model: xgb.Booster) -> tuple[float | None, int]:
@@ -60,11 +63,18 @@ def rank_zero_decision(decision: Any) -> Any:
     return collective.broadcast([decision], root=0)[0]  # wrapped: None is a decision too
 
 
-def stop_reason(model: xgb.Booster) -> str | None:
-    """Why the training call that made `model` stopped before its last round, if a STOP
-    file or the wall-clock budget stopped it. Read in the training process: on a Dask
-    cluster the callbacks run on the workers, whose output the run's console.log lacks."""
-    return model.attr(STOP_REASON)
+def stop_reason(model: xgb.Booster) -> tuple[str, str] | None:
+    """Why the training call that made `model` stopped before its last round, as one of
+    END_REASONS and a line: early stopping, a STOP file or the wall-clock budget. Read in
+    the training process: on a Dask cluster the callbacks run on the workers, whose output
+    the run's console.log lacks."""
+    said = model.attr(STOP_REASON)
+    return None if said is None else (model.attr(STOP_KIND) or "budget", said)
+
+
+def _record_stop(model: xgb.Booster, kind: str, said: str) -> None:
+    """Record in the model why training stops after this round."""
+    model.set_attr(**{STOP_KIND: kind, STOP_REASON: said})
 
 
 def save_booster(model: xgb.Booster, path: Path) -> Path:
@@ -105,7 +115,11 @@ class EarlyStoppingRounds(xgb.callback.TrainingCallback):
         if _improves(score, self.best_score, self.maximize):
             self.best_score, self.best_round = score, round_number
             model.set_attr(best_score=str(score), best_iteration=str(round_number))
-        return round_number - self.best_round >= self.rounds
+        if round_number - self.best_round < self.rounds:
+            return False
+        said = f"val_{self.metric} {score:.6g}, no better than {self.best_score:.6g} for {self.rounds} rounds"
+        _record_stop(model, "patience", f"{said}: stopping after round {round_number}")
+        return True
 
 
 class StopFileRounds(xgb.callback.TrainingCallback):
@@ -119,7 +133,7 @@ class StopFileRounds(xgb.callback.TrainingCallback):
         self._next_check = 0.0
 
     def before_training(self, model: xgb.Booster) -> xgb.Booster:
-        model.set_attr(**{STOP_REASON: None})  # a resumed model's reason is an earlier session's
+        model.set_attr(**{STOP_REASON: None, STOP_KIND: None})  # a resumed model's are an earlier session's
         return model
 
     def after_iteration(self, model: xgb.Booster, epoch: int, evals_log: dict) -> bool:
@@ -130,7 +144,7 @@ class StopFileRounds(xgb.callback.TrainingCallback):
         if (stopper := rank_zero_decision(stopper)) is None:
             return False
         rounds = model.num_boosted_rounds()
-        model.set_attr(**{STOP_REASON: f"STOP file {stopper}: stopping after round {rounds - 1}"})
+        _record_stop(model, "stop_file", f"STOP file {stopper}: stopping after round {rounds - 1}")
         return True
 
 
@@ -150,9 +164,35 @@ class WallClockRounds(xgb.callback.TrainingCallback):
         if not rank_zero_decision(time.monotonic() - self.started >= self.seconds):
             return False
         rounds = model.num_boosted_rounds()
-        reason = f"wall-clock budget of {self.seconds / 3600:g} h spent: stopping after round {rounds - 1}"
-        model.set_attr(**{STOP_REASON: reason})
+        said = f"wall-clock budget of {self.seconds / 3600:g} h spent: stopping after round {rounds - 1}"
+        _record_stop(model, "budget", said)
         return True
+
+
+class AlertRounds(xgb.callback.TrainingCallback):
+    """Alerts while trees grow (src.ops.alerts): a score on the `data_name` set that is not a
+    number, or one that has not improved for `stalled_evaluations` rounds since the best
+    round, which EarlyStoppingRounds, acting before it, records in the model; and, where
+    XGBoost trains on a GPU, a reading of it every `gpu_every_seconds`."""
+
+    def __init__(
+        self, alerts: Alerts, data_name: str, metric: str, on_gpu: bool, gpu_every_seconds: float = 60.0
+    ) -> None:
+        self.alerts, self.data_name, self.metric = alerts, data_name, metric
+        self.on_gpu, self.gpu_every_seconds = on_gpu, gpu_every_seconds
+        self._next_reading = 0.0
+
+    def after_iteration(self, model: xgb.Booster, epoch: int, evals_log: dict) -> bool:
+        if not writes_files():
+            return False
+        round_number = model.num_boosted_rounds() - 1
+        score = float(evals_log[self.data_name][self.metric][-1])
+        since_best = round_number - best_round_so_far(model)[1]
+        self.alerts.evaluated(f"{self.data_name}_{self.metric}", score, since_best, f"round {round_number}")
+        if self.on_gpu and (now := time.monotonic()) >= self._next_reading:
+            self._next_reading = now + self.gpu_every_seconds
+            self.alerts.gpu_read(gpu_readings())
+        return False
 
 
 class LatestModel(xgb.callback.TrainingCallback):
@@ -307,7 +347,7 @@ class RoundMetrics(xgb.callback.TrainingCallback):
             events = [self._event(self._written + i, seconds) for i, seconds in enumerate(self._seconds)]
             events[-1] |= collect_system_metrics()
             append_jsonl(self.jsonl_path, *({"event": "metrics", **event} for event in events))
-            print(self._progress_line(events[-1], len(events)))
+            print(self._progress_line(events[-1]))
             self.loggers.log_rounds(events)
         self._written += len(self._seconds)
         self._seconds.clear()
@@ -319,13 +359,15 @@ class RoundMetrics(xgb.callback.TrainingCallback):
         events = [e for e in events if e.get("event") == "metrics" and e["step"] >= first_round]
         self.loggers.log_rounds(events)
 
-    def _progress_line(self, event: dict[str, Any], rounds: int) -> str:
-        """`round 99 | train_rmse 45.1 | val_rmse 61.23 | best 61.07 at round 25 | 0.31 ms/round`:
-        the console's and console.log's view of training, every `flush_every` rounds."""
+    def _progress_line(self, event: dict[str, Any]) -> str:
+        """`round 99 | train_rmse 45.1 | val_rmse 61.23 | best 61.07 at round 25 | median 0.31
+        ms/round`: the console's and console.log's view of training, every `flush_every` rounds. The
+        median of the rounds since the last line: a mean would count the first rounds' start-up
+        (XGBoost builds its histograms then) as if every round took it."""
         metrics = [f"{key} {value:.4g}" for key, value in event.items() if key.startswith(("train_", "val_"))]
         best = f"best {self.best:.4g} at round {self.best_round}" if self.best is not None else "no best yet"
-        milliseconds = 1000 * sum(self._seconds) / rounds
-        return " | ".join([f"round {event['round']}", *metrics, best, f"{milliseconds:.2g} ms/round"])
+        milliseconds = 1000 * statistics.median(self._seconds)
+        return " | ".join([f"round {event['round']}", *metrics, best, f"median {milliseconds:.2g} ms/round"])
 
     def _event(self, index: int, seconds: float) -> dict[str, Any]:
         round_number = self._first_round + index
@@ -347,11 +389,13 @@ def round_callbacks(
     cfg: SLTreeConfig, run_dir: Path, loggers: RoundLoggers
 ) -> list[xgb.callback.TrainingCallback]:
     """The callbacks of a tree run, in the order they act after each round."""
-    metrics = RoundMetrics(run_dir / "metrics.jsonl", loggers, monitor=f"val_{cfg.eval_metric}")
+    metrics = RoundMetrics(run_dir / "metrics.jsonl", loggers, monitor=f"val_{cfg.watched_metric}")
     latest = run_dir / "checkpoints" / "last.ubj"
+    on_gpu = cfg.device != "cpu" and bool(visible_gpus())
     return [
         metrics,
-        EarlyStoppingRounds(cfg.early_stopping_rounds, data_name="val", metric=cfg.eval_metric),
+        EarlyStoppingRounds(cfg.early_stopping_rounds, data_name="val", metric=cfg.watched_metric),
+        AlertRounds(Alerts(cfg.alerts, run_dir), data_name="val", metric=cfg.watched_metric, on_gpu=on_gpu),
         StopFileRounds(stop_file_paths(cfg.stop_file, run_dir)),
         WallClockRounds(cfg.max_wall_clock_hours),
         LatestModel(latest, cfg.checkpoint_minutes, metrics.flush, cfg.keep_last_n),

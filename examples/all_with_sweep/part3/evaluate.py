@@ -1,0 +1,25 @@
+"""Play a trained run's policy: the mean and spread of its episode rewards, and their lengths.
+
+Usage (`--help` lists every option):
+python -m part3.evaluate RUN_DIR                                  # the run's test episodes again
+python -m part3.evaluate RUN_DIR --episodes 100 --output evaluation.json
+"""
+
+from __future__ import annotations
+
+from src.cli import exit_on_bad_input
+from src.rl.evaluate import evaluate_run, parse_options
+
+
+def main() -> None:
+    options = parse_options(prog="python -m part3.evaluate", description=__doc__)
+    # Here, not at the top: torch and TorchRL take seconds to load, and --help answers before.
+    from part3 import data
+    from part3.model import load_model_from_checkpoint
+
+    with exit_on_bad_input():
+        evaluate_run(options, data, load_model_from_checkpoint)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+"""A supervised model's predictions as a table, their metrics by task, and the file that
+keeps them (the run's test predictions, and what a predict command writes).
+
+The table holds, per example: `row` (its position in the table it came from), and for
+each target T, `true_T` where the label is known and `predicted_T`; a classifier adds
+`probability_<class>` per class. What a task's metrics and figures are follows from the
+columns, so the report needs no part's help.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from sklearn import metrics
+
+from src.errors import DataValidationError
+from src.runs.atomic import atomic_path
+
+Task = Literal["classification", "regression"]
+PREDICTIONS_FILE = "test_predictions.csv"
+PROBABILITY = "probability_"
+
+
+def classification_table(
+    rows: np.ndarray, probabilities: np.ndarray, classes: Sequence, target: str, labels: np.ndarray | None
+) -> pd.DataFrame:
+    """`probabilities` has a column per class of `classes`; `labels`, where known, holds class values."""
+    table = pd.DataFrame({"row": rows})
+    if labels is not None:
+        table[f"true_{target}"] = labels
+    table[f"predicted_{target}"] = np.asarray(classes, dtype=object)[probabilities.argmax(axis=1)]
+    for index, value in enumerate(classes):
+        table[f"{PROBABILITY}{value}"] = probabilities[:, index]
+    return table
+
+
+def regression_table(
+    rows: np.ndarray, predictions: np.ndarray, targets: Sequence[str], labels: np.ndarray | None
+) -> pd.DataFrame:
+    """`predictions` and `labels` have a column per target."""
+    table = pd.DataFrame({"row": rows})
+    predictions = predictions.reshape(len(rows), -1)
+    for index, target in enumerate(targets):
+        if labels is not None:
+            table[f"true_{target}"] = labels.reshape(len(rows), -1)[:, index]
+        table[f"predicted_{target}"] = predictions[:, index]
+    return table
+
+
+def task_of(table: pd.DataFrame) -> Task:
+    return "classification" if probability_columns(table) else "regression"
+
+
+def probability_columns(table: pd.DataFrame) -> list[str]:
+    return [column for column in table.columns if column.startswith(PROBABILITY)]
+
+
+def targets_of(table: pd.DataFrame) -> list[str]:
+    """The targets whose true and predicted values are both in the table."""
+    predicted = [
+        column.removeprefix("predicted_") for column in table.columns if column.startswith("predicted_")
+    ]
+    return [target for target in predicted if f"true_{target}" in table.columns]
+
+
+def task_metrics(table: pd.DataFrame) -> dict[str, float]:
+    """Classification: plain accuracy, balanced accuracy (the mean of per-class recall), macro
+    F1, log loss and ROC AUC (one-vs-rest, macro, for several classes). Regression: RMSE, MAE
+    and R², per target when there are several. Empty when no label is known."""
+    targets = targets_of(table)
+    found: dict[str, float] = {}
+    if task_of(table) == "classification":
+        if not targets:
+            return found
+        (target,) = targets
+        classes = [column.removeprefix(PROBABILITY) for column in probability_columns(table)]
+        truth = table[f"true_{target}"].astype(str).to_numpy()
+        predicted = table[f"predicted_{target}"].astype(str).to_numpy()
+        probabilities = table[probability_columns(table)].to_numpy(dtype=np.float64)
+        found["accuracy"] = metrics.accuracy_score(truth, predicted)
+        found["balanced_accuracy"] = metrics.balanced_accuracy_score(truth, predicted)
+        found["f1_macro"] = metrics.f1_score(
+            truth, predicted, average="macro", labels=classes, zero_division=0
+        )
+        found["log_loss"] = metrics.log_loss(truth, probabilities, labels=classes)
+        present = set(truth)
+        if len(present) > 1:  # AUC needs both sides of every class it scores
+            if len(classes) == 2:
+                found["roc_auc"] = metrics.roc_auc_score(truth == classes[1], probabilities[:, 1])
+            elif present == set(classes):
+                found["roc_auc_ovr"] = metrics.roc_auc_score(
+                    truth, probabilities, multi_class="ovr", labels=classes
+                )
+        return {key: float(value) for key, value in found.items()}
+    for target in targets:
+        suffix = f"_{target}" if len(targets) > 1 else ""
+        truth = table[f"true_{target}"].to_numpy(dtype=np.float64)
+        predicted = table[f"predicted_{target}"].to_numpy(dtype=np.float64)
+        found[f"rmse{suffix}"] = metrics.root_mean_squared_error(truth, predicted)
+        found[f"mae{suffix}"] = metrics.mean_absolute_error(truth, predicted)
+        found[f"r2{suffix}"] = metrics.r2_score(truth, predicted) if len(truth) > 1 else float("nan")
+    return {key: float(value) for key, value in found.items()}
+
+
+def write_predictions(table: pd.DataFrame, path: Path) -> Path:
+    with atomic_path(path) as temporary:
+        table.to_csv(temporary, index=False)
+    return path
+
+
+def read_predictions(path: Path) -> pd.DataFrame:
+    """A predictions file, checked: one line, not a traceback, when it is not one."""
+    try:
+        table = pd.read_csv(path)
+    except (OSError, ValueError) as error:
+        raise DataValidationError(f"{path}: cannot read predictions ({error})") from None
+    if "row" not in table.columns or not any(column.startswith("predicted_") for column in table.columns):
+        raise DataValidationError(
+            f"{path}: not a predictions file (it needs 'row' and 'predicted_*' columns)"
+        )
+    return table

@@ -1,0 +1,27 @@
+"""Predict with a trained run of this part: its model.pt, for a table's rows.
+
+The predictions CSV has the format of the run's test_predictions.csv; where the table
+holds the label, the task's metrics are printed too.
+
+python -m part1.predict output/baseline_20260101_120000 --data-path new.csv --output predictions.csv
+python -m part1.predict output/baseline_20260101_120000 --rows test   # the run's test metrics again
+"""
+
+from __future__ import annotations
+
+from src.cli import exit_on_bad_input
+from src.neural.predict import parse_predict_options, predict
+
+
+def main() -> None:
+    options = parse_predict_options(prog="python -m part1.predict", description=__doc__)
+    with exit_on_bad_input():
+        # Here, not at the top: torch takes seconds to load, and --help answers before.
+        from part1 import data
+        from part1.model import load_model_from_checkpoint
+
+        predict(options, load_model_from_checkpoint, data)
+
+
+if __name__ == "__main__":
+    main()
