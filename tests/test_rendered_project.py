@@ -25,7 +25,7 @@ def test_every_part_smoke_trains_from_the_command_line(project):  # OUT-1..5, LO
         result = run([project.python, "-m", f"part{number}.train", "--config", "smoke"], project.dir)
         print(f"\npart{number} ({kind}) smoke run: {time.monotonic() - started:.1f} s wall")
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-        run_dir = max((project.dir / "output").glob("smoke_*"))
+        run_dir = max((project.dir / "output" / f"part{number}").glob("smoke_*"))
         for name in ["config.json", "console.log", "metrics.jsonl", *OUTPUTS[kind]]:
             assert (run_dir / name).stat().st_size > 0, f"{kind}: {name}"
         assert json.loads((run_dir / "config.json").read_text())["wandb_project"] == project.slug
