@@ -83,7 +83,8 @@ def read_table(path: str | Path) -> pd.DataFrame:
             f"--data-path {path}: reading Parquet needs pyarrow (pip install pyarrow), or give a CSV file"
         ) from None
     except (ValueError, OSError) as error:  # unreadable files included
-        raise DataValidationError(f"--data-path {path}: cannot read it as a table ({error})") from None
+        reason = " ".join(str(error).split())  # pandas ends some messages with a line break
+        raise DataValidationError(f"--data-path {path}: cannot read it as a table ({reason})") from None
 
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)

@@ -122,13 +122,6 @@ def refused(kind: str, args: list[str], capsys) -> str:
             "make_env",
         ),
         ("rl", ["--env-name", "Blackjack-v1"], "observation is not one flat vector", "Acrobot-v1"),
-        (
-            "rl",
-            ["--env-name", "Pendulum-v1"],
-            "actions are BoundedContinuous of shape (1,), not one choice",
-            "make_env",
-        ),
-        ("rl", ["--env-name", "MountainCarContinuous-v0"], "actions are BoundedContinuous", "MountainCar-v0"),
     ],
 )
 def test_names_xgboost_or_gymnasium_would_refuse_mid_run_are_refused_first(kind, args, bad, valid, capsys):

@@ -76,7 +76,8 @@ def test_the_console_says_what_a_user_needs_without_boilerplate(kind, smoke_runs
     run_dir, _ = smoke_runs(kind)  # W&B offline
     console = (run_dir / "console.log").read_text()
     lines = console.splitlines()
-    assert lines[0] == f"run directory: {run_dir}" and lines[-1] == f"report: {run_dir / 'report.md'}"
+    assert lines[0] == f"run directory: {run_dir}" and lines[-2] == f"report: {run_dir / 'report.md'}"
+    assert lines[-1].startswith("run ended: ")  # and why
     # Lightning's device lines, its model summary's FLOPs column and total (0 without an
     # example_input_array), W&B's banner and its tables of history and summary at the end.
     for noise in ("GPU available", "TPU available", "FLOPs", "wandb:", "Run history", "Run summary"):
