@@ -406,11 +406,15 @@ def test_a_run_killed_after_training_resumes_without_training_more(kind, tmp_pat
         pytest.skip("training ended and the run finished before it could be killed, three times")
     run_dir = run_dir_in(base_dir)
     assert status(run_dir)["status"] == "running"
+    stopped = status(run_dir)["training_ended"]  # why training stopped, recorded before the kill
     trained = trained_so_far(kind, run_dir)
 
     resumed = train(kind, base_dir, "--resume", "auto")
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert status(run_dir)["status"] == "finished"
+    # The session that only tested and saved ends saying why the training stopped.
+    assert stopped["end_reason"] in ("budget", "patience", "target")
+    assert {key: status(run_dir)[key] for key in stopped} == stopped
     assert trained_so_far(kind, run_dir) == trained
     model = next(path for path in run_dir.iterdir() if path.stem == "model")
     assert checkpoint_problem(model) is None
