@@ -63,6 +63,7 @@ SWEEP_MODULES = "__init__ command local records resume runner spec wandb_sweep"
 KIND_FILES = {
     "sl_neural": [
         "{part}/predict.py",
+        "src/predict.py",
         "src/checklist/lightning_checks.py",
         *(f"src/neural/{name}.py" for name in ("__init__", "config", "data", "encoding", "module", "predict")),
     ],
@@ -71,6 +72,7 @@ KIND_FILES = {
         *(f"src/trees/{name}.py" for name in ("__init__", "booster", "cluster", "config", "data")),
         *(f"src/trees/{name}.py" for name in ("plots", "predict", "rounds")),
         "{part}/predict.py",
+        "src/predict.py",
     ],
     "rl": [
         "{part}/envs.py",

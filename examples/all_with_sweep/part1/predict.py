@@ -9,12 +9,12 @@ python -m part1.predict output/baseline_20260101_120000 --rows test   # the run'
 
 from __future__ import annotations
 
-from src.cli import exit_on_bad_input
-from src.neural.predict import parse_predict_options, predict
+from src.cli import exit_on_bad_input, parse_options
+from src.neural.predict import NeuralPredictOptions, predict
 
 
 def main() -> None:
-    options = parse_predict_options(prog="python -m part1.predict", description=__doc__)
+    options = parse_options(NeuralPredictOptions, prog="python -m part1.predict", description=__doc__)
     with exit_on_bad_input():
         # Here, not at the top: torch takes seconds to load, and --help answers before.
         from part1 import data

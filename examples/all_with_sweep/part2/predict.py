@@ -9,12 +9,13 @@ python -m part2.predict RUN_DIR --rows test   # the run's test rows: its test me
 from __future__ import annotations
 
 from part2.config import DiabetesConfig
-from src.cli import exit_on_bad_input
-from src.trees.predict import parse_options, predict_run
+from src.cli import exit_on_bad_input, parse_options
+from src.predict import PredictOptions
+from src.trees.predict import predict_run
 
 
 def main() -> None:
-    options = parse_options(prog="python -m part2.predict", description=__doc__)
+    options = parse_options(PredictOptions, prog="python -m part2.predict", description=__doc__)
     # Here, not at the top: XGBoost and pandas take seconds to load, and --help answers before.
     from part2 import data
     from part2.model import load_model

@@ -7,12 +7,12 @@ python -m part3.evaluate RUN_DIR --episodes 100 --output evaluation.json
 
 from __future__ import annotations
 
-from src.cli import exit_on_bad_input
-from src.rl.evaluate import evaluate_run, parse_options
+from src.cli import exit_on_bad_input, parse_options
+from src.rl.evaluate import EvaluateOptions, evaluate_run
 
 
 def main() -> None:
-    options = parse_options(prog="python -m part3.evaluate", description=__doc__)
+    options = parse_options(EvaluateOptions, prog="python -m part3.evaluate", description=__doc__)
     # Here, not at the top: torch and TorchRL take seconds to load, and --help answers before.
     from part3 import data
     from part3.model import load_model_from_checkpoint

@@ -697,7 +697,8 @@ def test_predict_on_the_test_rows_gives_the_test_metrics(table_runs, task, tmp_p
     argv = [str(run_dir), "--data-path", str(table), "--rows", "test", "--output", str(output)]
     monkeypatch.setattr(sys, "argv", ["predict", *argv])
     predict.main()
-    printed = dict(line.split() for line in capsys.readouterr().out.splitlines() if line.startswith("  "))
+    (scores,) = [line for line in capsys.readouterr().out.splitlines() if " rows with a known " in line]
+    printed = dict(score.split() for score in scores.partition(": ")[2].split(" | "))
     again, tested = read_predictions(output), read_predictions(run_dir / PREDICTIONS_FILE)
     assert list(again.columns) == list(tested.columns) and list(again["row"]) == list(tested["row"])
     assert {f"test_{name}": float(value) for name, value in printed.items()} == pytest.approx(
@@ -730,14 +731,15 @@ def test_predict_takes_new_rows_and_refuses_a_table_without_the_runs_columns(
     assert "metrics" not in capsys.readouterr().out  # no label, no metrics
 
     for changed, said in (
-        (new.drop(columns=["colour"]), "no column(s) colour, which the run's model reads (it reads size,"),
+        (new.drop(columns=["colour"]), "has no column(s) colour; the model reads size,"),
         (new.assign(size="big"), "column 'size' holds text ('big') where the run read numbers"),
     ):
         changed.to_csv(tmp_path / "new.csv", index=False)
         with pytest.raises(SystemExit) as exit_info:
             predict.main()
         (line,) = capsys.readouterr().err.splitlines()
-        assert exit_info.value.code == 2 and line.startswith(f"error: {tmp_path / 'new.csv'}: {said}")
+        assert exit_info.value.code == 2
+        assert line.startswith(f"error: --data-path {tmp_path / 'new.csv'}: {said}")
 
 
 @slow

@@ -16,7 +16,7 @@ import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal, NoReturn
+from typing import Annotated, Any, Literal, NoReturn, TypeVar
 
 import tyro
 
@@ -34,6 +34,8 @@ from src.runs.directory import (
     run_part,
     run_record,
 )
+
+T = TypeVar("T")
 
 
 @dataclasses.dataclass
@@ -109,10 +111,21 @@ def parse_command(
         options=options_cls(),
         cfg=start_from if start_from is not None else config_cls(),
     )
+    command = parse_options(command_cls, argv, prog, description, default=default)
+    return _checked(command.cfg), command.options
+
+
+def parse_options(
+    options_cls: type[T],
+    argv: Sequence[str] | None = None,
+    prog: str | None = None,
+    description: str | None = None,
+    default: T | None = None,
+) -> T:
+    """A command's options (a dataclass) from its command line: help, types and refusals by tyro."""
     # tyro joins a description's lines into one paragraph: only the summary reads well.
     summary = description.strip().split("\n\n")[0] if description else None
-    command = tyro.cli(command_cls, default=default, args=argv, prog=prog, description=summary)
-    return _checked(command.cfg), command.options
+    return tyro.cli(options_cls, default=default, args=argv, prog=prog, description=summary)
 
 
 _CONFIG_HELP = "Which of this part's configs to start from; the flags below override its fields."

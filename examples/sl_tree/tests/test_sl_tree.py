@@ -19,12 +19,13 @@ from conftest import PARTS, ROOT, assert_ended, assert_report, gpu, part_module,
 
 from src.config import ConfigError
 from src.data_checks import DataValidationError
+from src.predict import PredictOptions
 from src.runs.directory import latest_checkpoint
 from src.runs.metrics_jsonl import read_jsonl
 from src.trees import cluster
 from src.trees.booster import best_rounds, train_booster, training_matrices, training_params
 from src.trees.data import TableEncoding, load_split
-from src.trees.predict import PredictOptions, predict_run
+from src.trees.predict import predict_run
 from src.trees.rounds import RoundLoggers, round_callbacks
 
 config = part_module("sl_tree", "config")
@@ -596,7 +597,7 @@ def test_trains_on_the_gpu(tmp_path):
     cpu_only = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120, env=cpu_only)
     assert result.returncode == 0, result.stderr
-    assert f"rmse {summary['test_rmse']:.4g} |" in result.stdout
+    assert f"rmse {summary['test_rmse']:.6g} |" in result.stdout
 
 
 # A task per objective on one raw table: a text column, empty cells, and labels of each kind.
@@ -667,8 +668,9 @@ def test_each_task_trains_on_a_raw_table_and_reports_its_metrics(task_runs, task
     assert metrics <= set(summary) and json.loads((run_dir / "metrics.json").read_text()) == summary
     if task == "regression":
         assert summary["test_r2"] > 0.7
-    else:  # the labels follow from the features: far better than chance
-        assert summary["test_accuracy"] > 0.8 and summary["test_log_loss"] < 0.6
+    else:  # the labels follow from the features: far better than chance, whatever depth the user sets
+        chance_log_loss = np.log(len(raw_table()[TASKS[task][0]].unique()))
+        assert summary["test_accuracy"] > 0.6 and summary["test_log_loss"] < 0.75 * chance_log_loss
     metric = f"val_{next(key for key in metrics if key.startswith('best_val_')).removeprefix('best_val_')}"
     logged = [e for e in read_jsonl(run_dir / "metrics.jsonl") if metric in e]
     assert len(logged) == summary["rounds_trained"] and f"tracking/best_{metric}" in logged[-1]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -41,13 +41,6 @@ class EvaluateOptions:
     episodes: int | None = None
     seed: int | None = None
     output: Annotated[Path | None, tyro.conf.arg(metavar="FILE")] = None
-
-
-def parse_options(
-    argv: Sequence[str] | None = None, prog: str | None = None, description: str | None = None
-) -> EvaluateOptions:
-    summary = description.strip().split("\n\n")[0] if description else None  # tyro joins the lines
-    return tyro.cli(EvaluateOptions, args=argv, prog=prog, description=summary)
 
 
 def evaluate_run(

@@ -1,0 +1,97 @@
+"""What a supervised part's `python -m partN.predict` shares whatever its model: the options,
+the table's rows to predict, and the metrics of the predictions whose label is known.
+
+The predictions file has the format of a run's test_predictions.csv (src/predictions.py), so
+`--rows test` on the run's own table gives its test metrics again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Literal
+
+import tyro
+
+from src.errors import DataValidationError
+
+if TYPE_CHECKING:  # pandas loads once the command line is read
+    import pandas as pd
+
+
+@dataclass
+class PredictOptions:
+    """What `partN.predict` takes.
+
+    Attributes:
+        run_dir: The training run's directory, whose saved model predicts.
+        data_path: CSV or Parquet table with the model's feature columns (others are left
+            out) and, to score the predictions, its label column(s); empty: the run's own table.
+        output: CSV file the predictions go to: row (the row's position in the table),
+            predicted_<label>, probability_<class> for a classifier, true_<label> where known.
+        rows: all predicts every row of the table; test only the rows the run tested on (the
+            rows of its test_predictions.csv), which gives the run's test metrics again.
+    """
+
+    run_dir: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="RUN_DIR")]
+    data_path: str = ""
+    output: Path = Path("predictions.csv")
+    rows: Literal["all", "test"] = "all"
+
+
+def rows_to_predict(
+    options: PredictOptions,
+    feature_columns: list[str],
+    run_table: Callable[[], pd.DataFrame],
+    run_table_name: str,
+) -> tuple[pd.DataFrame, str]:
+    """The rows of the table `options` name (`run_table()` when none is), indexed by their
+    position in the table, and how messages name the table. A table without the model's
+    `feature_columns`, or too short for the run's test rows, is a one-line error."""
+    from src.data_checks import read_table
+    from src.predictions import PREDICTIONS_FILE, read_predictions
+
+    if options.data_path:
+        table, where = read_table(options.data_path), f"--data-path {options.data_path}"
+    else:
+        table, where = run_table(), run_table_name
+    table = table.reset_index(drop=True)  # a row's index is its position: the files' `row`
+    if missing := [str(name) for name in feature_columns if name not in table.columns]:
+        read = ", ".join(map(str, feature_columns))
+        raise DataValidationError(f"{where}: has no column(s) {', '.join(missing)}; the model reads {read}")
+    if options.rows == "test":
+        tested = read_predictions(options.run_dir / PREDICTIONS_FILE)["row"]
+        if not tested.between(0, len(table) - 1).all():
+            raise DataValidationError(
+                f"{where}: has {len(table)} rows, and the run tested on rows up to {tested.max()}; "
+                "--rows test needs the table the run was trained on"
+            )
+        table = table.loc[tested]
+    return table, where
+
+
+def score_predictions(predicted: pd.DataFrame, labels: list[str], classes: list | None) -> dict[str, float]:
+    """The task's metrics over the rows whose label is known (a classifier's: one of its
+    `classes`), printed on one line and returned; empty when no row has one."""
+    from src.predictions import task_metrics
+
+    truth = [f"true_{name}" for name in labels]
+    if not set(truth) <= set(predicted.columns):
+        return {}
+    scored = predicted[predicted[truth].notna().all(axis=1)]
+    if classes is not None:
+        known = set(map(str, classes))
+        if unknown := sorted(set(scored[truth[0]].astype(str)) - known):
+            shown = ", ".join(unknown[:5])
+            print(f"column {labels[0]!r}: classes the model does not know ({shown}); not scored")
+            scored = scored[scored[truth[0]].astype(str).isin(known)]
+    if scored.empty:
+        print(f"no row has a known {' and '.join(labels)}: no metrics")
+        return {}
+    metrics = task_metrics(scored)
+    print(
+        f"{len(scored)} rows with a known {' and '.join(labels)}: "
+        + " | ".join(f"{name} {value:.6g}" for name, value in metrics.items())
+    )
+    return metrics
