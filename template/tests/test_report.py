@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import PARTS, PNG_SIGNATURE, ROOT, assert_report, part_module
+from conftest import PARTS, PNG_SIGNATURE, ROOT, assert_report, part_module, slow
 
 from src import predictions
 from src.report.run_files import RunFiles
@@ -80,6 +80,7 @@ def test_report_refuses_to_compare_runs_of_different_parts(smoke_runs, tmp_path)
     assert not (tmp_path / "compared").exists()
 
 
+@slow
 def test_report_takes_runs_that_differ_only_in_their_seed_together(smoke_runs, tmp_path):
     kind = sorted(PARTS)[0]
     seeds = [smoke_runs(kind)[0], smoke_runs(kind, seed=43)[0]]

@@ -101,6 +101,7 @@ def toy_train(cfg: BaseConfig, resume_from: Path | None = None) -> dict[str, flo
         return {"score": float(cfg.seed)}
 
 
+@slow
 def test_a_failing_trial_is_recorded_and_its_memory_released(tmp_path, capsys):  # SWP-7
     spec = SweepSpec(
         configs={"baseline": BaseConfig},
@@ -406,6 +407,7 @@ def test_two_workers_split_one_sweep_and_run_each_trial_once(tmp_path):
     assert not list(sweep_dir.glob(".*partial*"))  # neither worker left a write half done
 
 
+@slow
 def test_a_sweep_keeps_its_study_in_the_database_it_is_given(tmp_path):
     import optuna
 
@@ -457,6 +459,7 @@ def journal_study(sweep_dir: Path):
     return optuna.load_study(study_name=sweep_dir.name, storage=storage)
 
 
+@slow
 def test_a_journal_cut_mid_line_loses_its_last_line_and_the_sweep_resumes(tmp_path, capsys):  # RES-1
     spec = toy_spec(score_train)
     sweep_dir = toy_sweep(spec, tmp_path, "--trials", "2").dir
@@ -530,6 +533,7 @@ if __name__ == "__main__":
 """
 
 
+@slow
 def test_a_sweep_killed_in_its_first_trial_resumes_it_and_samples_on(tmp_path):  # RES-1
     (tmp_path / "toy_sweep.py").write_text(KILLED_SWEEP)
     env = {
@@ -576,6 +580,7 @@ def test_two_workers_writing_sweep_json_at_once_both_succeed(tmp_path):
     assert [path.name for path in tmp_path.iterdir()] == ["sweep.json"]
 
 
+@slow
 def test_a_number_whose_trial_is_not_yet_queued_again_is_not_given_twice(tmp_path):
     # Another worker on this machine runs trial 2; the worker that ran trial 1 died and a
     # third marked it failed but had not queued it again (killed, or not yet). Whatever
@@ -605,6 +610,7 @@ def test_a_number_whose_trial_is_not_yet_queued_again_is_not_given_twice(tmp_pat
         alive.wait()
 
 
+@slow
 def test_a_trial_recorded_before_the_sweep_failed_is_not_run_again(tmp_path, capsys):
     # A full disk, say, once trial 1's line is in trials.jsonl: its sweep.json cannot be
     # written. The trial is recorded, so --resume goes on after it, not with it again.
