@@ -16,7 +16,7 @@ import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal, NoReturn, TypeVar
+from typing import Annotated, Any, Literal, NoReturn
 
 import tyro
 
@@ -34,8 +34,6 @@ from src.runs.directory import (
     run_part,
     run_record,
 )
-
-T = TypeVar("T")
 
 
 @dataclasses.dataclass
@@ -116,12 +114,12 @@ def parse_command(
 
 
 def parse_options(
-    options_cls: type[T],
+    options_cls: type,
     argv: Sequence[str] | None = None,
     prog: str | None = None,
     description: str | None = None,
-    default: T | None = None,
-) -> T:
+    default: Any = None,
+) -> Any:
     """A command's options (a dataclass) from its command line: help, types and refusals by tyro."""
     # tyro joins a description's lines into one paragraph: only the summary reads well.
     summary = description.strip().split("\n\n")[0] if description else None
