@@ -61,6 +61,8 @@ class GpuLock:
             try:
                 descriptor, writable = os.open(self.path, flags | os.O_RDWR | os.O_CREAT, 0o666), True
             except PermissionError:  # another user's file: locking it needs only read access
+                if not os.path.lexists(self.path):
+                    raise  # a folder this user cannot create the file in
                 descriptor, writable = os.open(self.path, flags | os.O_RDONLY), False
         except OSError as error:  # a link, a missing folder, a folder at the path
             link = error.errno == errno.ELOOP
