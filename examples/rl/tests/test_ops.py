@@ -67,6 +67,9 @@ with GpuLock(sys.argv[1], without_gpu=True):
 """
 
 
+READABLE = "set GPU_LOCK_PATH to a file path every user of this machine can read\n"
+
+
 def take_lock(path, *prefix: str) -> subprocess.CompletedProcess:
     command = [*prefix, sys.executable, "-c", TAKE_LOCK, str(path)]
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
@@ -79,6 +82,13 @@ def test_a_lock_file_another_user_owns_read_only_still_queues(tmp_path):
     lock.chmod(0o444)  # as another user's file looks to this one without DAC override
     result = take_lock(lock, *SETPRIV)
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root's setpriv")
+def test_a_lock_file_that_cannot_be_created_says_so(tmp_path):
+    tmp_path.chmod(0o555)  # a folder this user cannot write to
+    result = take_lock(tmp_path / "gpu.lock", *SETPRIV)
+    assert result.returncode == 2 and result.stderr.endswith("Permission denied; " + READABLE), result.stderr
 
 
 @pytest.mark.parametrize("where", ["missing/gpu.lock", "."])

@@ -1,19 +1,6 @@
-"""OPS-3: watch a running job and write what is found, as it is found, to logs/.
-
-    python -m src.ops.babysit output/part1/baseline_20260101_120000             # one check, then exit
-    python -m src.ops.babysit output/part1/baseline_20260101_120000 --every 600 --restart
-
-Checks: process health, hung process (no output for --stall-minutes), metric
-trend (non-finite values, epochs without improvement), GPU and system (memory,
-disk), checkpoint integrity (the latest checkpoint loads). With --restart, a run that was
-killed (its process vanished without recording an end) is started again from its
-last checkpoint; a run that failed with an error or was interrupted on purpose is
-reported, not restarted. Problems are also recorded in issues/ (OPS-4), and those a
-run cannot report itself (killed, hung, a broken checkpoint while it runs) raise an alert
-as the run's config sets them (src.ops.alerts). Exit
-status: 0 when the run finished, 1 when the last check found a failure, 3 while
-the run is still going (one-shot mode).
-"""
+"""OPS-3: watch a running job; each finding goes to logs/ as it is made, each problem to
+issues/ (OPS-4), and what a run cannot report itself (killed, hung, a broken checkpoint)
+raises its alerts (src.ops.alerts). README.md, "Watching a run", says what it checks."""
 
 from __future__ import annotations
 
@@ -35,6 +22,7 @@ import torch
 import tyro
 
 from src.ops.alerts import Alerts, alert_config_of
+from src.ops.hardware import gpu_readings, visible_gpus
 from src.ops.records import new_issue
 from src.runs.atomic import write_text_atomic
 from src.runs.directory import (
@@ -90,15 +78,13 @@ def check_hung(run_dir: Path, stall_minutes: float) -> Finding:
     newest = max((p.stat().st_mtime for p in outputs if p.exists()), default=0.0)
     idle_minutes = (time.time() - newest) / 60
     if idle_minutes > stall_minutes:
-        last_output = datetime.fromtimestamp(newest).isoformat(timespec="seconds")
-        details = {"last_output_at": last_output}
+        details = {"last_output_at": datetime.fromtimestamp(newest).isoformat(timespec="seconds")}
         return Finding("hung", "FAIL", f"no output for {idle_minutes:.0f} min", "hang", details)
     return Finding("hung", "OK", f"last output {idle_minutes:.1f} min ago")
 
 
 def check_metrics(run_dir: Path, monitor: str, patience: int) -> Finding:
-    path = run_dir / "metrics.jsonl"
-    events = [e for e in read_jsonl(path) if monitor in e] if path.exists() else []
+    events = [e for e in _events(run_dir) if monitor in e]
     if not events:
         return Finding("metrics", "OK", f"no {monitor} yet")
     # metrics.jsonl writes NaN and infinities as null (JSON has no spelling for them).
@@ -117,7 +103,13 @@ def check_metrics(run_dir: Path, monitor: str, patience: int) -> Finding:
 def check_system(run_dir: Path) -> Finding:
     memory = psutil.virtual_memory()
     free_gb = shutil.disk_usage(run_dir).free / 1024**3
-    parts = [f"RAM {memory.percent:.0f}%", f"disk free {free_gb:.1f} GB", *_gpu_readings()]
+    parts = [f"RAM {memory.percent:.0f}%", f"disk free {free_gb:.1f} GB"]
+    for index in range(len(visible_gpus())):
+        readings = gpu_readings(index).items()
+        shown = (
+            f"{key.removeprefix('system/gpu_').removesuffix('_percent')} {v:.0f}%" for key, v in readings
+        )
+        parts.append(f"GPU{index} {' '.join(shown)}")
     level = "WARN" if memory.percent > 90 or free_gb < 5 else "OK"
     return Finding("system", level, ", ".join(parts))
 
@@ -126,8 +118,15 @@ def check_checkpoint(run_dir: Path) -> Finding:
     last = latest_checkpoint(run_dir)
     if last is None:
         return Finding("checkpoint", "OK", "no checkpoint yet")
-    try:
-        progress = _load_checkpoint(last)
+    try:  # as a resume would load it
+        if last.suffix == ".ubj":
+            import xgboost as xgb  # only projects with a tree part have it
+
+            progress = f"{xgb.Booster(model_file=last).num_boosted_rounds()} rounds"
+        else:
+            progress = (
+                f"epoch {torch.load(last, map_location='cpu', weights_only=True, mmap=True).get('epoch')}"
+            )
     except Exception as error:  # noqa: BLE001 - any failure to load means a broken file
         details = {"exit_status": "", "last_checkpoint": str(last), "traceback": repr(error)}
         return Finding("checkpoint", "FAIL", f"{last.name} does not load: {error}", "crash", details)
@@ -135,18 +134,16 @@ def check_checkpoint(run_dir: Path) -> Finding:
     return Finding("checkpoint", "OK", f"{last.name} loads ({progress}, {age:.0f} min old)")
 
 
-def _load_checkpoint(path: Path) -> str:
-    """Load a checkpoint the way a resume would; say how far it got."""
-    if path.suffix == ".ubj":
-        import xgboost as xgb  # only projects with a tree part have it
-
-        return f"{xgb.Booster(model_file=path).num_boosted_rounds()} rounds"
-    return f"epoch {torch.load(path, map_location='cpu', weights_only=True, mmap=True).get('epoch')}"
+def _events(run_dir: Path) -> list[dict]:
+    path = run_dir / "metrics.jsonl"
+    return read_jsonl(path) if path.exists() else []
 
 
 @dataclass
 class BabysitOptions:
-    """Watch a running job and write what is found, as it is found, to logs/ (OPS-3).
+    """Watch a running job and write what is found, as it is found, to logs/ (OPS-3). Exit
+    status: 0 when the run finished, 1 when the last check found a failure, 3 while the run
+    goes on (a single check).
 
     Attributes:
         run_dir: The run directory to watch.
@@ -171,8 +168,7 @@ class Babysitter:
     """Checks one run; remembers its restarts in logs/babysit_<run>.json."""
 
     def __init__(self, run_dir: Path, options: BabysitOptions) -> None:
-        self.run_dir = run_dir
-        self.options = options
+        self.run_dir, self.options = run_dir, options
         self.log_dir = Path(options.log_dir)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         # Named by part too: two parts' runs may share a name (output/part1/smoke_X, output/part2/smoke_X).
@@ -186,12 +182,9 @@ class Babysitter:
         findings = [check_process(self.run_dir, record, self._pending_restart(record))]
         if record.get("status") == "running":
             findings.append(check_hung(self.run_dir, self.options.stall_minutes))
+        patience = config.get("patience", config.get("early_stopping_rounds", 10))
         findings += [
-            check_metrics(
-                self.run_dir,
-                self._monitor(config),
-                config.get("patience", config.get("early_stopping_rounds", 10)),
-            ),
+            check_metrics(self.run_dir, self._monitor(config), patience),
             check_system(self.run_dir),
             check_checkpoint(self.run_dir),
         ]
@@ -204,26 +197,23 @@ class Babysitter:
         return findings
 
     def _monitor(self, config: dict) -> str:
-        """--monitor, or what the run early-stops on: val_<eval_metric> for trees (the
-        key the run tracks the best of where the config leaves the metric to the task),
-        val_episode_reward for RL, else val_loss."""
+        """--monitor, or what the run early-stops on: val_<eval_metric> for trees, else the key
+        whose best metrics.jsonl tracks (tracking/best_<key>), val_episode_reward for RL,
+        val_loss for the rest."""
         if self.options.monitor:
             return self.options.monitor
         if config.get("eval_metric"):
             return f"val_{config['eval_metric']}"
-        return self._tracked() or ("val_episode_reward" if "num_envs" in config else "val_loss")
-
-    def _tracked(self) -> str | None:
-        """The key whose best metrics.jsonl tracks (tracking/best_<key>), once it has one."""
-        path = self.run_dir / "metrics.jsonl"
-        for event in read_jsonl(path) if path.exists() else []:
-            for key in event:
-                if key.startswith("tracking/best_") and key not in (
-                    "tracking/best_epoch",
-                    "tracking/best_round",
-                ):
-                    return key.removeprefix("tracking/best_")
-        return None
+        not_metrics = ("tracking/best_epoch", "tracking/best_round")
+        tracked = (
+            k
+            for e in _events(self.run_dir)
+            for k in e
+            if k.startswith("tracking/best_") and k not in not_metrics
+        )
+        if key := next(tracked, None):
+            return key.removeprefix("tracking/best_")
+        return "val_episode_reward" if "num_envs" in config else "val_loss"
 
     def _restart(self, record: dict) -> str:
         """Start the run's own command again, detached, resuming from its last checkpoint."""
@@ -290,20 +280,6 @@ def main(argv: list[str] | None = None) -> int:
         if finished or not options.every:
             return 0 if finished else 1 if any(f.level == "FAIL" for f in findings) else 3
         time.sleep(options.every)
-
-
-def _gpu_readings() -> list[str]:
-    if not shutil.which("nvidia-smi"):
-        return []
-    query = "--query-gpu=index,utilization.gpu,memory.used,memory.total,temperature.gpu"
-    result = subprocess.run(
-        ["nvidia-smi", query, "--format=csv,noheader,nounits"], capture_output=True, text=True, check=False
-    )
-    readings = []
-    for line in result.stdout.strip().splitlines():
-        index, util, used, total, temperature = (x.strip() for x in line.split(","))
-        readings.append(f"GPU{index} {util}% {used}/{total} MiB {temperature}C")
-    return readings
 
 
 if __name__ == "__main__":

@@ -1,22 +1,10 @@
-"""Alerts: a run that fails, diverges, stalls or leaves its GPU idle says so where someone
-will see it, without ever waiting on them.
-
-Each alert is printed (so console.log has it), recorded in run.json's "alerts", sent to W&B
-(`run.alert`, which W&B forwards by email or Slack as your W&B settings say) when the run
-logs there online, and by email and to a webhook where the config's `alerts` names them.
-Email and webhook go out on threads of their own: a server that is down or hangs costs one
-warning line, and delays the end of the process by `timeout_seconds` at most. Each kind is
-raised once per run; a kind that ends a session (failed, diverged, stopped) once per session.
-
-Who raises them: start_run (src.runs.lifetime) when a run fails, is stopped by a signal or
-finishes; while it trains, AlertCallback (src.callbacks.alerts) in the Lightning parts and
-AlertRounds (src.trees.rounds) in the tree parts; the babysitter (src.ops.babysit) for a run
-that was killed or hangs, which cannot tell anyone itself.
-"""
+"""Alerts: a run that fails, diverges, stalls or leaves its GPU idle says so, once per kind:
+printed (console.log has it), recorded in run.json's "alerts", sent to W&B (`run.alert`) when
+the run logs there online, and by email and webhook where the config's `alerts` names them,
+on threads of their own, so a server that is down or hangs costs one warning line."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import getpass
 import json
@@ -27,7 +15,6 @@ import socket
 import sys
 import threading
 import urllib.request
-from collections.abc import Callable
 from datetime import datetime
 from email.message import EmailMessage
 from pathlib import Path
@@ -36,6 +23,7 @@ from typing import Any
 from src.config import AlertConfig, first_line
 from src.errors import TrainingDiverged
 from src.runs.atomic import write_text_atomic
+from src.runs.directory import run_record
 from src.wandb_utils import current_run
 
 ONCE_PER_RUN = ("stalled", "low GPU use", "GPU memory")  # conditions, not the end of a session
@@ -60,7 +48,12 @@ class Alerts:
     def send(self, kind: str, text: str, level: str = "WARN") -> bool:
         """Raise an alert of `kind` (level INFO, WARN or ERROR, as W&B has them) unless one was
         raised already. Returns at once; never raises."""
-        if kind in self.sent or self._raised_before(kind):
+        # A condition is raised once in any session of the run; an end once in this process
+        # (start_run and a callback may both see a run diverge).
+        raised = run_record(self.run_dir).get("alerts", [])
+        if kind in self.sent or any(
+            a.get("kind") == kind and (kind in ONCE_PER_RUN or a.get("pid") == os.getpid()) for a in raised
+        ):
             return False
         self.sent.add(kind)
         title = f"{self.run_dir.name}: {kind}"
@@ -77,10 +70,9 @@ class Alerts:
         except Exception as error:  # noqa: BLE001 - a full disk or W&B's hiccup must not end the run
             _warn(kind, "run.json or W&B", error)
         payload = {"text": f"{title}\n{text}", "run": self.run_dir.name, "kind": kind, "level": level}
-        if self._webhook_url():
-            _in_background(kind, "webhook", self._post, payload)
-        if self.cfg.email_to:
-            _in_background(kind, "email", self._email, payload)
+        wanted = {"webhook": self._webhook_url(), "email": self.cfg.email_to}
+        for channel in filter(wanted.get, wanted):  # no daemon: a failing run still sends before it ends
+            threading.Thread(target=self._deliver, args=(channel, payload), name=f"alert-{channel}").start()
         return True
 
     def run_ended(self, error: BaseException | None, signal_name: str | None = None) -> None:
@@ -117,18 +109,11 @@ class Alerts:
         if memory is not None and memory > self.cfg.gpu_memory_above:
             self.send("GPU memory", f"{memory:.0f}% of the GPU's memory is in use: near running out")
 
-    def _raised_before(self, kind: str) -> bool:
-        """Whether run.json holds this kind: a condition from any session of the run, an end
-        from this process (start_run and a callback may both see a run diverge)."""
-        return any(
-            alert.get("kind") == kind and (kind in ONCE_PER_RUN or alert.get("pid") == os.getpid())
-            for alert in self._recorded()
-        )
-
-    def _recorded(self) -> list[dict[str, Any]]:
-        with contextlib.suppress(OSError, ValueError):
-            return json.loads((self.run_dir / "run.json").read_text()).get("alerts", [])
-        return []
+    def _deliver(self, channel: str, payload: dict[str, Any]) -> None:
+        try:
+            (self._post if channel == "webhook" else self._email)(payload)
+        except Exception as error:  # noqa: BLE001 - whatever the server did, training goes on
+            _warn(payload["kind"], channel, error)
 
     def _webhook_url(self) -> str:
         # The environment's first: a URL that holds a token stays out of config.json and W&B.
@@ -157,19 +142,6 @@ class Alerts:
             if user:
                 smtp.login(user, os.environ.get("ALERT_SMTP_PASSWORD", ""))
             smtp.send_message(message)
-
-
-def _in_background(kind: str, channel: str, deliver: Callable[[dict[str, Any]], None], payload: dict) -> None:
-    """Deliver on a thread of its own, which is no daemon: a run that fails still sends its
-    alert before the process ends, waiting `timeout_seconds` at most."""
-
-    def attempt() -> None:
-        try:
-            deliver(payload)
-        except Exception as error:  # noqa: BLE001 - whatever the server did, training goes on
-            _warn(kind, channel, error)
-
-    threading.Thread(target=attempt, name=f"alert-{channel}").start()
 
 
 def _warn(kind: str, channel: str, error: BaseException) -> None:

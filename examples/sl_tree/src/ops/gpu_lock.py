@@ -1,18 +1,7 @@
-"""OPS-1: one GPU job at a time on a shared machine; the others queue.
-
-    if __name__ == "__main__":
-        with GpuLock():
-            main()
-
-The lock is flock(2) on /tmp/gpu-task.lock (or $GPU_LOCK_PATH). The kernel
-releases it when the process exits, however it exits, so a crash never leaves a
-stale lock behind. A machine without a CUDA device has nothing to queue for, so
-there the lock is not taken. The file is created writable by every user, and one
-that another user created read-only is still locked (flock needs no write access):
-every user of the machine queues on the same lock. Since the folder is shared, a
-link, a FIFO or a file with other hard links at the path is refused, and the job
-writes its holder line only into a plain file of its own user's.
-"""
+"""OPS-1: one GPU job at a time on a shared machine; the others queue on flock(2) of
+/tmp/gpu-task.lock (or $GPU_LOCK_PATH), which the kernel releases however the process ends.
+Every user queues on the same file: it is created writable by all, and flock needs only read
+access. The folder is shared too, so a link, a FIFO or a hard-linked file at the path is refused."""
 
 from __future__ import annotations
 
@@ -32,12 +21,12 @@ DEFAULT_LOCK_PATH = "/tmp/gpu-task.lock"
 
 class GpuLock:
     def __init__(self, path: str | os.PathLike[str] | None = None, *, without_gpu: bool = False) -> None:
-        """`without_gpu=True` takes the lock on a machine without a CUDA device too."""
+        """A machine without a CUDA device has nothing to queue for: there the lock is not taken,
+        unless `without_gpu=True`."""
         self.path = Path(path or os.environ.get("GPU_LOCK_PATH", DEFAULT_LOCK_PATH))
         self._file: IO[str] | None = None
-        self._owned = False  # a plain file of this user's, which the lock may write to
-        # DDP ranks that Lightning or torchrun start beside the first process belong
-        # to the same job: only local rank 0 queues for the machine.
+        self._owned = False  # a plain file of this user's, which the lock may write its holder to
+        # DDP ranks started beside the first process belong to its job: only local rank 0 queues.
         is_first_rank = int(os.environ.get("LOCAL_RANK", "0")) == 0
         self.enabled = is_first_rank and (without_gpu or bool(visible_gpus()))
 
@@ -48,7 +37,6 @@ class GpuLock:
         try:
             fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            self._file.seek(0)
             holder = self._file.read(200).strip() or "another process"
             print(f"GPU lock {self.path} is held by {holder}; waiting for it...", file=sys.stderr)
             started = time.monotonic()
@@ -66,38 +54,27 @@ class GpuLock:
         return self
 
     def _open(self) -> IO[str]:
-        """The lock file, never through a link: the folder is writable by every user, so a
-        link or a hard link planted at the path would make the job change someone else's
-        file. Only a plain file this user owns is ever written to."""
-        no_follow = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # NONBLOCK: a FIFO must not hang open()
+        """The lock file, never through a link (whoever planted one would have the job change
+        their target); a plain file this user owns is the only one ever written to."""
+        flags = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # NONBLOCK: a FIFO must not hang open()
         try:
-            descriptor = os.open(self.path, no_follow | os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
-            os.fchmod(descriptor, 0o666)  # past the umask, so other users can queue on it too
-        except FileExistsError:
-            descriptor = self._open_existing(no_follow)
-        except OSError as error:  # a missing folder, a folder at the path
-            self._fail(error.strerror or str(error))
+            try:
+                descriptor, writable = os.open(self.path, flags | os.O_RDWR | os.O_CREAT, 0o666), True
+            except PermissionError:  # another user's file: locking it needs only read access
+                if not os.path.lexists(self.path):
+                    raise  # a folder this user cannot create the file in
+                descriptor, writable = os.open(self.path, flags | os.O_RDONLY), False
+        except OSError as error:  # a link, a missing folder, a folder at the path
+            link = error.errno == errno.ELOOP
+            self._fail("it is a symbolic link, which a lock never follows" if link else error.strerror)
         info = os.fstat(descriptor)
-        regular = stat.S_ISREG(info.st_mode)
-        if not regular or info.st_nlink != 1:
+        if not (regular := stat.S_ISREG(info.st_mode)) or info.st_nlink != 1:
             os.close(descriptor)
             self._fail("it has other hard links" if regular else "it is not a regular file")
-        writable = fcntl.fcntl(descriptor, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDWR
         self._owned = writable and info.st_uid == os.geteuid()
-        return os.fdopen(descriptor, "r+" if self._owned else "r")
-
-    def _open_existing(self, no_follow: int) -> int:
-        try:
-            return os.open(self.path, no_follow | os.O_RDWR)
-        except PermissionError:  # another user's file: locking it needs only read access
-            try:
-                return os.open(self.path, no_follow | os.O_RDONLY)
-            except OSError as error:
-                self._fail(error.strerror or str(error))
-        except OSError as error:
-            if error.errno == errno.ELOOP:
-                self._fail("it is a symbolic link, which a lock never follows")
-            self._fail(error.strerror or str(error))
+        if self._owned:
+            os.fchmod(descriptor, 0o666)  # past the umask, so other users can queue on it too
+        return os.fdopen(descriptor, "r+" if writable else "r")
 
     def _fail(self, reason: str) -> NoReturn:
         print(

@@ -1,8 +1,6 @@
-"""LOG-4: CPU, RAM and GPU readings, for every part (Lightning or not).
-
-GPUs are read from the NVIDIA driver (NVML, through nvidia-ml-py), as torch itself counts
-them, but without importing torch: that takes seconds, and a tree part never uses it.
-"""
+"""LOG-4: CPU, RAM and GPU readings, for every part. GPUs are read from the NVIDIA driver
+(NVML, through nvidia-ml-py) as torch counts them, without importing torch: that takes
+seconds, and a tree part never uses it."""
 
 from __future__ import annotations
 
@@ -55,45 +53,31 @@ def driver_versions() -> dict[str, str | None]:
     """The newest CUDA the NVIDIA driver runs and the driver's own version, as nvidia-smi
     shows them; None without a driver."""
     versions: dict[str, str | None] = {"cuda": None, "nvidia_driver": None}
-    with contextlib.suppress(pynvml.NVMLError):  # a driver too old to say: nothing more to record
-        if _nvml_started():
-            cuda = pynvml.nvmlSystemGetCudaDriverVersion()  # 12040 for CUDA 12.4
-            versions["cuda"] = f"{cuda // 1000}.{cuda % 1000 // 10}"
-            versions["nvidia_driver"] = pynvml.nvmlSystemGetDriverVersion()
+    with contextlib.suppress(pynvml.NVMLError):  # no driver, or one too old to say
+        pynvml.nvmlInit()
+        cuda = pynvml.nvmlSystemGetCudaDriverVersion()  # 12040 for CUDA 12.4
+        versions["cuda"] = f"{cuda // 1000}.{cuda % 1000 // 10}"
+        versions["nvidia_driver"] = pynvml.nvmlSystemGetDriverVersion()
     return versions
 
 
 @functools.cache
 def visible_gpus() -> tuple[Any, ...]:
-    """NVML's handles of the GPUs CUDA shows this process, in its order: every one, or
-    those CUDA_VISIBLE_DEVICES names (by index or UUID) up to the first it does not know,
-    as CUDA reads it. None without an NVIDIA driver."""
-    if not _nvml_started():
-        return ()
+    """NVML's handles of the GPUs CUDA shows this process, in its order: every one, or those
+    CUDA_VISIBLE_DEVICES names (by index or UUID) up to the first it does not know."""
     try:
-        handles = [pynvml.nvmlDeviceGetHandleByIndex(index) for index in range(pynvml.nvmlDeviceGetCount())]
-    except pynvml.NVMLError:  # a driver that cannot list its GPUs: none to use
+        pynvml.nvmlInit()  # once a process, as torch starts it: the result is cached
+        handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+    except pynvml.NVMLError:  # no driver, or one that cannot list its GPUs: none to use
         return ()
-    chosen = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if chosen is None:
+    if (chosen := os.environ.get("CUDA_VISIBLE_DEVICES")) is None:
         return tuple(handles)
     visible = []
-    for entry in (entry.strip() for entry in chosen.split(",")):
-        if entry.isdigit() and int(entry) < len(handles):
-            visible.append(handles[int(entry)])
-            continue
-        try:  # a GPU's UUID, or a MIG slice's
-            visible.append(pynvml.nvmlDeviceGetHandleByUUID(entry))
-        except pynvml.NVMLError:
+    for entry in map(str.strip, chosen.split(",")):
+        try:  # an index, a GPU's UUID or a MIG slice's
+            visible.append(
+                handles[int(entry)] if entry.isdigit() else pynvml.nvmlDeviceGetHandleByUUID(entry)
+            )
+        except (IndexError, pynvml.NVMLError):
             break
     return tuple(visible)
-
-
-@functools.cache
-def _nvml_started() -> bool:
-    """NVML, started once for the process (as torch does); False without an NVIDIA driver."""
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError:
-        return False
-    return True

@@ -1,17 +1,12 @@
 """OPS-4: experiments are recorded under experiments/, problems under issues/.
 
-Each record is a Markdown file with YAML front matter: a `type`, a `status` (edited by
-hand: an experiment is planned, running, done or abandoned; an issue open, investigating,
-fixed or wontfix) and the fields of its type, so `python -m src.ops.records list` can
-tabulate them.
-
-    python -m src.ops.records experiment "wider MLP" --hypothesis "more width helps"
-    python -m src.ops.records issue "loss went NaN in epoch 12" --type divergence
-    python -m src.ops.records list
-"""
+Each is a Markdown file whose YAML front matter holds its `type`, its `status` (edited by
+hand: planned, running, done or abandoned; open, investigating, fixed or wontfix) and the
+fields of its type. experiments/README.md and issues/README.md show the commands."""
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from datetime import date
@@ -38,39 +33,24 @@ Title = Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="TITLE", help
 
 
 def new_experiment(root: Path, title: str, hypothesis: str = "", configs: str = "") -> Path:
-    fields = {
-        "type": "experiment",
-        "status": "planned",
-        "date": date.today().isoformat(),
-        "hypothesis": hypothesis,
-        "configs": configs,
-        "runs": "",
-        "result": "",
-    }
-    body = "## Plan\n\n## Results\n\n## Conclusion\n"
-    return _write(root / "experiments", title, fields, body)
+    fields = {"type": "experiment", "status": "planned", "date": date.today().isoformat()}
+    fields |= {"hypothesis": hypothesis, "configs": configs, "runs": "", "result": ""}
+    return _write(root / "experiments", title, fields, "## Plan\n\n## Results\n\n## Conclusion\n")
 
 
 def new_issue(root: Path, title: str, issue_type: str, run: str = "", **details: str) -> Path:
     if issue_type not in ISSUE_FIELDS:
         raise ValueError(f"unknown issue type '{issue_type}'; valid types: {', '.join(ISSUE_FIELDS)}")
-    fields = {
-        "type": issue_type,
-        "status": "open",
-        "date": date.today().isoformat(),
-        "run": run,
-        **{name: details.get(name, "") for name in ISSUE_FIELDS[issue_type]},
-    }
-    body = "## Symptom\n\n## Cause\n\n## Fix\n"
-    return _write(root / "issues", title, fields, body)
+    fields = {"type": issue_type, "status": "open", "date": date.today().isoformat(), "run": run}
+    fields |= {name: details.get(name, "") for name in ISSUE_FIELDS[issue_type]}
+    return _write(root / "issues", title, fields, "## Symptom\n\n## Cause\n\n## Fix\n")
 
 
 def list_records(root: Path) -> list[dict[str, str]]:
     records = []
     for folder in ("experiments", "issues"):
         for path in sorted((root / folder).glob("*.md")):
-            header = _front_matter(path.read_text())
-            if header:
+            if header := _front_matter(path.read_text()):
                 records.append({"file": str(path.relative_to(root)), **header})
     return records
 
@@ -78,25 +58,21 @@ def list_records(root: Path) -> list[dict[str, str]]:
 def _write(folder: Path, title: str, fields: dict[str, str], body: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:60] or "untitled"
-    path = folder / f"{fields['date']}-{slug}.md"
-    attempt = 1
+    path, attempt = folder / f"{fields['date']}-{slug}.md", 1
     while path.exists():
         attempt += 1
         path = folder / f"{fields['date']}-{slug}-{attempt}.md"
-    header = "\n".join(f"{key}: {_quote(str(value))}" for key, value in {"title": title, **fields}.items())
+    # A JSON string is a double-quoted YAML string: quotes, backslashes and line breaks escaped.
+    header = "\n".join(
+        f"{key}: {json.dumps(value, ensure_ascii=False)}" for key, value in {"title": title, **fields}.items()
+    )
     write_text_atomic(path, f"---\n{header}\n---\n\n# {title}\n\n{body}")
     return path
 
 
-def _quote(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-
-
 def _front_matter(text: str) -> dict[str, str]:
     match = re.match(r"---\n(.*?)\n---\n", text, re.DOTALL)
-    if not match:
-        return {}
-    pairs = (line.split(":", 1) for line in match[1].splitlines() if ":" in line)
+    pairs = (line.split(":", 1) for line in (match[1].splitlines() if match else []) if ":" in line)
     return {key.strip(): value.strip().strip('"') for key, value in pairs}
 
 
