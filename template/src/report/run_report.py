@@ -177,16 +177,10 @@ def compare_runs(runs: list[RunFiles], output: Path, title: str = "") -> Path:
         for name, group in zip(names, groups, strict=True)
         for run in group
     ]
-    sections = [
-        f"# {title}",
-        table(["run", *(["group", "seed"] if seeded else []), "status", "report"], listed),
-    ]
+    sections = [f"# {title}"]
     if seeded:
-        sections.insert(
-            1,
-            "Runs that differ only in their seed are taken together: the mean of each group, "
-            "± one standard deviation.",
-        )
+        sections.append("Runs that differ only in their seed are taken together: mean ± standard deviation.")
+    sections.append(table(["run", *(["group", "seed"] if seeded else []), "status", "report"], listed))
     if len(groups) > 1:
         configs = [flat(group[0].config) for group in groups]
         fields = dict.fromkeys(
@@ -230,32 +224,23 @@ def _curves_figure(groups: list[list[RunFiles]], names: list[str], path: Path, t
 
 def _final_metrics(groups: list[list[RunFiles]], names: list[str], bold_best: bool) -> str:
     """A row per final metric, a column per group: a run's value, or a group's mean ± std (n runs);
-    with `bold_best`, the best of a validation or test metric in bold."""
+    with `bold_best` (a run to a group), the best of a validation or test metric in bold."""
     finals = pd.DataFrame(
         [{k: v["final"] for k, v in run.final_metrics().items()} for g in groups for run in g]
     )
-    by_group = finals.apply(pd.to_numeric, errors="coerce").groupby(
-        [i for i, g in enumerate(groups) for _ in g]
-    )
-    mean, std, count = by_group.mean(), by_group.std(), by_group.count()
-    rows = []
-    for key in mean.columns:
-        best = None
-        if bold_best and key.startswith(("val_", "test_", "best_")) and count[key].sum() > 1:
-            best = mean[key].max() if higher_is_better(key) else mean[key].min()
-        cells = []
-        for group in mean.index:
-            value, n = mean.at[group, key], count.at[group, key]
-            text = (
-                MISSING
-                if n == 0
-                else cell(value)
-                if n == 1
-                else f"{cell(value)} ± {cell(std.at[group, key])} (n={n})"
-            )
-            cells.append(f"**{text}**" if value == best else text)
-        rows.append([key, *cells])
-    return table(["metric", *names], rows, NO_METRICS)
+    finals = finals.apply(pd.to_numeric, errors="coerce")
+    texts = finals.groupby([index for index, group in enumerate(groups) for _ in group]).agg(_mean_std)
+    for key in finals.filter(regex="^(val|test|best)_") if bold_best else []:
+        if finals[key].count() > 1:
+            best = finals[key].max() if higher_is_better(key) else finals[key].min()
+            texts.loc[finals[key] == best, key] = "**" + texts[key] + "**"
+    return table(["metric", *names], [[key, *texts[key]] for key in texts], NO_METRICS)
+
+
+def _mean_std(values: pd.Series) -> str:
+    if len(values := values.dropna()) < 2:
+        return cell(values.iloc[0]) if len(values) else MISSING
+    return f"{cell(values.mean())} ± {cell(values.std())} (n={len(values)})"
 
 
 def flat(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
