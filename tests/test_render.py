@@ -19,8 +19,7 @@ SRC_MODULES = """
     runs/__init__ runs/atomic runs/checkpoint_checks runs/console runs/directory
     runs/launch runs/lifetime runs/loggers runs/metrics_jsonl runs/provenance
     ops/__init__ ops/alerts ops/babysit ops/gpu_lock ops/hardware ops/memory ops/records
-    report/__init__ report/__main__ report/comparison report/figures report/run_files report/run_report
-    report/seeds
+    report/__init__ report/__main__ report/figures report/run_files report/run_report
 """
 CALLBACKS = "__init__ alerts frozen_heap guards metrics progress resume"
 CHECKLIST = "__init__ __main__ code_checks project registry run_checks"
