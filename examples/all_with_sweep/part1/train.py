@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-# This part's own modules; the template names its folder.
 from part1.config import CONFIGS, DigitsConfig
 from src.cli import exit_on_bad_input, parse_cli
 from src.ops.gpu_lock import GpuLock
@@ -22,8 +21,7 @@ def main_with_config(cfg: DigitsConfig, resume_from: Path | None = None) -> dict
     """Train, test and save one config; returns the test metrics (test_accuracy or test_rmse
     and the others of src/predictions.py) and the best validation score (SWP-2: sweeps call
     this, and select on validation, never on test)."""
-    # Here, not at the top: torch and Lightning take seconds to load, and --help or a
-    # mistyped flag answers before (main() parses the command line first).
+    # Here, not at the top: --help and a mistyped flag answer before torch and Lightning load.
     import lightning as L
     from lightning.pytorch.callbacks import BatchSizeFinder
 
@@ -40,10 +38,8 @@ def main_with_config(cfg: DigitsConfig, resume_from: Path | None = None) -> dict
 
     with start_run(cfg, resume_from) as run:
         # MAIN-1: seed -> DataModule -> LightningModule -> WandbLogger -> Trainer -> fit -> test -> finish
-        # DDP-1: one seed on every rank, as DistributedSampler needs; workers=True gives
-        # each rank's data-loader workers seeds of their own.
+        # DDP-1: one seed on every rank, as DistributedSampler needs; workers=True seeds each worker.
         L.seed_everything(cfg.seed, workers=True)
-        # The rows that data.py loads; a resumed run encodes them as its checkpoint says.
         datamodule = TableDataModule(cfg, data, resume_from=run.resume_from)
         model = build_model(cfg)
         logger = create_wandb_logger(cfg, run.dir)
@@ -74,8 +70,7 @@ def main_with_config(cfg: DigitsConfig, resume_from: Path | None = None) -> dict
 
 def main() -> None:
     cfg, resume_from = parse_cli(CONFIGS, prog="python -m part1.train", description=__doc__)
-    # OPS-1: queue behind other GPU jobs instead of failing. Taken after parsing, so
-    # --help and a mistyped flag answer at once even while another job holds the GPU.
+    # OPS-1: queue behind other GPU jobs instead of failing; after parsing, so that --help answers at once.
     with GpuLock(), exit_on_bad_input():
         main_with_config(cfg, resume_from)
 

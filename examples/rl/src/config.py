@@ -1,10 +1,7 @@
-"""The config hierarchy shared by every part (CFG-1, CFG-2).
-
-BaseConfig -> SLNeuralConfig / SLTreeConfig / RLConfig -> a part's task config ->
-its variants. Each kind's level lives with that kind's shared code, in
-src/neural/config.py, src/trees/config.py or src/rl/config.py. Variants override only
-the fields that differ (CFG-6).
-"""
+"""The config hierarchy every part shares (CFG-1, CFG-2): BaseConfig -> LightningConfig ->
+SLNeuralConfig / SLTreeConfig / RLConfig (src/<kind>/config.py) -> a part's config -> its
+variants, which override only the fields that differ (CFG-6). Each field's --help line is in
+its class's Attributes docstring, where tyro reads it."""
 
 from __future__ import annotations
 
@@ -22,17 +19,16 @@ from typing import Any, Literal, Self
 from src.project import PROJECT_SLUG, WANDB_ENTITY
 from src.runs.launch import current_launch, processes_problem
 
-# config.json's record of what a run actually used where its config left the choice to the
-# machine or to Lightning (precision "auto", the batch size BatchSizeFinder found). It sits
-# beside the fields, so that what was asked and what ran are read side by side.
+# config.json's record, beside the fields, of what a run used where its config left the choice
+# to the machine or to Lightning (precision "auto", the batch size BatchSizeFinder found).
 USED_KEY = "used"
+PART = "{part}"  # in output.base_dir: the folder name of the part the config belongs to
+MAX_COUNT = 2**31 - 1  # the largest count torch, XGBoost and the OS take
 
-WandbMode = Literal["auto", "online", "offline", "disabled"]
 LoggerName = Literal["wandb", "tensorboard", "csv"]
 StepSchedule = Literal["constant", "cosine", "onecycle"]  # per optimizer step (src/training/schedules.py)
 Schedule = Literal["plateau", StepSchedule]  # plateau: per epoch, on the monitored metric
 SPANNING_SCHEDULES = ("cosine", "onecycle")  # they decay over the whole run: they need its length
-MAX_COUNT = 2**31 - 1  # the largest count torch, XGBoost and the OS take
 
 
 class ConfigError(ValueError):
@@ -40,17 +36,9 @@ class ConfigError(ValueError):
 
 
 def first_line(error: BaseException) -> str:
-    """What another library's error says, fit for a one-line message of ours: its first
-    line, without a closing period; its type where it says nothing."""
+    """Another library's error, fit for a one-line message of ours; its type where it says nothing."""
     text = str(error).strip()
     return text.splitlines()[0][:200].rstrip(".") if text else type(error).__name__
-
-
-# Each field's --help line is in its class docstring's Attributes section (tyro reads
-# it there), so that editing a default never touches a line next to its help text.
-
-
-PART = "{part}"  # in output.base_dir: the folder name of the part the config belongs to
 
 
 @dataclass
@@ -58,8 +46,8 @@ class OutputConfig:
     """Where runs are written: {base_dir}/{name}_{YYYYMMDD_HHMMSS}/ (OUT-1).
 
     Attributes:
-        base_dir: Folder that holds the run directories, relative to the working directory;
-            {part} stands for the part's folder (part1, ...), so each part keeps to its own runs.
+        base_dir: Folder of the run directories, relative to the working directory; {part} stands
+            for the part's folder (part1, ...), so each part keeps to its own runs.
     """
 
     base_dir: str = f"output/{PART}"
@@ -67,25 +55,24 @@ class OutputConfig:
 
 @dataclass
 class AlertConfig:
-    """Who hears of a run's trouble, and what counts as trouble (src.ops.alerts). Every alert
-    is printed and recorded in run.json, and sent to W&B when the run logs there online;
-    email and a webhook are sent only where configured.
+    """Who hears of a run's trouble, and what counts as trouble (src.ops.alerts). Every alert is
+    printed, recorded in run.json and sent to W&B when the run logs there online.
 
     Attributes:
-        webhook_url: URL that gets each alert as a JSON POST with a "text" field, as Slack and
-            Mattermost take it; a URL that holds a token belongs in ALERT_WEBHOOK_URL instead.
+        webhook_url: URL that gets each alert as a JSON POST with a "text" field (Slack,
+            Mattermost); a URL that holds a token belongs in ALERT_WEBHOOK_URL instead.
         email_to: Comma-separated addresses that get each alert by email.
-        smtp_server: host:port of the SMTP server that sends the emails (465: TLS); it logs in
-            as ALERT_SMTP_USER with ALERT_SMTP_PASSWORD where those are set.
+        smtp_server: host:port of the SMTP server that sends the emails (465: TLS); it logs in as
+            ALERT_SMTP_USER with ALERT_SMTP_PASSWORD where those are set.
         stalled_evaluations: Validations (boosting rounds for trees) without improvement of the
             monitored metric that raise a `stalled` alert; 0 raises none.
-        gpu_utilization_below: GPU use, in percent, below which 3 readings in a row raise a
-            `low GPU use` alert; 0 raises none. Read only where the run trains on a GPU.
-        gpu_memory_above: Share of the GPU's memory in use, in percent, above which a reading
-            raises a `GPU memory` alert; 100 raises none.
+        gpu_utilization_below: GPU use, in percent, below which 3 readings in a row raise a `low
+            GPU use` alert; 0 raises none. Read only where the run trains on a GPU.
+        gpu_memory_above: Share of GPU memory in use, in percent, above which a reading raises a
+            `GPU memory` alert; 100 raises none.
         on_finish: Also alert when a run finishes.
-        timeout_seconds: Seconds an email or webhook may take, sent in the background, before
-            it is given up with a warning.
+        timeout_seconds: Seconds an email or webhook may take, in the background, before it is
+            given up with a warning.
     """
 
     webhook_url: str = ""
@@ -98,13 +85,11 @@ class AlertConfig:
     timeout_seconds: float = 10.0
 
     def problems(self) -> list[str]:
-        found = []
+        found = [f"alerts.{problem}" for problem in at_least(self, stalled_evaluations=0)]
         if self.webhook_url and not re.match(r"https?://[^/\s]+", self.webhook_url):
             found.append(f"alerts.webhook_url {self.webhook_url!r}: use an http:// or https:// URL")
         if not re.fullmatch(r"[^:\s]+:[0-9]{1,5}", self.smtp_server):
             found.append(f"alerts.smtp_server {self.smtp_server!r}: use host:port, e.g. smtp.example.com:587")
-        if self.stalled_evaluations < 0:
-            found.append(f"alerts.stalled_evaluations {self.stalled_evaluations}: must be 0 or more")
         for name in ("gpu_utilization_below", "gpu_memory_above"):
             if not 0 <= (value := getattr(self, name)) <= 100:
                 found.append(f"alerts.{name} {value}: must be a percentage, 0 to 100")
@@ -125,12 +110,11 @@ class BaseConfig:
         max_wall_clock_hours: Training stops after this many hours, keeping its checkpoints;
             the final test follows.
         output: Where runs are written.
-        stop_file: Creating this file (or STOP in the run directory) stops the run after the
-            current epoch.
+        stop_file: Creating this file, relative to the working directory (or STOP in the run
+            directory), stops the run after the current epoch.
         loggers: Where metrics go beside metrics.jsonl, any of: wandb, tensorboard (the run's
-            tensorboard/), csv (the run's csv/).
-        wandb_mode: W&B logging: auto is online with an API key, else offline; disabled logs
-            nothing.
+            tensorboard/), csv (the run's csv/). W&B is off without wandb, whatever wandb_mode says.
+        wandb_mode: W&B logging: auto is online with an API key, else offline; disabled logs nothing.
         wandb_project: W&B project the runs are logged to.
         wandb_entity: W&B team or user the project belongs to; empty for your default entity.
         alerts: When a run raises alerts, and where they go besides the console and run.json.
@@ -138,33 +122,26 @@ class BaseConfig:
 
     name: str = "baseline"
     seed: int = 42
-    # CFG-4: training stops within this budget (checkpoints kept); the final test follows.
     max_wall_clock_hours: float = 24.0
     output: OutputConfig = field(default_factory=OutputConfig)
-    # CB-4: a file at this path (relative to the working directory) stops the run after
-    # the current epoch; so does a file named STOP inside the run directory.
     stop_file: str = "STOP"
-    # LOG-1: Lightning's loggers; W&B is off when "wandb" is left out, whatever wandb_mode says.
     loggers: tuple[LoggerName, ...] = ("wandb",)
-    # LOG-1: "auto" logs online when a W&B API key is configured, offline otherwise.
-    wandb_mode: WandbMode = "auto"
+    wandb_mode: Literal["auto", "online", "offline", "disabled"] = "auto"
     wandb_project: str = PROJECT_SLUG
     wandb_entity: str = WANDB_ENTITY
     alerts: AlertConfig = field(default_factory=AlertConfig)
 
     def problems(self) -> list[str]:
-        """What is wrong with these values (CFG-3); empty when they can run.
-        Each level of the hierarchy adds the checks of its own fields."""
-        found = [
-            f"{f.name} {value}: must be a finite number"
-            for f in dataclasses.fields(self)
-            if isinstance(value := getattr(self, f.name), float) and not math.isfinite(value)
-        ]
-        found += [
-            f"{f.name} {value}: must be at most {MAX_COUNT} (the largest count the libraries take)"
-            for f in dataclasses.fields(self)
-            if f.name != "seed" and _largest_int(value := getattr(self, f.name)) > MAX_COUNT
-        ]
+        """What is wrong with these values (CFG-3), one line each; each level adds its own fields'."""
+        found = []
+        for name, value in ((f.name, getattr(self, f.name)) for f in dataclasses.fields(self)):
+            if isinstance(value, float) and not math.isfinite(value):
+                found.append(f"{name} {value}: must be a finite number")
+            counts = [v for v in (value if isinstance(value, tuple) else (value,)) if type(v) is int]
+            if name != "seed" and max(counts, default=0) > MAX_COUNT:
+                found.append(
+                    f"{name} {value}: must be at most {MAX_COUNT} (the largest count the libraries take)"
+                )
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}", self.name):
             found.append(
                 f"name {self.name!r}: use up to 100 letters, digits, '_', '.' and '-' "
@@ -184,8 +161,12 @@ class BaseConfig:
                 f"wandb_project {self.wandb_project!r}: W&B project names are 1 to 128 characters "
                 "without / \\ # ? % :"
             )
-        found += _logger_problems(self.loggers) + self.alerts.problems()
-        return found + _wandb_problems(self) + _output_problems(self.runs_dir())
+        valid_loggers = ", ".join(typing.get_args(LoggerName))
+        if not self.loggers:
+            found.append(f"loggers: name at least one of {valid_loggers}")
+        elif len(set(self.loggers)) < len(self.loggers):
+            found.append(f"loggers {' '.join(self.loggers)}: name each at most once, from {valid_loggers}")
+        return found + self.alerts.problems() + _wandb_problems(self) + _output_problems(self.runs_dir())
 
     @classmethod
     def part(cls) -> str:
@@ -198,7 +179,6 @@ class BaseConfig:
         return ""
 
     def runs_dir(self) -> Path:
-        """The folder this config's runs go in: output.base_dir, its {part} filled in."""
         return Path(self.output.base_dir.replace(PART, self.part()))
 
     def validate(self) -> None:
@@ -206,13 +186,12 @@ class BaseConfig:
             raise ConfigError(f"config '{self.name}' cannot run:\n  " + "\n  ".join(found))
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready snapshot of every field (CFG-2)."""
         return json.loads(json.dumps(dataclasses.asdict(self)))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Self:
-        """Rebuild a config from `to_dict()` output; unknown keys are an error (CFG-2).
-        A run's config.json also holds what the run used (USED_KEY), which is not a field."""
+        """The config of a `to_dict()`, or of a run's config.json (its USED_KEY is no field);
+        an unknown key or a value of the wrong type is an error (CFG-2)."""
         if isinstance(data, dict):
             data = {key: value for key, value in data.items() if key != USED_KEY}
         return _build(cls, data)
@@ -235,16 +214,14 @@ class LightningConfig(BaseConfig):
         min_delta: Smallest change of the monitored metric that counts as an improvement.
         batch_size: Examples per batch on each device.
         learning_rate: Learning rate of AdamW: the peak of a cosine or onecycle schedule.
-        weight_decay: AdamW weight decay, applied to weight matrices only (never biases or
-            norm scales).
-        scheduler: Learning-rate schedule, stepped at every training step: constant, cosine
-            (after a linear warmup) or onecycle; the last two span num_epochs, which they need set.
+        weight_decay: AdamW weight decay, of weight matrices only (never biases or norm scales).
+        scheduler: Learning-rate schedule, stepped at every optimizer step: constant, cosine (after
+            a linear warmup) or onecycle; the last two span num_epochs, which they need set.
         warmup_fraction: Share of the training steps over which cosine and onecycle raise the
             rate to learning_rate.
         min_lr_fraction: Rate at which cosine and onecycle end, as a share of learning_rate.
         precision: Numeric precision: auto is bf16-mixed on a GPU that supports it, else 32-true.
-        profiler: Lightning profiler whose report lands in the run directory; advanced is per
-            function.
+        profiler: Lightning profiler whose report lands in the run directory; advanced is per function.
         accelerator: Lightning accelerator: auto, cpu, gpu or mps.
         devices: Devices per node: auto, a count such as 2, or a list such as 0,1.
         num_nodes: Machines in a multi-node run.
@@ -252,30 +229,25 @@ class LightningConfig(BaseConfig):
         log_every_n_steps: Optimizer steps between per-step metric logs.
         keep_last_n: Checkpoints of the latest validations to keep beside best and last, as
             checkpoints/epoch=E-step=S.ckpt; the oldest goes once a newer one is written.
-        val_every_n_steps: Validate every this many optimizer steps, across epoch ends, instead
-            of after each epoch; early stopping's patience then counts these validations. 0
-            validates after each epoch.
-        checkpoint_minutes: Minutes between rewrites of checkpoints/last.ckpt, mid-epoch
-            included, the checkpoint a resume starts from; 0 rewrites it after validations only.
+        val_every_n_steps: Validate every this many optimizer steps, across epoch ends, instead of
+            after each epoch (0); early stopping's patience then counts these validations.
+        checkpoint_minutes: Minutes between rewrites of checkpoints/last.ckpt, the checkpoint a
+            resume starts from, mid-epoch included; 0 rewrites it after validations only.
         checkpoint_every_n_steps: Also rewrite checkpoints/last.ckpt every this many optimizer
             steps; 0 never does on a step count.
     """
 
-    # CFG-5: effectively unlimited, so early stopping (CB-1) ends training.
     num_epochs: int = 10_000
     patience: int = 10
     min_delta: float = 0.0
     batch_size: int = 64
     learning_rate: float = 1e-3
     weight_decay: float = 0.01
-    # RES-2: over the run's optimizer steps, which Lightning counts from the real loader length.
     scheduler: StepSchedule = "constant"
     warmup_fraction: float = 0.05
     min_lr_fraction: float = 0.0
-    # PRC-1/PRC-3: "auto" is bf16-mixed where the GPU supports it, else 32-true.
     precision: Literal["auto", "bf16-mixed", "32-true"] = "auto"
     profiler: Literal["simple", "advanced"] = "simple"
-    # DDP-1: the same code runs on several devices and nodes.
     accelerator: str = "auto"
     devices: str = "auto"
     num_nodes: int = 1
@@ -283,94 +255,75 @@ class LightningConfig(BaseConfig):
     log_every_n_steps: int = 10
     keep_last_n: int = 0
     val_every_n_steps: int = 0
-    # RES-1: a resume continues at the next batch, so a kill loses at most this much training.
     checkpoint_minutes: float = 30.0
     checkpoint_every_n_steps: int = 0
 
     def problems(self) -> list[str]:
-        return [
-            *super().problems(),
-            *at_least(
-                self,
-                num_epochs=1,
-                patience=0,
-                batch_size=1,
-                learning_rate=0,
-                weight_decay=0,
-                num_nodes=1,
-                log_every_n_steps=1,
-                keep_last_n=0,
-                val_every_n_steps=0,
-                checkpoint_minutes=0,
-                checkpoint_every_n_steps=0,
-            ),
-            *_schedule_problems(self.scheduler, self.num_epochs, self.warmup_fraction, self.min_lr_fraction),
-            *_hardware_problems(self.accelerator, self.devices, self.num_nodes, self.strategy),
-        ]
-
-
-def _schedule_problems(
-    scheduler: str, num_epochs: int, warmup_fraction: float, min_lr_fraction: float
-) -> list[str]:
-    found = []
-    # CFG-5's default num_epochs leaves the end to early stopping: a schedule that decays
-    # to its end needs an end it can plan for.
-    if scheduler in SPANNING_SCHEDULES and num_epochs >= LightningConfig.num_epochs:
-        found.append(
-            f"scheduler {scheduler}: it decays over num_epochs, {num_epochs} here (the default, for "
-            "early stopping to end training); set num_epochs to the epochs to train, e.g. 50"
+        found = super().problems() + at_least(
+            self,
+            num_epochs=1,
+            patience=0,
+            batch_size=1,
+            learning_rate=0,
+            weight_decay=0,
+            num_nodes=1,
+            log_every_n_steps=1,
+            keep_last_n=0,
+            val_every_n_steps=0,
+            checkpoint_minutes=0,
+            checkpoint_every_n_steps=0,
         )
-    if not 0 <= warmup_fraction < 1 or not 0 <= min_lr_fraction <= 1:
-        fractions = f"warmup_fraction {warmup_fraction}, min_lr_fraction {min_lr_fraction}"
-        found.append(f"{fractions}: must be in [0, 1) and [0, 1]")
-    return found
+        # The default num_epochs leaves the end to early stopping: a schedule that decays to its
+        # end needs an end it can plan for.
+        if self.scheduler in SPANNING_SCHEDULES and self.num_epochs >= LightningConfig.num_epochs:
+            found.append(
+                f"scheduler {self.scheduler}: it decays over num_epochs, {self.num_epochs} here (the "
+                "default, for early stopping to end training); set num_epochs to the epochs to train, e.g. 50"
+            )
+        if not 0 <= self.warmup_fraction < 1 or not 0 <= self.min_lr_fraction <= 1:
+            fractions = f"warmup_fraction {self.warmup_fraction}, min_lr_fraction {self.min_lr_fraction}"
+            found.append(f"{fractions}: must be in [0, 1) and [0, 1]")
+        return found + _hardware_problems(self.accelerator, self.devices, self.num_nodes, self.strategy)
 
 
 def _hardware_problems(accelerator: str, devices: str, num_nodes: int, strategy: str) -> list[str]:
     """Accelerator, devices and strategy that Lightning would refuse only after the run began.
-    torch and Lightning are asked only about values other than auto: the defaults, --help
-    and a mistyped flag answer without the seconds they take to load."""
+    torch and Lightning load only for values other than auto: the defaults, --help and a
+    mistyped flag answer without the seconds they take."""
     found = []
     accelerators = ("auto", "cpu", "gpu", "cuda", "mps")
     if accelerator not in accelerators:
         found.append(f"accelerator {accelerator!r}: use one of {', '.join(accelerators)}")
     elif not _accelerator_present(accelerator):
         found.append(f"accelerator {accelerator!r}: none is visible on this machine; use auto or cpu")
+    on_cpu = accelerator == "cpu" or (accelerator == "auto" and not _accelerator_present("gpu"))
     if not re.fullmatch(r"auto|-1|[1-9][0-9]*|[0-9]+,|[0-9]+(,[0-9]+)+,?", devices.replace(" ", "")):
         found.append(f"devices {devices!r}: use auto, -1 (all), a count such as 2, or a list such as 0,1")
-    elif not re.fullmatch(r"auto|[1-9][0-9]*", devices.strip()) and _on_cpu(accelerator):
+    elif not re.fullmatch(r"auto|[1-9][0-9]*", devices.strip()) and on_cpu:
         found.append(f"devices {devices!r}: on the CPU, use auto or a count of processes such as 2")
     if problem := processes_problem(current_launch(), devices, num_nodes):
         found.append(problem)
-    return found + _strategy_problems(strategy)
-
-
-def _strategy_problems(strategy: str) -> list[str]:
     if strategy == "auto":
-        return []
-    from lightning.pytorch.strategies import StrategyRegistry  # here: see _hardware_problems
+        return found
+    from lightning.pytorch.strategies import StrategyRegistry
 
     strategies = ["auto", *StrategyRegistry.available_strategies()]
     if strategy not in strategies:
-        return [f"strategy {strategy!r}: use one of Lightning's: {', '.join(strategies)}"]
-    if re.search("spawn|fork|notebook", strategy):
+        found.append(f"strategy {strategy!r}: use one of Lightning's: {', '.join(strategies)}")
+    elif re.search("spawn|fork|notebook", strategy):
         # Lightning brings back only the weights from processes it starts this way: the
         # checkpoints' scores, which the test and the sweeps need, stay behind.
-        return [f"strategy {strategy!r}: use ddp, which starts a process per device with its own state"]
-    return []
+        found.append(f"strategy {strategy!r}: use ddp, which starts a process per device with its own state")
+    return found
 
 
 def _accelerator_present(accelerator: str) -> bool:
     if accelerator in ("auto", "cpu"):
         return True
-    import torch  # here: see _hardware_problems
+    import torch
 
     cuda, mps = torch.cuda.is_available(), torch.backends.mps.is_available()
     return {"gpu": cuda or mps, "cuda": cuda, "mps": mps}[accelerator]
-
-
-def _on_cpu(accelerator: str) -> bool:
-    return accelerator == "cpu" or (accelerator == "auto" and not _accelerator_present("gpu"))
 
 
 def _refused_path(path: Path) -> str | None:
@@ -380,24 +333,6 @@ def _refused_path(path: Path) -> str | None:
     except OSError as error:
         return f"the system refuses it ({error.strerror})"
     return None
-
-
-def _largest_int(value: Any) -> int:
-    """The largest integer in a field's value (a number or a tuple of them); 0 when none."""
-    values = value if isinstance(value, tuple) else (value,)
-    return max((v for v in values if isinstance(v, int) and not isinstance(v, bool)), default=0)
-
-
-def _logger_problems(loggers: tuple[str, ...]) -> list[str]:
-    names = typing.get_args(LoggerName)
-    valid = ", ".join(names)
-    if not loggers:
-        return [f"loggers: name at least one of {valid}"]
-    if unknown := [name for name in loggers if name not in names]:  # an edited config.json
-        return [f"loggers {' '.join(unknown)}: use any of {valid}"]
-    if len(set(loggers)) < len(loggers):
-        return [f"loggers {' '.join(loggers)}: name each at most once, from {valid}"]
-    return []
 
 
 def _wandb_problems(cfg: BaseConfig) -> list[str]:
@@ -450,9 +385,8 @@ def split_problems(val_fraction: float, test_fraction: float) -> list[str]:
 def _build(cls: type, data: dict[str, Any]) -> Any:
     if not isinstance(data, dict):
         raise TypeError(f"{cls.__name__}: expected a JSON object, got {type(data).__name__}")
-    known = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - set(known))
-    if unknown:
+    known = {f.name for f in dataclasses.fields(cls)}
+    if unknown := sorted(set(data) - known):
         raise ValueError(
             f"{cls.__name__}: unknown field(s) {', '.join(unknown)}; valid fields: {', '.join(sorted(known))}"
         )

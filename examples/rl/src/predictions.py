@@ -1,17 +1,12 @@
-"""A supervised model's predictions as a table, their metrics by task, and the file that
-keeps them (the run's test predictions, and what a predict command writes).
-
-The table holds, per example: `row` (its position in the table it came from), and for
-each target T, `true_T` where the label is known and `predicted_T`; a classifier adds
-`probability_<class>` per class. What a task's metrics and figures are follows from the
-columns, so the report needs no part's help.
-"""
+"""A supervised model's predictions as a table, their metrics by task, and the file that keeps
+them. A row per example: `row` (its position in its table), per target T `true_T` where known
+and `predicted_T`, and a classifier's `probability_<class>`; the task, its metrics and its
+figures follow from the columns, so the report needs no part's help."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -20,7 +15,6 @@ from sklearn import metrics
 from src.errors import DataValidationError
 from src.runs.atomic import atomic_path
 
-Task = Literal["classification", "regression"]
 PREDICTIONS_FILE = "test_predictions.csv"
 PROBABILITY = "probability_"
 
@@ -51,7 +45,8 @@ def regression_table(
     return table
 
 
-def task_of(table: pd.DataFrame) -> Task:
+def task_of(table: pd.DataFrame) -> str:
+    """classification or regression."""
     return "classification" if probability_columns(table) else "regression"
 
 
@@ -68,19 +63,26 @@ def targets_of(table: pd.DataFrame) -> list[str]:
 
 
 def task_metrics(table: pd.DataFrame) -> dict[str, float]:
-    """Classification: plain accuracy, balanced accuracy (the mean of per-class recall), macro
-    F1, log loss and ROC AUC (one-vs-rest, macro, for several classes). Regression: RMSE, MAE
-    and R², per target when there are several. Empty when no label is known."""
-    targets = targets_of(table)
-    found: dict[str, float] = {}
-    if task_of(table) == "classification":
-        if not targets:
-            return found
+    """Classification: accuracy, balanced accuracy (the mean of per-class recall), macro F1, log
+    loss and ROC AUC (one-vs-rest, macro, for several classes). Regression: RMSE, MAE and R²,
+    per target when there are several. Empty when no label is known."""
+    targets, found = targets_of(table), {}
+    if task_of(table) == "regression":
+        for target in targets:
+            suffix = f"_{target}" if len(targets) > 1 else ""
+            truth, predicted = (
+                table[f"{side}_{target}"].to_numpy(np.float64) for side in ("true", "predicted")
+            )
+            found[f"rmse{suffix}"] = metrics.root_mean_squared_error(truth, predicted)
+            found[f"mae{suffix}"] = metrics.mean_absolute_error(truth, predicted)
+            found[f"r2{suffix}"] = metrics.r2_score(truth, predicted) if len(truth) > 1 else float("nan")
+    elif targets:
         (target,) = targets
         classes = [column.removeprefix(PROBABILITY) for column in probability_columns(table)]
-        truth = table[f"true_{target}"].astype(str).to_numpy()
-        predicted = table[f"predicted_{target}"].astype(str).to_numpy()
-        probabilities = table[probability_columns(table)].to_numpy(dtype=np.float64)
+        truth, predicted = (
+            table[f"{side}_{target}"].astype(str).to_numpy() for side in ("true", "predicted")
+        )
+        probabilities = table[probability_columns(table)].to_numpy(np.float64)
         found["accuracy"] = metrics.accuracy_score(truth, predicted)
         found["balanced_accuracy"] = metrics.balanced_accuracy_score(truth, predicted)
         found["f1_macro"] = metrics.f1_score(
@@ -88,21 +90,12 @@ def task_metrics(table: pd.DataFrame) -> dict[str, float]:
         )
         found["log_loss"] = metrics.log_loss(truth, probabilities, labels=classes)
         present = set(truth)
-        if len(present) > 1:  # AUC needs both sides of every class it scores
-            if len(classes) == 2:
-                found["roc_auc"] = metrics.roc_auc_score(truth == classes[1], probabilities[:, 1])
-            elif present == set(classes):
-                found["roc_auc_ovr"] = metrics.roc_auc_score(
-                    truth, probabilities, multi_class="ovr", labels=classes
-                )
-        return {key: float(value) for key, value in found.items()}
-    for target in targets:
-        suffix = f"_{target}" if len(targets) > 1 else ""
-        truth = table[f"true_{target}"].to_numpy(dtype=np.float64)
-        predicted = table[f"predicted_{target}"].to_numpy(dtype=np.float64)
-        found[f"rmse{suffix}"] = metrics.root_mean_squared_error(truth, predicted)
-        found[f"mae{suffix}"] = metrics.mean_absolute_error(truth, predicted)
-        found[f"r2{suffix}"] = metrics.r2_score(truth, predicted) if len(truth) > 1 else float("nan")
+        if len(present) > 1 and len(classes) == 2:  # AUC needs both sides of every class it scores
+            found["roc_auc"] = metrics.roc_auc_score(truth == classes[1], probabilities[:, 1])
+        elif len(present) > 1 and present == set(classes):
+            found["roc_auc_ovr"] = metrics.roc_auc_score(
+                truth, probabilities, multi_class="ovr", labels=classes
+            )
     return {key: float(value) for key, value in found.items()}
 
 
@@ -113,7 +106,7 @@ def write_predictions(table: pd.DataFrame, path: Path) -> Path:
 
 
 def read_predictions(path: Path) -> pd.DataFrame:
-    """A predictions file, checked: one line, not a traceback, when it is not one."""
+    """A predictions file, checked: a DataValidationError (one line) when it is not one."""
     try:
         table = pd.read_csv(path)
     except (OSError, ValueError) as error:

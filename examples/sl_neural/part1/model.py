@@ -1,10 +1,8 @@
 """The network of this part and its loss for each task: an MLP.
 
-To change the model, change `build_network`; a new hyperparameter is a field in
-config.py, read here as `cfg.<field>`. Its inputs are the table's features encoded
-(numbers standardised, text one-hot: src/neural/encoding.py); its outputs a logit per
-class, or a number per label column, standardised with the training rows' mean and
-standard deviation.
+A new hyperparameter is a field in config.py, read here as `cfg.<field>`. The network's inputs
+are the table's features encoded (numbers standardised, text one-hot); its outputs a logit per
+class, or a number per label column, standardised with the training rows' mean and deviation.
 """
 
 from __future__ import annotations
@@ -22,7 +20,6 @@ from .config import DigitsConfig
 
 
 def build_network(cfg: DigitsConfig, num_features: int, num_outputs: int) -> nn.Module:
-    """The outputs for a batch of encoded feature rows."""
     layers: list[nn.Module] = []
     width = num_features
     for hidden in cfg.hidden_sizes:
@@ -33,8 +30,7 @@ def build_network(cfg: DigitsConfig, num_features: int, num_outputs: int) -> nn.
 
 
 def classification_loss(logits: torch.Tensor, classes: torch.Tensor) -> torch.Tensor:
-    """Cross-entropy of each example."""
-    return F.cross_entropy(logits, classes, reduction="none")
+    return F.cross_entropy(logits, classes, reduction="none")  # one per example
 
 
 def regression_loss(predicted: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -51,8 +47,8 @@ def build_model(cfg: DigitsConfig) -> SupervisedModule:
 
 
 def save_model(model: SupervisedModule, path: Path) -> Path | None:
-    """Weights and hyperparameters, the table's encoding among them, for use outside
-    Lightning (LIT-3); None off rank zero."""
+    """Weights and hyperparameters, the encoding among them, for use outside Lightning (LIT-3);
+    None off rank zero."""
     return save_module(model, path)
 
 

@@ -473,7 +473,7 @@ def test_metrics_jsonl_has_each_step_once_after_a_resume(kind, tmp_path):
     assert sum(line["event"] == "hyperparams" for line in lines) == 1
     # The report's curves mark where the second session took over, at a point they have.
     run = RunFiles.read(run_dir_in(tmp_path))
-    xs = {x for panel in run.learning_curves().values() for series in panel.values() for x in series}
+    xs = set(run.curves.index)
     (resumed_at,) = run.resume_points()
     assert resumed_at in xs and resumed_at < max(xs)
 

@@ -1,8 +1,5 @@
-"""DATA-1: validate input tables before training, naming the bad column.
-
-Schemas are pandera DataFrameSchemas: dtypes, nulls, ranges and allowed values are
-declared per column, and every failure is collected before one error is raised.
-"""
+"""DATA-1: a user's table read and checked against its pandera schema before training; every
+failure is collected and named (column, check, rows) in one error."""
 
 from __future__ import annotations
 
@@ -20,9 +17,8 @@ from src.errors import DataValidationError
 
 
 def data_path_problems(path: str | Path, needed_columns: Iterable[str] = ()) -> list[str]:
-    """What makes `path` unusable as a table, from the file system and its header alone:
-    cheap enough for config validation, so that a bad --data-path is refused before a run
-    directory exists. Empty when nothing is wrong that can be told without reading rows."""
+    """What makes `path` unusable as a table, told from the file system and its header alone:
+    cheap enough for config validation, so a bad --data-path is refused before a run starts."""
     where = f"--data-path {path}"
     try:
         mode = os.stat(path).st_mode
@@ -42,7 +38,16 @@ def data_path_problems(path: str | Path, needed_columns: Iterable[str] = ()) -> 
         return [f"{where}: cannot be read ({error.strerror})"]
     if empty:
         return [f"{where}: cannot read it as a table (the file is empty)"]
-    if (columns := header_columns(path)) is None:
+    try:  # the names as written, repeats included, without the rows
+        if Path(path).suffix == ".parquet":
+            import pyarrow.parquet as pq  # an optional engine; without it, loading says so
+
+            columns = list(pq.read_schema(path).names)
+        else:  # header=None: the names as a row of values, which pandas leaves as they are
+            columns = (
+                pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False).iloc[0].tolist()
+            )
+    except (ImportError, ValueError, OSError):  # pandas' parser and pyarrow errors are among them
         return []  # reading the rows will tell what is wrong, if anything
     # pandas renames a repeated column name ("a" then "a.1") and reads on: the rows of the
     # second would train under a name nobody gave them.
@@ -54,25 +59,9 @@ def data_path_problems(path: str | Path, needed_columns: Iterable[str] = ()) -> 
     return []
 
 
-def header_columns(path: str | Path) -> list[str] | None:
-    """The column names a table's file gives, as written (repeats included), read without
-    its rows; None where that is not cheap or the file does not parse."""
-    path = Path(path)
-    try:
-        if path.suffix == ".parquet":
-            import pyarrow.parquet as pq  # an optional engine; without it, loading says so
-
-            return list(pq.read_schema(path).names)
-        # header=None: the names as a row of values, which pandas leaves as they are.
-        header = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False)
-    except (ImportError, ValueError, OSError):  # pandas' parser and pyarrow errors are among them
-        return None
-    return header.iloc[0].tolist()
-
-
 def read_table(path: str | Path) -> pd.DataFrame:
-    """A user's table from a CSV or Parquet file; a missing, empty or unreadable file, or
-    one that is not a regular file, is a DataValidationError that names it."""
+    """A user's table from a CSV or Parquet file; a DataValidationError that names the file
+    when it cannot be read as one."""
     if problems := data_path_problems(path):
         raise DataValidationError(problems[0])
     path = Path(path)
@@ -87,29 +76,23 @@ def read_table(path: str | Path) -> pd.DataFrame:
         raise DataValidationError(f"--data-path {path}: cannot read it as a table ({reason})") from None
 
 
-FLOAT32_MAX = float(np.finfo(np.float32).max)
-
-
 def finite() -> pa.Check:
     """A pandera check that rejects inf, -inf and values beyond float32 (what torch and
     XGBoost train in, where they would become inf); nulls are the `nullable` flag's job."""
     return pa.Check(
-        lambda column: ~np.isinf(column) & (column.abs() <= FLOAT32_MAX),
+        lambda column: column.abs() <= np.finfo(np.float32).max,  # inf and -inf beyond it
         element_wise=False,
         error="finite (within float32's range, about 3.4e38)",
     )
 
 
 def validate_table(table: pd.DataFrame, schema: pa.DataFrameSchema, source: str) -> pd.DataFrame:
-    """Return `table` if it matches `schema`, else raise one DataValidationError listing
-    every failure: column, check and a few offending values with their rows."""
+    """`table` if it matches `schema`; else one DataValidationError listing every failure: its
+    column, check and a few of its values with their rows."""
     try:
         return schema.validate(table, lazy=True)
     except pa.errors.SchemaErrors as errors:
-        raise DataValidationError(_describe(errors.failure_cases, source)) from None
-
-
-def _describe(failures: pd.DataFrame, source: str) -> str:
+        failures = errors.failure_cases
     lines = [f"{source}: the data does not match its schema ({len(failures)} problem(s))"]
     for (column, check), group in failures.groupby(["column", "check"], dropna=False, sort=False):
         column = "(table)" if pd.isna(column) else f"column '{column}'"
@@ -118,4 +101,4 @@ def _describe(failures: pd.DataFrame, source: str) -> str:
             for value, row in zip(group["failure_case"][:3], group["index"][:3], strict=True)
         )
         lines.append(f"  {column}: failed {check}" + (f" ({examples})" if examples else ""))
-    return "\n".join(lines)
+    raise DataValidationError("\n".join(lines))

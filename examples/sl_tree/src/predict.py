@@ -1,9 +1,6 @@
-"""What a supervised part's `python -m partN.predict` shares whatever its model: the options,
-the table's rows to predict, and the metrics of the predictions whose label is known.
-
-The predictions file has the format of a run's test_predictions.csv (src/predictions.py), so
-`--rows test` on the run's own table gives its test metrics again.
-"""
+"""What every supervised part's `python -m partN.predict` shares: its options, the rows to
+predict, and the metrics of the predictions (in a run's test_predictions.csv format) whose
+label is known."""
 
 from __future__ import annotations
 
@@ -47,8 +44,7 @@ def rows_to_predict(
     run_table_name: str,
 ) -> tuple[pd.DataFrame, str]:
     """The rows of the table `options` name (`run_table()` when none is), indexed by their
-    position in the table, and how messages name the table. A table without the model's
-    `feature_columns`, or too short for the run's test rows, is a one-line error."""
+    position, and how messages name the table; a DataValidationError where they do not fit."""
     from src.data_checks import read_table
     from src.predictions import PREDICTIONS_FILE, read_predictions
 
@@ -72,8 +68,8 @@ def rows_to_predict(
 
 
 def score_predictions(predicted: pd.DataFrame, labels: list[str], classes: list | None) -> dict[str, float]:
-    """The task's metrics over the rows whose label is known (a classifier's: one of its
-    `classes`), printed on one line and returned; empty when no row has one."""
+    """The task's metrics over the rows whose label is known (one of a classifier's `classes`),
+    printed on one line and returned."""
     from src.predictions import task_metrics
 
     truth = [f"true_{name}" for name in labels]

@@ -109,14 +109,14 @@ def test_learning_curves_are_drawn_against_frames_for_rl_and_mark_resumes(kind, 
     run = RunFiles.read(smoke_runs(kind)[0])
     frames = sorted({event["frames"] for event in run.events if "frames" in event})
     expected = {"rl": "frames", "sl_tree": "round"}.get(kind, "epoch")
-    assert run.curve_axis == expected
-    key, series = next(iter(next(iter(run.learning_curves().values())).items()))
-    by_epoch = run.curve_keys()[key]
+    assert run.curve_axis == expected == run.curves.index.name
+    key = run.curves.columns[0]
+    series, by_epoch = run.curves[key].dropna(), run.per_axis[key].dropna()
     if kind == "rl":  # at the frames collected by each epoch's end (several collections an epoch)
-        assert list(series.values()) == list(by_epoch.values())
-        assert set(series) <= set(frames) and max(series) == frames[-1]
+        assert series.tolist() == by_epoch.tolist()
+        assert set(series.index) <= set(frames) and series.index.max() == frames[-1]
     else:
-        assert series == by_epoch
+        assert series.to_dict() == by_epoch.to_dict()
     assert run.resume_points() == []  # one session: a resumed run's are in test_faults
 
 

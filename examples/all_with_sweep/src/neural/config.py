@@ -22,19 +22,16 @@ class SLNeuralConfig(LightningConfig):
         label_column: Column(s) of the table that hold the label: one for classification, one or
             more numbers for regression (e.g. --label-column height weight).
         feature_columns: Columns the network reads; empty means every column but the label(s).
-        scheduler: Learning-rate schedule: plateau cuts the rate when the monitored validation
-            metric stalls (once per epoch); constant, cosine (after a linear warmup) and onecycle
-            follow the optimizer steps, the last two over num_epochs, which they need set.
-        lr_factor: Under scheduler plateau, the learning rate is multiplied by this when
-            val_loss stops improving.
-        lr_patience: Under scheduler plateau, epochs without a lower val_loss before the
-            learning rate is cut.
-        gradient_accumulation_steps: Batches whose gradients add up to one optimizer step, for
-            a larger effective batch.
-        gradient_clip_val: Gradients are clipped to this total norm before each optimizer
-            step; 0 turns clipping off.
-        find_batch_size: Replace batch_size with the largest that fits in memory before
-            training (worth it on a GPU).
+        scheduler: Learning-rate schedule: plateau cuts the rate when val_loss stalls (once per
+            epoch); constant, cosine (after a linear warmup) and onecycle follow the optimizer
+            steps, the last two over num_epochs, which they need set.
+        lr_factor: Under scheduler plateau, the learning rate is multiplied by this when val_loss stalls.
+        lr_patience: Under scheduler plateau, epochs without a lower val_loss before the rate is cut.
+        gradient_accumulation_steps: Batches whose gradients add up to one optimizer step.
+        gradient_clip_val: Gradients are clipped to this total norm before each optimizer step;
+            0 turns clipping off.
+        find_batch_size: Replace batch_size with the largest that fits in memory before training;
+            worth it on a GPU, off so that hyperparameters do not depend on the machine.
         num_workers: Data-loader worker processes; 0 loads batches in the training process.
         val_fraction: Share of the rows held out for validation.
         test_fraction: Share of the rows held out for the final test.
@@ -50,39 +47,25 @@ class SLNeuralConfig(LightningConfig):
     lr_factor: float = 0.5
     lr_patience: int = 5
     gradient_accumulation_steps: int = 1
-    gradient_clip_val: float = 1.0  # LIT-4: clipping through the Trainer
-    # MEM-1: Lightning's BatchSizeFinder (binsearch) replaces batch_size with the
-    # largest that fits in memory. Worth it on a GPU; off by default so a run's
-    # hyperparameters do not depend on the machine.
+    gradient_clip_val: float = 1.0
     find_batch_size: bool = False
     num_workers: int = 0
     val_fraction: float = 0.15
     test_fraction: float = 0.15
-    # The train/val/test split has its own seed, so changing `seed` keeps the split.
     split_seed: int = 0
 
     def problems(self) -> list[str]:
-        found = [
-            *super().problems(),
-            *at_least(self, gradient_accumulation_steps=1, gradient_clip_val=0, num_workers=0),
-        ]
+        found = super().problems()
+        found += at_least(self, gradient_accumulation_steps=1, gradient_clip_val=0, num_workers=0)
+        found += split_problems(self.val_fraction, self.test_fraction)
         if not 0 < self.lr_factor < 1:
             found.append(f"lr_factor {self.lr_factor}: must be in (0, 1)")
-        found += self._column_problems()
-        if self.data_path:  # here, so that a bad one is refused before a run directory exists
-            from src.data_checks import data_path_problems  # pandas: only for a table of one's own
-
-            found += data_path_problems(self.data_path, (*self.label_column, *self.feature_columns))
         if self.find_batch_size and self.scheduler in SPANNING_SCHEDULES:
             # The schedule's length is fixed before the search changes the steps per epoch.
             found.append(
-                f"find_batch_size with scheduler {self.scheduler}: find the batch size in a run of its own, "
-                "then give it as batch_size"
+                f"find_batch_size with scheduler {self.scheduler}: find the batch size in a run of its "
+                "own, then give it as batch_size"
             )
-        return found + split_problems(self.val_fraction, self.test_fraction)
-
-    def _column_problems(self) -> list[str]:
-        found = []
         if not self.label_column:
             found.append("label_column: name the column that holds the label")
         elif self.task == "classification" and len(self.label_column) > 1:
@@ -96,4 +79,8 @@ class SLNeuralConfig(LightningConfig):
                 found.append(f"{field}: {', '.join(repeated)} listed more than once")
         if both := [name for name in self.feature_columns if name in self.label_column]:
             found.append(f"feature_columns: {', '.join(both)} is a label column; the network cannot read it")
+        if self.data_path:  # here, so that a bad one is refused before a run directory exists
+            from src.data_checks import data_path_problems  # pandas: only for a table of one's own
+
+            found += data_path_problems(self.data_path, (*self.label_column, *self.feature_columns))
         return found

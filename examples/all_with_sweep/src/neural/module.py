@@ -1,10 +1,6 @@
-"""A part's network and loss inside Lightning's loop (LIT-1, LIT-4, LOG-2, LOG-3).
-
-The part's model.py builds the network and computes the loss; this module trains,
-validates and tests it, and holds the optimizer and the learning-rate schedule. What it
-measures follows from the task: validation accuracy for a classifier, RMSE in the
-label's own units for a regression (DDP-correct, through torchmetrics); the test's
-predictions of every test row, and their metrics (src/predictions.py).
+"""A part's network and loss inside Lightning's loop (LIT-1, LIT-4, LOG-2, LOG-3): training,
+validation accuracy (classifier) or RMSE in the label's units (regression), and the test's
+predictions of every row with their metrics (src/predictions.py), DDP-correct through torchmetrics.
 """
 
 from __future__ import annotations
@@ -17,9 +13,8 @@ import lightning as L
 import pandas as pd
 import torch
 from torch import nn
-from torchmetrics import MeanMetric, MeanSquaredError, Metric
+from torchmetrics import CatMetric, MeanMetric, MeanSquaredError
 from torchmetrics.classification import MulticlassAccuracy
-from torchmetrics.utilities import dim_zero_cat
 
 from src.config import ConfigError
 from src.neural.config import SLNeuralConfig
@@ -34,29 +29,10 @@ Loss = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (outputs, targets
 ENCODING = "encoding"  # the hyperparameter that holds the table's encoding (src/neural/encoding.py)
 
 
-class GatheredOutputs(Metric):
-    """Rows and the network's outputs for them, from every rank: compute() gathers the
-    ranks' shares, of any sizes (DDP-1)."""
-
-    full_state_update = False
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.add_state("rows", default=[], dist_reduce_fx="cat")
-        self.add_state("outputs", default=[], dist_reduce_fx="cat")
-
-    def update(self, rows: torch.Tensor, outputs: torch.Tensor) -> None:
-        self.rows.append(rows)
-        self.outputs.append(outputs.float())
-
-    def compute(self) -> tuple[torch.Tensor, torch.Tensor]:
-        return dim_zero_cat(self.rows), dim_zero_cat(self.outputs)
-
-
 class SupervisedModule(L.LightningModule):
-    """`build_network(cfg, num_features, num_outputs)` makes the network once the data is
-    set up and its encoding known: a logit per class, or a number per label column
-    (standardised: src/neural/encoding.py); `loss(outputs, targets)` gives one loss per example."""
+    """`build_network(cfg, num_features, num_outputs)` makes the network once the data's encoding
+    is known: a logit per class, or a number per label column (standardised: src/neural/encoding.py);
+    `loss(outputs, targets)` gives one loss per example."""
 
     def __init__(
         self,
@@ -76,8 +52,8 @@ class SupervisedModule(L.LightningModule):
         self.test_predictions: pd.DataFrame | None = None  # after test(): src/predictions.py's table
 
     def configure_model(self) -> None:
-        """The network and metrics, sized by the data: Lightning calls this after the
-        DataModule's setup, and again (a no-op) for test."""
+        """The network and metrics, sized by the data: Lightning calls this after the DataModule's
+        setup, and again (a no-op) for test."""
         if self.net is not None:
             return
         if self.hparams[ENCODING] is None:
@@ -87,9 +63,10 @@ class SupervisedModule(L.LightningModule):
         # torchmetrics accumulate across batches and DDP ranks, so evaluation over several
         # processes gives the single-process numbers (DDP-1). A NaN loss stays NaN, for the
         # finite-loss guard to see, instead of being left out of the mean.
-        self.val_loss = MeanMetric(nan_strategy="disable")
-        self.test_loss = MeanMetric(nan_strategy="disable")
-        self.test_outputs = GatheredOutputs()
+        self.val_loss, self.test_loss = MeanMetric(nan_strategy="disable"), MeanMetric(nan_strategy="disable")
+        # Every rank's test rows and outputs, gathered in rank order, both (DDP-1).
+        self.test_rows = CatMetric(nan_strategy="disable")
+        self.test_outputs = CatMetric(nan_strategy="disable")
         if encoding.task == "classification":
             self.val_accuracy = MulticlassAccuracy(encoding.num_outputs, average="micro")
         else:  # per label column, in its own units
@@ -127,12 +104,14 @@ class SupervisedModule(L.LightningModule):
         outputs = self(inputs)
         self.test_loss(self.loss(outputs, targets))
         self.log("test_loss", self.test_loss, on_epoch=True)
-        self.test_outputs.update(rows, outputs)
+        self.test_rows.update(rows)
+        self.test_outputs.update(outputs.float())
 
     def on_test_epoch_end(self) -> None:
         """The predictions of every test row, on every rank, and their metrics (test_accuracy
         or test_rmse and the others of src/predictions.py task_metrics)."""
-        rows, outputs = (tensor.cpu().numpy() for tensor in self.test_outputs.compute())
+        rows, outputs = (metric.compute().cpu().numpy() for metric in (self.test_rows, self.test_outputs))
+        self.test_rows.reset()
         self.test_outputs.reset()
         order = rows.argsort()
         labels = self.trainer.datamodule.labels(rows[order])  # as the table holds them, not as encoded
@@ -153,10 +132,8 @@ class SupervisedModule(L.LightningModule):
             plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(
                 optimizer, mode="min", factor=cfg.lr_factor, patience=cfg.lr_patience
             )
-            # strict=False: an epoch that ends before the first validation (--val-every-n-steps)
-            # keeps the rate.
-            schedule = {"scheduler": plateau, "monitor": "val_loss", "interval": "epoch", "strict": False}
-            schedule["name"] = "lr"
+            # strict=False: an epoch that ends before the first validation keeps the rate.
+            schedule = dict(scheduler=plateau, monitor="val_loss", interval="epoch", strict=False, name="lr")
         else:  # RES-2: over the run's optimizer steps, which Lightning counts once the data is set up
             schedule = step_schedule(optimizer, self.trainer.estimated_stepping_batches, self.hparams)
         return {"optimizer": optimizer, "lr_scheduler": schedule}

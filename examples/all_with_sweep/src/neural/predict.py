@@ -1,11 +1,6 @@
-"""A trained run's predictions for a table's rows (a part's predict.py is the command).
-
-The run's model.pt holds the network and the encoding of its table (src/neural/encoding.py):
-the rows are encoded as the training rows were, and the predictions written in the format
-of the run's own test_predictions.csv (src/predictions.py), with the task's metrics
-printed where the table holds the label. The model runs on the CPU unless asked otherwise,
-wherever it was trained.
-"""
+"""A trained run's predictions for a table's rows (a part's predict.py is the command): its
+model.pt holds the network and its table's encoding, so that the rows are encoded as the training
+rows were. The model runs on the CPU unless asked otherwise, wherever it was trained."""
 
 from __future__ import annotations
 
@@ -37,11 +32,9 @@ class NeuralPredictOptions(PredictOptions):
 def predict(
     options: NeuralPredictOptions, load_model: Callable[..., SupervisedModule], source: ModuleType
 ) -> dict[str, float]:
-    """Write the predictions of `options.run_dir`'s model (loaded with the part's `load_model`)
-    for the table `options.data_path`, or the one the part's data module `source` loads for
-    the run's config; print their metrics where the table holds the label. Bad input is a
-    DataValidationError, one line."""
-    import numpy as np
+    """Write the predictions of the run's model (the part's `load_model` loads it) for the table
+    `options.data_path`, or the one the part's data module `source` loads for the run's config,
+    in the format of test_predictions.csv; their metrics where the table holds the label."""
     import pandas as pd
     import torch
 
@@ -54,8 +47,15 @@ def predict(
         raise DataValidationError(
             f"{model_path} is {problem}: a run saves it as it ends; give a finished run"
         )
-    device = _device(options.device)
-    model = load_model(model_path, map_location=device)
+    try:
+        device = torch.device(options.device)
+    except RuntimeError:
+        raise DataValidationError(
+            f"--device {options.device}: not a device; use cpu, or cuda where a GPU is visible"
+        ) from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise DataValidationError(f"--device {options.device}: no CUDA GPU is visible; use cpu")
+    model = load_model(model_path, map_location=options.device)
     encoding = model.encoding
     table, where = rows_to_predict(
         options,
@@ -63,33 +63,13 @@ def predict(
         lambda: source.load_table(model.cfg),
         model.cfg.data_path or "the run's table",
     )
-    inputs = encoding.features.transform(table, where)
-    with torch.inference_mode():
-        outputs = np.concatenate(
-            [
-                model(torch.from_numpy(inputs[start : start + BATCH_ROWS]).to(device)).float().cpu().numpy()
-                for start in range(0, len(inputs), BATCH_ROWS)
-            ]
-            or [np.empty((0, encoding.num_outputs), dtype=np.float32)]
-        )
+    inputs = torch.from_numpy(encoding.features.transform(table, where))
+    with torch.inference_mode():  # an empty table is one batch of no rows
+        outputs = torch.cat([model(batch.to(device)).float().cpu() for batch in inputs.split(BATCH_ROWS)])
     labels = table[encoding.targets] if set(encoding.targets) <= set(table.columns) else None
     if labels is not None and encoding.task == "regression":
         labels = labels.apply(pd.to_numeric, errors="coerce")  # text where a number belongs: unknown
-    predicted = encoding.predictions(table.index.to_numpy(), outputs, labels)
+    predicted = encoding.predictions(table.index.to_numpy(), outputs.numpy(), labels)
     write_predictions(predicted, options.output)
     print(f"predictions of {len(predicted)} rows: {options.output}")
     return score_predictions(predicted, encoding.targets, encoding.classes or None)
-
-
-def _device(name: str) -> str:
-    import torch
-
-    try:
-        device = torch.device(name)
-    except RuntimeError:
-        raise DataValidationError(
-            f"--device {name}: not a device; use cpu, or cuda where a GPU is visible"
-        ) from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise DataValidationError(f"--device {name}: no CUDA GPU is visible; use cpu")
-    return name

@@ -1,12 +1,14 @@
-"""The report's figures, drawn on matplotlib Figure objects rather than pyplot: no
-display, backend or global state involved, so they work the same on a headless server."""
+"""The report's figures, drawn on matplotlib Figure objects rather than pyplot: no display,
+backend or global state involved, so they work the same on a headless server."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -15,8 +17,6 @@ from matplotlib.ticker import MaxNLocator
 
 from src.runs.atomic import atomic_path
 from src.runs.metrics_jsonl import higher_is_better
-
-Series = Mapping[float, float]
 
 
 def save_figure(figure: Figure, path: Path) -> Path:
@@ -28,190 +28,149 @@ def save_figure(figure: Figure, path: Path) -> Path:
 
 
 def learning_curves(
-    runs: Mapping[str, Mapping[str, Mapping[str, Series]]],
-    axis: str,
-    monitored: set[str],
+    runs: Mapping[str, list[pd.DataFrame]],
     path: Path,
-    resumed: Mapping[str, list[float]] | None = None,
-    title: str = "",
+    title: str,
+    monitored: set[str],
+    resumed: Mapping[str, list[float]],
 ) -> Path:
-    """A panel per metric (loss, acc, episode_reward...). `runs` maps a run's name to
-    its {metric: {key: series}}; several runs are overlaid, a colour each. The best
-    point of a monitored key (the one checkpoints and early stopping go by) is starred;
-    where a run was resumed (`resumed`: a run's name to those x), a dotted line."""
-    resumed = resumed or {}
-    metrics = list(dict.fromkeys(metric for panels in runs.values() for metric in panels))
-    several = len(runs) > 1
+    """A panel per metric (loss, acc, episode_reward...), train dashed and validation solid;
+    `runs` (a name to one run's curves, or those of runs that differ only in their seed: their
+    mean ± one standard deviation) overlaid, a colour each. Starred: the best point of a
+    `monitored` key (the one checkpoints and early stopping go by); dotted: where a run was
+    `resumed` (a name to those x)."""
+    stacked = {name: pd.concat(curves).groupby(level=0) for name, curves in runs.items()}
+    means = {name: group.mean() for name, group in stacked.items()}
+    metrics = dict.fromkeys(_metric(key) for mean in means.values() for key in mean)
+    several, seeds = len(runs) > 1, any(len(curves) > 1 for curves in runs.values())
     figure, panels = _grid(len(metrics), extra_height=0.3 * len(runs) if several else 0)
+    axis = " / ".join(sorted({curves.index.name for group in runs.values() for curves in group}))
     for axes, metric in zip(panels, metrics, strict=True):
-        for index, (name, curves) in enumerate(runs.items()):
-            train_first = sorted(curves.get(metric, {}).items(), key=lambda item: item[0].startswith("val_"))
-            for key, series in train_first:
-                _curve(axes, key, series, f"C{index}" if several else None, starred=key in monitored)
+        for index, (name, mean) in enumerate(means.items()):
+            for key in sorted((k for k in mean if _metric(k) == metric), key=lambda k: k.startswith("val_")):
+                validation, series = key.startswith("val_"), mean[key].dropna()
+                colour = f"C{index}" if several else "C1" if validation else "C0"
+                _line(axes, series, key, color=colour, linestyle="-" if validation else "--")
+                if key in monitored:
+                    best = series.idxmax() if higher_is_better(key) else series.idxmin()
+                    axes.plot(best, series[best], marker="*", markersize=11, color=colour, linestyle="")
+                if len(runs[name]) > 1:
+                    std = stacked[name][key].std()
+                    axes.fill_between(
+                        std.index, mean[key] - std, mean[key] + std, color=colour, alpha=0.2, lw=0
+                    )
             for x in resumed.get(name, []):
                 axes.axvline(x, color=f"C{index}" if several else "grey", linestyle=":", linewidth=1)
         axes.set(title=metric, xlabel=axis)
         _whole_numbers(axes)
-        if not several:
-            _resume_legend(axes, bool(resumed.get(next(iter(runs), ""))))
-    if several:
-        handles = [Line2D([], [], color=f"C{index}", label=name) for index, name in enumerate(runs)]
-        handles += [
+    resume = [Line2D([], [], color="grey", linestyle=":", label="resumed")] if any(resumed.values()) else []
+    if not several:  # one run: each panel's legend names its keys
+        for axes in panels:
+            axes.legend(handles=axes.get_legend_handles_labels()[0] + resume, fontsize="small")
+    else:
+        handles = [
+            *(Line2D([], [], color=f"C{index}", label=name) for index, name in enumerate(runs)),
             Line2D([], [], color="grey", linestyle="--", label="train"),
             Line2D([], [], color="grey", label="validation"),
             Line2D([], [], color="grey", marker="*", markersize=9, linestyle="", label="best"),
+            *([Patch(color="grey", alpha=0.2, label="± one standard deviation")] if seeds else []),
+            *resume,
         ]
-        if any(resumed.values()):
-            handles.append(Line2D([], [], color="grey", linestyle=":", label="resumed"))
         figure.legend(handles=handles, loc="outside lower center", fontsize="small")
-    if title:
-        figure.suptitle(title)
+    figure.suptitle(title)
     return save_figure(figure, path)
 
 
-def _resume_legend(axes: Axes, resumed: bool) -> None:
-    """One run's legend, with the resume line where it was resumed."""
-    handles, _ = axes.get_legend_handles_labels()
-    if resumed:
-        handles.append(Line2D([], [], color="grey", linestyle=":", label="resumed"))
-    axes.legend(handles=handles, fontsize="small")
+def _metric(key: str) -> str:
+    """What a key's panel shows: val_loss beside train_loss, episode_reward beside val_episode_reward."""
+    return key.removeprefix("val_").removeprefix("train_")
 
 
-def seed_bands(
-    groups: Mapping[str, Mapping[str, Mapping[str, tuple[Series, Series]]]],
-    axis: str,
-    path: Path,
-    title: str = "",
-) -> Path:
-    """Runs that differ only in their seed, as one curve per group: `groups` maps a
-    group's name to its {metric: {key: (mean, std)}}; the mean drawn as a line, mean ±
-    one standard deviation shaded (train dashed, validation solid)."""
-    metrics = list(dict.fromkeys(metric for panels in groups.values() for metric in panels))
-    figure, panels = _grid(len(metrics), extra_height=0.3 * len(groups))
-    for axes, metric in zip(panels, metrics, strict=True):
-        for index, curves in enumerate(groups.values()):
-            for key, (mean, std) in curves.get(metric, {}).items():
-                xs = sorted(mean)
-                low = [mean[x] - std.get(x, 0.0) for x in xs]
-                high = [mean[x] + std.get(x, 0.0) for x in xs]
-                style = "-" if key.startswith("val_") else "--"
-                axes.plot(xs, [mean[x] for x in xs], color=f"C{index}", linestyle=style, linewidth=1.5)
-                axes.fill_between(xs, low, high, color=f"C{index}", alpha=0.2, linewidth=0)
-        axes.set(title=metric, xlabel=axis)
-        _whole_numbers(axes)
-    handles = [Line2D([], [], color=f"C{index}", label=name) for index, name in enumerate(groups)]
-    handles += [
-        Line2D([], [], color="grey", linestyle="--", label="train (mean)"),
-        Line2D([], [], color="grey", label="validation (mean)"),
-        Patch(color="grey", alpha=0.2, label="± one standard deviation"),
-    ]
-    figure.legend(handles=handles, loc="outside lower center", fontsize="small")
-    if title:
-        figure.suptitle(title)
-    return save_figure(figure, path)
-
-
-def _curve(axes: Axes, key: str, series: Series, colour: str | None, starred: bool) -> None:
-    """Train dashed, validation solid; in one run's figure, train blue and validation orange."""
-    validation = key.startswith("val_")
-    colour = colour or ("C1" if validation else "C0")
-    _line(axes, series, key, color=colour, linestyle="-" if validation else "--")
-    if starred and series:
-        best = (max if higher_is_better(key) else min)(series, key=series.__getitem__)
-        axes.plot(best, series[best], marker="*", markersize=11, color=colour, linestyle="")
-
-
-def learning_rate(series: Mapping[str, Series], path: Path) -> Path:
-    figure = Figure(figsize=(6.5, 3.5), layout="constrained")
-    axes = figure.subplots()
-    for index, (key, values) in enumerate(series.items()):
+def learning_rate(rates: pd.DataFrame, path: Path) -> Path:
+    figure, (axes,) = _grid(1)
+    for index, (key, series) in enumerate(rates.items()):
         # Steps: a rate holds until the next one is logged. Dashes: the groups' often coincide.
-        _line(axes, values, key, linestyle=("-", "--", ":", "-.")[index % 4], drawstyle="steps-post")
+        _line(axes, series, key, linestyle=("-", "--", ":", "-.")[index % 4], drawstyle="steps-post")
     axes.set(title="Learning rate", xlabel="step")
     _whole_numbers(axes)
-    _zero_or_log_scale(axes, [value for values in series.values() for value in values.values()])
+    _zero_or_log_scale(axes, rates)
     if axes.get_yscale() == "linear":
         axes.ticklabel_format(axis="y", style="sci", scilimits=(-3, 4), useOffset=False)
     axes.legend(fontsize="small")
     return save_figure(figure, path)
 
 
-def timing(shares: Mapping[str, Series], seconds: Series, axis: str, path: Path) -> Path:
-    """Where each epoch's time went (timing/*_pct, stacked to 100%), and its length."""
-    figure, panels = _grid(2 if shares else 1, columns=2)
-    if shares:
-        _stacked_bars(panels[0], shares)
+def timing(shares: pd.DataFrame, seconds: pd.Series, axis: str, path: Path) -> Path:
+    """Where each epoch's time went (timing/*_pct columns, stacked to 100%), and its length."""
+    figure, panels = _grid(2 if shares.size else 1, columns=2)
+    shares, below = shares.dropna(how="all").fillna(0.0), 0.0
+    for key, share in shares.items():
+        panels[0].bar(shares.index, share, bottom=below, width=0.85, label=_short(key))
+        below = below + share
+    if shares.size:
         panels[0].set(
             title=f"Time per {axis}, by section", xlabel=axis, ylabel="% of the time", ylim=(0, 100)
         )
+        panels[0].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
     _line(panels[-1], seconds, f"timing/{axis}_seconds")
     panels[-1].set(title=f"Seconds per {axis}", xlabel=axis, ylabel="seconds")
-    _zero_or_log_scale(panels[-1], list(seconds.values()))
+    _zero_or_log_scale(panels[-1], seconds)
     for axes in panels:
         _whole_numbers(axes)
     return save_figure(figure, path)
 
 
-def _stacked_bars(axes: Axes, shares: Mapping[str, Series]) -> None:
-    bottom: dict[float, float] = {}
-    for index, (key, values) in enumerate(shares.items()):
-        xs = sorted(values)
-        below = [bottom.get(x, 0.0) for x in xs]
-        axes.bar(xs, [values[x] for x in xs], bottom=below, width=0.85, label=_short(key), color=f"C{index}")
-        bottom |= {x: base + values[x] for x, base in zip(xs, below, strict=True)}
-    axes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
-
-
-def system(readings: Mapping[str, Series], axis: str, last: float, path: Path) -> Path:
-    """CPU, RAM and GPU readings, by epoch (or round) up to `last`: percentages on one
-    panel, sizes on another."""
-    groups: dict[str, dict[str, Series]] = {}
-    for key, values in readings.items():
-        unit = "%" if key.endswith("_percent") else "GB" if key.endswith("_gb") else key
-        groups.setdefault(unit, {})[key] = values
-    figure, panels = _grid(len(groups), columns=2)
-    for axes, (unit, members) in zip(panels, groups.items(), strict=True):
-        for key, values in members.items():
-            _line(axes, values, _short(key))
+def system(readings: pd.DataFrame, axis: str, last: float, path: Path) -> Path:
+    """CPU, RAM and GPU readings (system/* columns) by epoch (or round) up to `last`:
+    percentages on one panel, sizes on another."""
+    units = {
+        key: "%" if key.endswith("_percent") else "GB" if key.endswith("_gb") else key for key in readings
+    }
+    figure, panels = _grid(len(set(units.values())), columns=2)
+    for axes, unit in zip(panels, dict.fromkeys(units.values()), strict=True):
+        members = readings[[key for key in readings if units[key] == unit]]
+        for key, series in members.items():
+            _line(axes, series, _short(key))
         axes.set(title=f"System ({unit})", xlabel=axis, xlim=(-0.02 * last - 0.5, last * 1.02 + 0.5))
-        highest = max(value for values in members.values() for value in values.values())
-        axes.set_ylim(0, 105 if unit == "%" else highest * 1.1 or 1)
+        axes.set_ylim(0, 105 if unit == "%" else members.max().max() * 1.1 or 1)
         _whole_numbers(axes)
         axes.legend(fontsize="small")
     return save_figure(figure, path)
 
 
-def confusion_matrix(labels: list[str], counts: list[list[int]], path: Path) -> Path:
-    """Counts, coloured by the share of each true class (row) predicted as each column."""
-    size = len(labels)
-    shares = [[count / (sum(row) or 1) for count in row] for row in counts]
+def confusion_matrix(truth: pd.Series, predicted: pd.Series, classes: list[str], path: Path) -> Path:
+    """The test set's counts, coloured by the share of each true class (row) predicted as each column."""
+    from sklearn.metrics import confusion_matrix as count
+
+    counts = count(truth, predicted, labels=classes)
+    shares = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)
+    size = len(classes)
     side = min(max(4.5, 0.45 * size + 2), 14)
     figure = Figure(figsize=(side + 1, side), layout="constrained")
     axes = figure.subplots()
     image = axes.imshow(shares, cmap="Blues", vmin=0, vmax=1)
     figure.colorbar(image, ax=axes, label="share of the true class", shrink=0.8)
     if size <= 30:  # beyond, the numbers do not fit their cells
-        for row, values in enumerate(counts):
-            for column, count in enumerate(values):
-                colour = "white" if shares[row][column] > 0.5 else "black"
-                axes.text(column, row, str(count), ha="center", va="center", fontsize="small", color=colour)
-    ticks = range(size) if size <= 30 else range(0, size, math.ceil(size / 30))
-    axes.set_xticks(ticks, [labels[i] for i in ticks], rotation=90 if size > 10 else 0)
-    axes.set_yticks(ticks, [labels[i] for i in ticks])
+        for (row, column), value in np.ndenumerate(counts):
+            colour = "white" if shares[row, column] > 0.5 else "black"
+            axes.text(column, row, value, ha="center", va="center", fontsize="small", color=colour)
+    ticks = range(0, size, math.ceil(size / 30))
+    axes.set_xticks(ticks, [classes[i] for i in ticks], rotation=90 if size > 10 else 0)
+    axes.set_yticks(ticks, [classes[i] for i in ticks])
     axes.set(title="Test set confusion matrix", xlabel="predicted class", ylabel="true class")
     return save_figure(figure, path)
 
 
-def roc_curves(truth: Sequence[str], probabilities: Mapping[str, Sequence[float]], path: Path) -> Path:
-    """One ROC curve per class against the rest (the positive class alone for two), with its AUC."""
+def roc_curves(truth: pd.Series, probabilities: pd.DataFrame, path: Path) -> Path:
+    """One ROC curve per class (a column of `probabilities`) against the rest, the positive
+    class alone for two, with its AUC."""
     from sklearn.metrics import roc_auc_score, roc_curve
 
-    figure = Figure(figsize=(5.5, 4.8), layout="constrained")
-    axes = figure.subplots()
-    classes = list(probabilities)
-    for name in classes[1:] if len(classes) == 2 else classes:
-        positive = [label == name for label in truth]
-        if 0 < sum(positive) < len(positive):
+    figure, (axes,) = _grid(1)
+    figure.set_size_inches(5.5, 4.8)  # square-ish: both axes are rates
+    for name in probabilities.columns[1:] if probabilities.shape[1] == 2 else probabilities.columns:
+        positive = truth == name
+        if 0 < positive.sum() < len(positive):
             false_rate, true_rate, _ = roc_curve(positive, probabilities[name])
             auc = roc_auc_score(positive, probabilities[name])
             axes.plot(false_rate, true_rate, label=f"{name} (AUC {auc:.3f})")
@@ -221,17 +180,16 @@ def roc_curves(truth: Sequence[str], probabilities: Mapping[str, Sequence[float]
     return save_figure(figure, path)
 
 
-def predicted_vs_actual(pairs: Mapping[str, tuple[Sequence[float], Sequence[float]]], path: Path) -> Path:
-    """Per target, predicted against true values beside the residuals (predicted minus true)."""
-    figure, panels = _grid(2 * len(pairs), columns=2)
-    for (target, (truth, predicted)), scatter, residual in zip(
-        pairs.items(), panels[::2], panels[1::2], strict=True
-    ):
+def predicted_vs_true(table: pd.DataFrame, targets: list[str], path: Path) -> Path:
+    """Per target, the test set's predicted against true values beside the residuals."""
+    figure, panels = _grid(2 * len(targets), columns=2)
+    for target, scatter, residual in zip(targets, panels[::2], panels[1::2], strict=True):
+        truth, predicted = table[f"true_{target}"], table[f"predicted_{target}"]
         scatter.scatter(truth, predicted, s=8, alpha=0.6)
-        low, high = min(*truth, *predicted), max(*truth, *predicted)
+        low, high = min(truth.min(), predicted.min()), max(truth.max(), predicted.max())
         scatter.plot([low, high], [low, high], color="grey", linestyle=":", linewidth=1)
         scatter.set(title=f"{target}: predicted vs true", xlabel="true", ylabel="predicted")
-        residual.scatter(predicted, [p - t for t, p in zip(truth, predicted, strict=True)], s=8, alpha=0.6)
+        residual.scatter(predicted, predicted - truth, s=8, alpha=0.6)
         residual.axhline(0, color="grey", linestyle=":", linewidth=1)
         residual.set(title=f"{target}: residuals", xlabel="predicted", ylabel="predicted - true")
     return save_figure(figure, path)
@@ -248,6 +206,12 @@ def _grid(count: int, columns: int = 3, extra_height: float = 0.0) -> tuple[Figu
     return figure, panels[:count]
 
 
+def _line(axes: Axes, series: pd.Series, label: str, **style: object) -> None:
+    series = series.dropna()
+    marker = "o" if len(series) <= 30 else None
+    axes.plot(series.index, series.to_numpy(), label=label, marker=marker, markersize=3, **style)
+
+
 def _whole_numbers(axes: Axes) -> None:
     """Whole epochs, rounds or steps on x, a run of one epoch included."""
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -256,17 +220,10 @@ def _whole_numbers(axes: Axes) -> None:
         axes.set_xlim((low + high) / 2 - 1, (low + high) / 2 + 1)
 
 
-def _line(axes: Axes, series: Series, label: str, **style: object) -> None:
-    xs = sorted(series)
-    axes.plot(
-        xs, [series[x] for x in xs], label=label, marker="o" if len(xs) <= 30 else None, markersize=3, **style
-    )
-
-
-def _zero_or_log_scale(axes: Axes, values: list[float]) -> None:
+def _zero_or_log_scale(axes: Axes, values: pd.DataFrame | pd.Series) -> None:
     """A log scale for values over decades (a decayed learning rate, a first round's
     warm-up); else a linear one from zero, which a flat line does not magnify."""
-    low, high = min(values, default=0.0), max(values, default=0.0)
+    low, high = values.min(axis=None), values.max(axis=None)
     if low > 0 and high / low > 20:
         axes.set_yscale("log")
     else:

@@ -180,7 +180,7 @@ class Sweep:
         if len(best) < 2:
             return None
         try:
-            from src.report.comparison import compare_runs  # here: matplotlib is slow to load
+            from src.report.run_report import compare_runs  # here: matplotlib is slow to load
 
             runs = [RunFiles.read(Path(trial.run_dir)) for trial in best]
             return compare_runs(

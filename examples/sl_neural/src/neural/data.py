@@ -1,9 +1,7 @@
-"""Any table, checked, encoded, split and served to Lightning (LIT-2, DATA-1, DDP-2, RES-1).
+"""Any table, checked, split, encoded and served to Lightning (LIT-2, DATA-1, DDP-2, RES-1).
 
-A part's data.py says where its rows come from (`load_table`) and, for data it knows,
-which values are valid (`value_range`, optional); this module checks the rows, splits
-them, encodes them as fitted on the training rows (src/neural/encoding.py) and serves
-them in batches, the same way for every table.
+A part's data.py says where its rows come from (`load_table(cfg)`) and, for data it knows,
+the valid feature values (`value_range(cfg)`, optional); the rest is the same for every table.
 """
 
 from __future__ import annotations
@@ -34,9 +32,8 @@ warnings.filterwarnings("ignore", message="'set_vital' is deprecated")
 
 
 class InMemoryTable(TensorDataset):
-    """Rows held as tensors and served a batch at a time: the loader asks for a batch's
-    indices at once and gets one indexed tensor per column, instead of gathering and
-    stacking batch_size single rows. `table[i]` still gives one row."""
+    """Rows held as tensors: the loader asks for a batch's indices at once and gets one indexed
+    tensor per column, instead of gathering and stacking batch_size single rows."""
 
     def __getitems__(self, indices: list[int]) -> tuple[torch.Tensor, ...]:
         rows = torch.as_tensor(indices)
@@ -44,36 +41,27 @@ class InMemoryTable(TensorDataset):
 
 
 def whole_batch(batch: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
-    """The loader's collate function: InMemoryTable has already made the batch."""
+    """The loaders' collate function: InMemoryTable has made the batch already."""
     return batch
 
 
 class TableDataModule(L.LightningDataModule):
-    """The rows of `source`, a part's data module: its `load_table(cfg)` returns one row
-    per example with the feature and label columns the config names; its `value_range(cfg)`,
-    where it defines one, gives the lowest and highest valid value of every feature, each
-    a number then. A resumed run (`resume_from`, the checkpoint it continues) encodes the
-    rows as the checkpoint's model was trained on them. Each batch is (inputs, targets,
-    rows), `rows` the examples' positions in the loaded table."""
+    """The rows of `source`, a part's data module, as batches (inputs, targets, rows), `rows` the
+    examples' positions in the loaded table. A resumed run (`resume_from`, the checkpoint it
+    continues) encodes the rows as that checkpoint's model was trained on them."""
 
     def __init__(self, cfg: SLNeuralConfig, source: ModuleType, resume_from: Path | None = None) -> None:
         super().__init__()
         self.cfg, self.source, self.resume_from = cfg, source, resume_from
         self.batch_size = cfg.batch_size  # MEM-2: BatchSizeFinder may change it
         self.encoding: TableEncoding | None = None  # fitted on the training rows (setup)
-        # The label columns of the rows that have a label, indexed by position in the loaded table.
-        self.label_values = pd.DataFrame()
+        self.label_values = pd.DataFrame()  # the labelled rows' labels, by position in the loaded table
         self._checked_table: pd.DataFrame | None = None
-
-    @property
-    def where(self) -> str:
-        """How an error names the table."""
-        return self.cfg.data_path or f"{getattr(self.source, '__name__', self.source)}.load_table(cfg)"
+        self.where = cfg.data_path or f"{getattr(source, '__name__', source)}.load_table(cfg)"  # for errors
 
     def prepare_data(self) -> None:
-        # DDP-2: once per node, before any rank trains. A download goes here; a table on
-        # disk only needs checking, so bad data fails fast. Testing after training (Lightning
-        # calls this again) reuses the rows that trained.
+        # DDP-2: once per node, before any rank trains, so that bad data fails fast. Testing
+        # after training (Lightning calls this again) reuses the rows that trained.
         if self.encoding is None:
             self._checked_table = self._load_valid_table()
 
@@ -92,21 +80,18 @@ class TableDataModule(L.LightningDataModule):
         targets = torch.tensor(self.encoding.encode_targets(table))
         rows = torch.tensor(table.index.to_numpy(dtype=np.int64))
         self.label_values = table[labels]
-
-        def subset(index: np.ndarray) -> InMemoryTable:
-            return InMemoryTable(inputs[index], targets[index], rows[index])
-
-        self.train_dataset, self.val_dataset, self.test_dataset = map(subset, (train, val, test))
+        self.train_dataset, self.val_dataset, self.test_dataset = (
+            InMemoryTable(inputs[index], targets[index], rows[index]) for index in (train, val, test)
+        )
 
     def labels(self, rows: np.ndarray) -> pd.DataFrame:
         """The label columns of the rows at these positions of the loaded table, as it holds them."""
         return self.label_values.loc[rows]
 
     def train_dataloader(self) -> StatefulDataLoader:
-        # RES-1: the order of a DistributedSampler follows from the seed and the epoch, and the
-        # position of this one travels in checkpoints with the loader's, so a resumed run sees
-        # the batches an uninterrupted one would, mid-epoch too. Under DDP each rank takes its
-        # share; Lightning keeps a DistributedSampler it is given.
+        # RES-1: the sampler's order follows from the seed and the epoch, and its position travels
+        # in checkpoints with the loader's, so a resumed run sees the batches an uninterrupted one
+        # would, mid-epoch too. Under DDP each rank takes its share.
         ranks, rank = (self.trainer.world_size, self.trainer.global_rank) if self.trainer else (1, 0)
         sampler = StatefulDistributedSampler(
             self.train_dataset, num_replicas=ranks, rank=rank, seed=self.cfg.seed
@@ -127,12 +112,11 @@ class TableDataModule(L.LightningDataModule):
             batch_size=self.batch_size,
             sampler=sampler,
             collate_fn=whole_batch,
-            # Starting each epoch draws a seed for the workers: from a generator of the training
-            # loader's own, so that the global one, which dropout draws from, resumes exactly.
+            # The workers' seeds come from a generator of the training loader's own, so that the
+            # global one, which dropout draws from, resumes exactly.
             generator=torch.Generator().manual_seed(self.cfg.seed) if train else None,
-            # A last training batch of a few examples makes a noisy step (and one of a single
-            # example breaks a BatchNorm); training reshuffles every epoch, so dropping the
-            # incomplete batch loses no example for good.
+            # A last batch of a few examples makes a noisy step (of one, it breaks a BatchNorm);
+            # training reshuffles every epoch, so no example is lost for good.
             drop_last=train and len(sampler or dataset) > self.batch_size,  # this rank's share
             num_workers=self.cfg.num_workers,
             persistent_workers=self.cfg.num_workers > 0,
@@ -140,8 +124,8 @@ class TableDataModule(L.LightningDataModule):
         )
 
     def _split(self, table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Positions in `table` of the training, validation and test rows: seeded apart from
-        training, so every run sees the same split; stratified by class for a classifier."""
+        """Positions of the training, validation and test rows: seeded apart from training, so
+        every run sees the same split; stratified by class for a classifier."""
         classes = table[self.cfg.label_column[0]] if self.cfg.task == "classification" else None
         if classes is not None and classes.nunique() < 2:
             raise DataValidationError(
@@ -149,10 +133,9 @@ class TableDataModule(L.LightningDataModule):
                 f"{len(table)} rows: a classifier needs examples of at least two"
             )
         held_out = self.cfg.val_fraction + self.cfg.test_fraction
-        positions = np.arange(len(table))
         try:
             train, rest = train_test_split(
-                positions, test_size=held_out, stratify=classes, random_state=self.cfg.split_seed
+                np.arange(len(table)), test_size=held_out, stratify=classes, random_state=self.cfg.split_seed
             )
             val, test = train_test_split(
                 rest,
@@ -171,16 +154,16 @@ class TableDataModule(L.LightningDataModule):
             return None
         # mmap: the hyperparameters are read, not every tensor of the checkpoint.
         checkpoint = torch.load(self.resume_from, map_location="cpu", weights_only=True, mmap=True)
-        if "encoding" not in checkpoint.get("hyper_parameters", {}):
+        if "encoding" not in (hyperparameters := checkpoint.get("hyper_parameters", {})):
             raise ConfigError(
                 f"{self.resume_from} holds no encoding of its rows: resume it with the code that trained "
                 "it, or start a new run"
             )
-        return TableEncoding.from_dict(checkpoint["hyper_parameters"]["encoding"])
+        return TableEncoding.from_dict(hyperparameters["encoding"])
 
     def _load_valid_table(self) -> pd.DataFrame:
-        """The table's feature and label columns, checked (DATA-1), without the rows that
-        have no label; indexed by each row's position in the table as loaded."""
+        """The table's feature and label columns, checked (DATA-1), less the rows without a
+        label; indexed by each row's position in the table as loaded."""
         table = self.source.load_table(self.cfg)
         if not isinstance(table, pd.DataFrame):
             raise DataValidationError(
@@ -205,45 +188,17 @@ class TableDataModule(L.LightningDataModule):
             raise DataValidationError(
                 f"{self.where}: none of its {len(table)} rows has a {' and '.join(labels)}"
             )
-        if unlabelled.any():
-            self._warn(
+        if unlabelled.any() and (self.trainer is None or self.trainer.is_global_zero):
+            print(
                 f"warning: {self.where}: {unlabelled.sum()} of {len(table)} rows have no "
-                f"{' or '.join(labels)}; they are left out of training and testing"
+                f"{' or '.join(labels)}; they are left out of training and testing",
+                file=sys.stderr,
             )
-            table = table[~unlabelled]
+        table = table[~unlabelled]
         self._check_column_kinds(table, features)
-        return validate_table(table, self._schema(table, features), self.where)
-
-    def _check_column_kinds(self, table: pd.DataFrame, features: list[str]) -> None:
-        """Columns that would train, but not as meant: what to pass instead."""
-        if self.cfg.task == "regression":
-            for name in self.cfg.label_column:
-                if not is_numeric(table[name]):
-                    example = table[name].iloc[0]
-                    raise DataValidationError(
-                        f"{self.where}: label column '{name}' holds text ({example!r}), not numbers to "
-                        "predict: for classes pass --task classification"
-                    )
-        else:
-            (label,) = self.cfg.label_column
-            values = table[label]
-            if pd.api.types.is_float_dtype(values) and (fraction := values[values % 1 != 0]).size:
-                raise DataValidationError(
-                    f"{self.where}: label column '{label}' holds fractions ({fraction.iloc[0]!r}), not "
-                    "classes: for numbers to predict pass --task regression"
-                )
-        for name in features:
-            distinct = table[name].nunique()
-            if not is_numeric(table[name]) and distinct > max(20, len(table) // 2):
-                raise DataValidationError(
-                    f"{self.where}: text column '{name}' has {distinct} distinct values in {len(table)} "
-                    "rows: an identifier, not a category to learn from; leave it out with --feature-columns"
-                )
-
-    def _schema(self, table: pd.DataFrame, features: list[str]) -> pa.DataFrameSchema:
-        """DATA-1: features of numbers are finite (and in range, where a range is known),
-        those of text any text, either with missing values (the encoding fills them in);
-        a regression's labels are finite numbers."""
+        # Features of numbers are finite (and in range, where the part knows one), those of text
+        # any text, either with missing values (the encoding fills them in); a regression's
+        # labels are finite numbers.
         value_range = getattr(self.source, "value_range", lambda cfg: None)(self.cfg)
         numbers = [finite(), *([pa.Check.in_range(*value_range)] if value_range is not None else [])]
         columns = {
@@ -252,11 +207,35 @@ class TableDataModule(L.LightningDataModule):
             else pa.Column(nullable=True)
             for name in features
         }
-        for name in self.cfg.label_column:
-            regression = self.cfg.task == "regression"
-            columns[name] = pa.Column(float, [finite()], coerce=True) if regression else pa.Column()
-        return pa.DataFrameSchema(columns, strict=True)
+        for name in labels:
+            columns[name] = (
+                pa.Column(float, [finite()], coerce=True) if self.cfg.task == "regression" else pa.Column()
+            )
+        return validate_table(table, pa.DataFrameSchema(columns, strict=True), self.where)
 
-    def _warn(self, message: str) -> None:
-        if self.trainer is None or self.trainer.is_global_zero:
-            print(message, file=sys.stderr)
+    def _check_column_kinds(self, table: pd.DataFrame, features: list[str]) -> None:
+        """Columns that would train, but not as meant: what to pass instead."""
+        for name in self.cfg.label_column if self.cfg.task == "regression" else ():
+            if not is_numeric(table[name]):
+                raise DataValidationError(
+                    f"{self.where}: label column '{name}' holds text ({table[name].iloc[0]!r}), not "
+                    "numbers to predict: for classes pass --task classification"
+                )
+        label = table[self.cfg.label_column[0]]
+        if (
+            self.cfg.task == "classification"
+            and pd.api.types.is_float_dtype(label)
+            and (label % 1 != 0).any()
+        ):
+            fractions = label[label % 1 != 0]
+            raise DataValidationError(
+                f"{self.where}: label column '{label.name}' holds fractions ({fractions.iloc[0]!r}), "
+                "not classes: for numbers to predict pass --task regression"
+            )
+        for name in features:
+            distinct = table[name].nunique()
+            if not is_numeric(table[name]) and distinct > max(20, len(table) // 2):
+                raise DataValidationError(
+                    f"{self.where}: text column '{name}' has {distinct} distinct values in {len(table)} "
+                    "rows: an identifier, not a category to learn from; leave it out with --feature-columns"
+                )

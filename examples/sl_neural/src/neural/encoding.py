@@ -1,9 +1,8 @@
 """How a table's rows become a network's inputs and targets, and its outputs predictions.
 
-The encoding is fitted on the training rows only and kept as plain data, not a pickle:
-it travels in the model's hyperparameters, so the checkpoints and model.pt (loaded with
-weights_only=True) carry it, a resumed run encodes its rows as the run did, and a
-prediction encodes new rows the same way.
+Fitted on the training rows and kept as plain data, not a pickle: it travels in the model's
+hyperparameters (checkpoints, model.pt, loaded with weights_only=True), so that a resumed run
+and a prediction encode rows as training did.
 """
 
 from __future__ import annotations
@@ -32,12 +31,10 @@ def is_numeric(column: pd.Series) -> bool:
 
 
 def as_text(column: pd.Series) -> np.ndarray:
-    """A text column's values as strings, a missing one as MISSING."""
     return column.astype(str).where(column.notna(), MISSING).to_numpy(dtype=object)
 
 
 def as_numbers(column: pd.Series, where: str) -> np.ndarray:
-    """A numeric column's values as float64; text where the run read numbers is refused."""
     try:
         return pd.to_numeric(column).to_numpy(dtype=np.float64, na_value=np.nan)
     except (TypeError, ValueError):
@@ -50,12 +47,10 @@ def as_numbers(column: pd.Series, where: str) -> np.ndarray:
 
 @dataclass
 class FeatureEncoding:
-    """The network's inputs, fitted on the training rows by scikit-learn and kept as the
-    numbers it learned: a number's missing value becomes the column's median, then every
-    number is standardised with the column's mean and standard deviation (SimpleImputer,
-    StandardScaler); a text column becomes one input per value seen in training, a
-    missing value counting as a value of its own and an unseen one as none of them
-    (OneHotEncoder(handle_unknown="ignore"))."""
+    """The network's inputs, as scikit-learn fits them on the training rows: a number's missing
+    value becomes the column's median, then it is standardised (SimpleImputer, StandardScaler); a
+    text column becomes one input per value seen in training, missing counting as a value and an
+    unseen one as none (OneHotEncoder(handle_unknown="ignore"))."""
 
     numeric: list[str]
     medians: list[float]
@@ -66,7 +61,6 @@ class FeatureEncoding:
 
     @classmethod
     def fit(cls, rows: pd.DataFrame, where: str) -> FeatureEncoding:
-        """`where` names the table in an error."""
         numeric = [name for name in rows.columns if is_numeric(rows[name])]
         text = [name for name in rows.columns if name not in numeric]
         for name in numeric:  # the imputer would drop it, and the network's inputs with it
@@ -90,8 +84,9 @@ class FeatureEncoding:
             encoding.medians, encoding.means = imputer.statistics_.tolist(), scaler.mean_.tolist()
             encoding.scales = scaler.scale_.tolist()
         if text:
-            encoder = fitted.named_transformers_["text"]
-            encoding.categories = [values.tolist() for values in encoder.categories_]
+            encoding.categories = [
+                values.tolist() for values in fitted.named_transformers_["text"].categories_
+            ]
         return encoding
 
     @property
@@ -99,13 +94,11 @@ class FeatureEncoding:
         return [*self.numeric, *self.text]
 
     @property
-    def width(self) -> int:
-        """The number of inputs the network gets."""
+    def width(self) -> int:  # the network's inputs
         return len(self.numeric) + sum(map(len, self.categories))
 
     def transform(self, table: pd.DataFrame, where: str) -> np.ndarray:
-        """The network's inputs for each row of `table`, which holds every feature column;
-        `where` names the table in an error."""
+        """The network's inputs for each row of `table`; `where` names it in an error."""
         numbers = np.empty((len(table), len(self.numeric)))
         for index, name in enumerate(self.numeric):
             numbers[:, index] = as_numbers(table[name], where)
@@ -119,9 +112,9 @@ class FeatureEncoding:
 
 @dataclass
 class TableEncoding:
-    """The features' encoding and the targets': a class is its position in `classes`; a
-    number to predict is standardised with the training rows' `target_means` and
-    `target_scales`, so the network's outputs are of one size whatever the units."""
+    """The features' and the targets' encoding: a class is its position in `classes`; a number to
+    predict is standardised with the training rows' means and scales, so that the network's
+    outputs are of one size whatever the units."""
 
     task: Task
     targets: list[str]
@@ -134,8 +127,7 @@ class TableEncoding:
     def fit(
         cls, task: Task, table: pd.DataFrame, targets: list[str], training_rows: pd.DataFrame, where: str
     ) -> TableEncoding:
-        """Classes are the label's values in every row of `table`; the rest comes from the
-        training rows. `where` names the table in an error."""
+        """Classes are the label's values in all of `table`; the rest comes from the training rows."""
         features = FeatureEncoding.fit(training_rows.drop(columns=targets), where)
         if task == "classification":
             (target,) = targets
@@ -164,8 +156,8 @@ class TableEncoding:
         return ((values - self.target_means) / self.target_scales).astype(np.float32)
 
     def predictions(self, rows: np.ndarray, outputs: np.ndarray, labels: pd.DataFrame | None) -> pd.DataFrame:
-        """The predictions table (src/predictions.py) of the network's `outputs` for `rows`,
-        with the true values of `labels` (the label columns of those rows) where known."""
+        """src/predictions.py's table of the network's `outputs` for `rows`, with the true values
+        of `labels` (the label columns of those rows) where known."""
         if self.task == "classification":
             (target,) = self.targets
             logits = outputs.astype(np.float64)  # probabilities that add up to 1 within float64's error

@@ -1,20 +1,29 @@
-"""One run's report.md: its final metrics, figures, config and environment, written in
-the run directory with the figures in report/. Every run writes it as it ends
-(src/runs/lifetime.py); `python -m src.report RUN_DIR` writes it again."""
+"""report.md of one run (its final metrics, figures, config and environment; every run writes
+it as it ends), or of runs of one part side by side (`python -m src.report RUN_DIR...`, a
+sweep's best trials), runs that differ only in their seed taken together."""
 
 from __future__ import annotations
 
+import os
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from src import predictions
+from src.errors import DataValidationError
 from src.report import figures
 from src.report.run_files import REPORT_FILE, RunFiles
 from src.runs.atomic import write_text_atomic
+from src.runs.metrics_jsonl import higher_is_better
 
 FIGURES_DIR = "report"
+MISSING = "—"
+NO_METRICS = "No metrics were logged."
+# Config fields that do not change what a run learns: where it writes and logs, and how it
+# is stopped by hand. Runs whose other fields are equal are one group, their seeds aside.
+NOT_SETTINGS = ("seed", "output.", "stop_file", "loggers", "wandb_", "used.")
 
 
 def write_report(run: RunFiles) -> Path:
@@ -22,16 +31,16 @@ def write_report(run: RunFiles) -> Path:
     drawn = draw_figures(run, run.dir / FIGURES_DIR)
     for stale in set((run.dir / FIGURES_DIR).glob("*.png")) - set(drawn.values()):
         stale.unlink()
+    own = [(path.stem.replace("_", " ").capitalize(), path) for path in run.plots]
+    metrics = [
+        [key, cell(row["final"]), cell(row.get("best", "")), cell(row.get("at", ""))]
+        for key, row in run.final_metrics().items()
+    ]
     sections = [
         f"# {title(run)}\n\n{run_line(run)}",
-        f"## Final metrics\n\n{metrics_table(run)}",
-        *(f"## {title}\n\n![{title}]({path.relative_to(run.dir)})" for title, path in drawn.items()),
-        *(
-            f"## {path.stem.replace('_', ' ').capitalize()}\n\n![{path.stem}]({path.relative_to(run.dir)})"
-            for path in run.plots
-        ),
-        "## Config\n\n"
-        + table(["field", "value"], [[key, cell(value)] for key, value in flat(run.config).items()]),
+        "## Final metrics\n\n" + table(["metric", "final", "best", f"at {run.axis}"], metrics, NO_METRICS),
+        *(f"## {name}\n\n![{name}]({path.relative_to(run.dir)})" for name, path in [*drawn.items(), *own]),
+        "## Config\n\n" + table(["field", "value"], [[k, cell(v)] for k, v in flat(run.config).items()]),
         "## Environment\n\n" + table(["", ""], environment(run)),
     ]
     return write_text_atomic(run.dir / REPORT_FILE, "\n\n".join(sections) + "\n")
@@ -39,29 +48,17 @@ def write_report(run: RunFiles) -> Path:
 
 def draw_figures(run: RunFiles, folder: Path) -> dict[str, Path]:
     """{section title: PNG} of the figures this run's metrics call for."""
-    drawn = {}
-    per_axis = run.per_axis
-    if panels := run.learning_curves():
-        drawn["Learning curves"] = figures.learning_curves(
-            {run.name: panels},
-            run.curve_axis,
-            run.monitored(),
-            folder / "learning_curves.png",
-            resumed={run.name: run.resume_points()},
-            title=title(run),
+    drawn, per_axis, seconds = {}, run.per_axis, f"timing/{run.axis}_seconds"
+    if run.curves.size:
+        drawn["Learning curves"] = _curves_figure(
+            [[run]], [run.name], folder / "learning_curves.png", title(run)
         )
-    rates = run.by_step("lr")
-    per_group = {key: series for key, series in rates.items() if key != "lr"}  # LearningRateMonitor's
-    if rates:
-        drawn["Learning rate"] = figures.learning_rate(per_group or rates, folder / "learning_rate.png")
-    if seconds := per_axis.get(f"timing/{run.axis}_seconds"):
-        shares = {
-            key: series
-            for key, series in per_axis.items()
-            if key.startswith("timing/") and key.endswith("_pct")
-        }
-        drawn["Timing"] = figures.timing(shares, seconds, run.axis, folder / "timing.png")
-    if readings := {key: series for key, series in per_axis.items() if key.startswith("system/")}:
+    if (rates := run.learning_rates()).size:
+        drawn["Learning rate"] = figures.learning_rate(rates, folder / "learning_rate.png")
+    if seconds in per_axis:
+        shares = per_axis.filter(regex=r"^timing/.*_pct$")
+        drawn["Timing"] = figures.timing(shares, per_axis[seconds], run.axis, folder / "timing.png")
+    if (readings := per_axis.filter(regex="^system/")).columns.size:
         drawn["System"] = figures.system(readings, run.axis, run.last() or 0, folder / "system.png")
     if run.predictions is not None:
         drawn |= prediction_figures(run.predictions, folder)
@@ -69,30 +66,25 @@ def draw_figures(run: RunFiles, folder: Path) -> dict[str, Path]:
 
 
 def prediction_figures(table: pd.DataFrame, folder: Path) -> dict[str, Path]:
-    """What the test predictions show for their task: the confusion matrix and ROC curves of
-    a classifier; predicted against true values, and the residuals, of a regression."""
-    targets = predictions.targets_of(table)
-    if not targets:
+    """What the test predictions show for their task: a classifier's confusion matrix and ROC
+    curves; a regression's predicted against true values, and the residuals."""
+    if not (targets := predictions.targets_of(table)):
         return {}
     if predictions.task_of(table) == "regression":
-        pairs = {
-            target: (table[f"true_{target}"].tolist(), table[f"predicted_{target}"].tolist())
-            for target in targets
+        return {
+            "Predicted vs true": figures.predicted_vs_true(table, targets, folder / "predicted_vs_true.png")
         }
-        return {"Predicted vs true": figures.predicted_vs_actual(pairs, folder / "predicted_vs_true.png")}
     (target,) = targets
     columns = predictions.probability_columns(table)
-    classes = [column.removeprefix(predictions.PROBABILITY) for column in columns]
-    truth = table[f"true_{target}"].astype(str).tolist()
-    predicted = table[f"predicted_{target}"].astype(str).tolist()
-    counts = pd.crosstab(pd.Categorical(truth, classes), pd.Categorical(predicted, classes), dropna=False)
+    probabilities = table[columns].set_axis(
+        [c.removeprefix(predictions.PROBABILITY) for c in columns], axis=1
+    )
+    truth, predicted = (table[f"{side}_{target}"].astype(str) for side in ("true", "predicted"))
     return {
         "Confusion matrix": figures.confusion_matrix(
-            classes, counts.to_numpy().tolist(), folder / "confusion_matrix.png"
+            truth, predicted, list(probabilities), folder / "confusion_matrix.png"
         ),
-        "ROC": figures.roc_curves(
-            truth, {c: table[k].tolist() for c, k in zip(classes, columns, strict=True)}, folder / "roc.png"
-        ),
+        "ROC": figures.roc_curves(truth, probabilities, folder / "roc.png"),
     }
 
 
@@ -121,16 +113,14 @@ def run_line(run: RunFiles) -> str:
     ).rstrip(" ·")
 
 
-def metrics_table(run: RunFiles) -> str:
-    rows = [
-        [key, cell(row["final"]), cell(row.get("best", "")), cell(row.get("at", ""))]
-        for key, row in run.final_metrics().items()
-    ]
-    return table(["metric", "final", "best", f"at {run.axis}"], rows) if rows else "No metrics were logged."
-
-
 def environment(run: RunFiles) -> list[list[str]]:
+    """Where and with what the run ran: run.json's record (src/runs/provenance.py) and the logged facts."""
     record, facts = run.record, run.hyperparams
+    provenance = record.get("provenance", {})
+    code, machine = provenance.get("code", {}), provenance.get("machine", {})
+    commit = (code.get("git_commit") or "")[:12] or code.get("why", "")
+    if code.get("git_dirty"):
+        commit += f" with uncommitted changes (sha256 {(code.get('git_diff_sha256') or '')[:12]})"
     processes = f"world size {record.get('world_size', 1)}, nodes {record.get('num_nodes', 1)}"
     rows = [
         ["host", record.get("host", "")],
@@ -138,24 +128,119 @@ def environment(run: RunFiles) -> list[list[str]]:
         ["GPU", facts.get("gpu_name", "")],
         ["precision", facts.get("precision", "")],
         ["parameters", cell(facts.get("total_params", run.summary.get("total_params", "")))],
-        *provenance_rows(record.get("provenance", {})),
+        ["git commit", commit],
+        ["python", provenance.get("python", "")],
+        *provenance.get("packages", {}).items(),
+        ["CUDA", machine.get("cuda")],
+        ["NVIDIA driver", machine.get("nvidia_driver")],
+        *(
+            [f"data {data['path']}", f"{data['bytes']:,} bytes, sha256 {data['sha256'][:12]}"]
+            for data in provenance.get("data_files", [])
+        ),
         ["working directory", record.get("cwd", "")],
     ]
     return [[name, str(value)] for name, value in rows if value not in ("", None)]
 
 
-def provenance_rows(provenance: dict[str, Any]) -> list[list[Any]]:
-    """What produced the run, as run.json records it (src/runs/provenance.py)."""
-    code, machine = provenance.get("code", {}), provenance.get("machine", {})
-    commit = (code.get("git_commit") or "")[:12] or code.get("why", "")
-    if code.get("git_dirty"):
-        commit += f" with uncommitted changes (sha256 {(code.get('git_diff_sha256') or '')[:12]})"
-    rows = [["git commit", commit], ["python", provenance.get("python", "")]]
-    rows += [[name, version] for name, version in provenance.get("packages", {}).items()]
-    rows += [["CUDA", machine.get("cuda")], ["NVIDIA driver", machine.get("nvidia_driver")]]
-    for data in provenance.get("data_files", []):
-        rows.append([f"data {data['path']}", f"{data['bytes']:,} bytes, sha256 {data['sha256'][:12]}"])
-    return rows
+def default_output(runs: list[RunFiles]) -> Path:
+    """comparison-YYYYMMDD-HHMMSS beside the first run (dashes: no run directory's name)."""
+    return runs[0].dir.parent / f"comparison-{datetime.now():%Y%m%d-%H%M%S}"
+
+
+def compare_runs(runs: list[RunFiles], output: Path, title: str = "") -> Path:
+    """{output}/report.md and its figure: the config fields that differ, the final metrics and
+    the learning curves overlaid; runs that differ only in their seed as one group, mean ± std.
+    Its path; a DataValidationError for runs of several parts."""
+    if len(parts := list(dict.fromkeys(run.part for run in runs if run.part))) > 1:
+        listed = "; ".join(f"{part}: {', '.join(r.name for r in runs if r.part == part)}" for part in parts)
+        raise DataValidationError(
+            f"these runs are of different parts ({listed}); compare one part's runs at a time"
+        )
+    title = title or f"{len(runs)} runs of {parts[0] if parts else 'this project'} compared"
+    groups = _seed_groups(runs)
+    seeded = len(groups) < len(runs)
+    names = [
+        f"{group[0].config.get('name', group[0].name)}, {len(group)} seeds"
+        if len(group) > 1
+        else group[0].name
+        for group in groups
+    ]
+    if len(set(names)) < len(names):
+        names = [f"{index}: {name}" for index, name in enumerate(names, start=1)]
+    listed = [
+        [
+            run.name if seeded else name,
+            *([name, cell(run.config.get("seed", MISSING))] if seeded else []),
+            run.record.get("status", "unknown"),
+            f"[{REPORT_FILE}]({Path(os.path.relpath(run.dir / REPORT_FILE, output)).as_posix()})",
+        ]
+        for name, group in zip(names, groups, strict=True)
+        for run in group
+    ]
+    sections = [f"# {title}"]
+    if seeded:
+        sections.append("Runs that differ only in their seed are taken together: mean ± standard deviation.")
+    sections.append(table(["run", *(["group", "seed"] if seeded else []), "status", "report"], listed))
+    if len(groups) > 1:
+        configs = [flat(group[0].config) for group in groups]
+        fields = dict.fromkeys(
+            field for config in configs for field in config if not (seeded and field == "seed")
+        )
+        rows = [
+            [field, *(cell(config.get(field, MISSING)) for config in configs)]
+            for field in fields
+            if len({repr(config.get(field, MISSING)) for config in configs}) > 1
+        ]
+        sections.append(
+            "## Config differences\n\n" + table(["field", *names], rows, "The configs are the same.")
+        )
+    over_seeds = " (mean ± std over seeds)" if seeded else ""
+    sections.append(f"## Final metrics{over_seeds}\n\n" + _final_metrics(groups, names, bold_best=not seeded))
+    if any(run.curves.size for run in runs):
+        path = _curves_figure(groups, names, output / "learning_curves.png", title)
+        sections.append(f"## Learning curves{over_seeds}\n\n![Learning curves]({path.name})")
+    return write_text_atomic(output / REPORT_FILE, "\n\n".join(sections) + "\n")
+
+
+def _seed_groups(runs: list[RunFiles]) -> list[list[RunFiles]]:
+    """The runs grouped by their settings, seed aside; groups in the order of their first run."""
+    groups: dict[str, list[RunFiles]] = {}
+    for run in runs:
+        settings = {k: v for k, v in sorted(flat(run.config).items()) if not k.startswith(NOT_SETTINGS)}
+        groups.setdefault(repr(settings), []).append(run)
+    return list(groups.values())
+
+
+def _curves_figure(groups: list[list[RunFiles]], names: list[str], path: Path, title: str) -> Path:
+    runs = dict(zip(names, groups, strict=True))
+    return figures.learning_curves(
+        {name: [run.curves for run in group] for name, group in runs.items()},
+        path,
+        title,
+        set().union(*(run.monitored() for group in groups for run in group)),
+        {name: group[0].resume_points() for name, group in runs.items() if len(group) == 1},
+    )
+
+
+def _final_metrics(groups: list[list[RunFiles]], names: list[str], bold_best: bool) -> str:
+    """A row per final metric, a column per group: a run's value, or a group's mean ± std (n runs);
+    with `bold_best` (a run to a group), the best of a validation or test metric in bold."""
+    finals = pd.DataFrame(
+        [{k: v["final"] for k, v in run.final_metrics().items()} for g in groups for run in g]
+    )
+    finals = finals.apply(pd.to_numeric, errors="coerce")
+    texts = finals.groupby([index for index, group in enumerate(groups) for _ in group]).agg(_mean_std)
+    for key in finals.filter(regex="^(val|test|best)_") if bold_best else []:
+        if finals[key].count() > 1:
+            best = finals[key].max() if higher_is_better(key) else finals[key].min()
+            texts.loc[finals[key] == best, key] = "**" + texts[key] + "**"
+    return table(["metric", *names], [[key, *texts[key]] for key in texts], NO_METRICS)
+
+
+def _mean_std(values: pd.Series) -> str:
+    if len(values := values.dropna()) < 2:
+        return cell(values.iloc[0]) if len(values) else MISSING
+    return f"{cell(values.mean())} ± {cell(values.std())} (n={len(values)})"
 
 
 def flat(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -175,6 +260,8 @@ def cell(value: Any) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
-def table(header: list[str], rows: list[list[str]]) -> str:
+def table(header: list[str], rows: list[list[str]], empty: str = "") -> str:
+    if not rows and empty:
+        return empty
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])

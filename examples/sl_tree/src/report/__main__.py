@@ -1,59 +1,51 @@
 """python -m src.report RUN_DIR [RUN_DIR ...] [--output DIR]
 
-One run directory: writes its report.md again (every run writes one as it ends). Several,
-of one part: one report comparing them side by side (the config fields that differ, final
-metrics, learning curves overlaid), in --output; its path is printed. Runs that differ
-only in their seed are taken together: mean ± std of their final metrics, their curves as
-a mean with a band of one standard deviation. Exit status 2 for a path that is not a run
-directory, or runs of different parts.
+One run directory: its report.md written again. Several, of one part: a report comparing them.
 """
 
 from __future__ import annotations
 
-import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated
 
 import tyro
 
-from src.report.comparison import MixedParts, compare_runs, default_output
-from src.report.run_files import NotARunDir, RunFiles
-from src.report.run_report import write_report
-from src.runs.atomic import WriteFailed
+from src.cli import exit_on_bad_input, parse_options
+from src.errors import DataValidationError
 
 
-def report(
+@dataclass
+class ReportOptions:
+    """What `python -m src.report` takes.
+
+    Attributes:
+        run_dirs: One run directory, to write its report again; several, of one part, to compare
+            them side by side (runs that differ only in their seed taken together: mean ± std).
+        output: Where a comparison goes (default: comparison-YYYYMMDD-HHMMSS beside the first run).
+    """
+
     run_dirs: Annotated[
         tuple[Path, ...],
         tyro.conf.Positional,
         tyro.conf.arg(metavar="RUN_DIR", help_behavior_hint="(one or more)"),
-    ],
-    output: Annotated[Path | None, tyro.conf.arg(metavar="DIR", help_behavior_hint="")] = None,
-) -> None:
-    """Write a run's report, or one comparing runs side by side.
-
-    Args:
-        run_dirs: Run directories.
-        output: Where a comparison goes (default: comparison-YYYYMMDD-HHMMSS beside the first run).
-    """
-    if not run_dirs:
-        _fail("give the run directory to report on, or two or more to compare")
-    if len(run_dirs) == 1 and output is not None:
-        _fail("--output is for a comparison: give two run directories or more")
-    try:
-        runs = [RunFiles.read(path) for path in run_dirs]
-        print(write_report(runs[0]) if len(runs) == 1 else compare_runs(runs, output or default_output(runs)))
-    except (NotARunDir, MixedParts, WriteFailed) as error:
-        _fail(str(error))
-
-
-def _fail(message: str) -> NoReturn:
-    print(f"error: {message}", file=sys.stderr)
-    raise SystemExit(2)
+    ]
+    output: Annotated[Path | None, tyro.conf.arg(metavar="DIR", help_behavior_hint="")] = None
 
 
 def main(argv: list[str] | None = None) -> None:
-    tyro.cli(report, args=argv, prog="python -m src.report")
+    options = parse_options(ReportOptions, argv, prog="python -m src.report", description=__doc__)
+    with exit_on_bad_input():
+        if not options.run_dirs:
+            raise DataValidationError("give the run directory to report on, or two or more to compare")
+        if len(options.run_dirs) == 1 and options.output is not None:
+            raise DataValidationError("--output is for a comparison: give two run directories or more")
+        from src.report.run_files import RunFiles
+        from src.report.run_report import compare_runs, default_output, write_report  # loads matplotlib
+
+        runs = [RunFiles.read(path) for path in options.run_dirs]
+        output = options.output or default_output(runs)
+        print(write_report(runs[0]) if len(runs) == 1 else compare_runs(runs, output))
 
 
 if __name__ == "__main__":
