@@ -61,14 +61,9 @@ def run_part(record: dict) -> str:
     return package if rest else ""
 
 
-def mark_runs_that_never_checkpointed(base_dir: Path, name: str) -> list[Path]:
-    """Mark, and return, the runs of config `name` whose process died before their first
-    checkpoint; they would stay "running" in run.json for ever."""
-    return [path for path in sorted(base_dir.glob(f"{name}_*")) if marked_if_never_checkpointed(path)]
-
-
 def marked_if_never_checkpointed(run_dir: Path) -> bool:
-    """Whether the run died before its first checkpoint, marking it so in run.json."""
+    """Whether the run died before its first checkpoint, marking it so in run.json, where it
+    would stay "running" for ever."""
     record = run_record(run_dir)
     if record.get("status") == NEVER_CHECKPOINTED:
         return True

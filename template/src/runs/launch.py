@@ -37,8 +37,8 @@ class Launch:
 
 def current_launch() -> Launch:
     """How this process was started, as Lightning's own cluster environments detect it."""
-    # What those environments look for first: Lightning takes seconds to load, and a tree
-    # part started with python -m never needs it.
+    # What those environments look for first: without either, Lightning (seconds to load, and
+    # never needed by a tree part) stays unloaded.
     if not {"TORCHELASTIC_RUN_ID", "SLURM_NTASKS"} & os.environ.keys():
         return Launch("python", 1, 1, 0)
     from lightning.fabric.plugins.environments import SLURMEnvironment, TorchElasticEnvironment

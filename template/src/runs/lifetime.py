@@ -290,15 +290,8 @@ def _write_status(run_dir: Path, status: str, resume_from: Path | None, **extra:
             record.pop("training_ended", None)
     for key in ("error", "end_reason", "end_detail"):  # a resumed run's, until it ends again
         record.pop(key, None)
-    record.update(
-        status=status,
-        updated=now,
-        pid=os.getpid(),
-        host=socket.gethostname(),
-        cwd=os.getcwd(),
-        command=_command(),
-        **extra,
-    )
+    record.update(status=status, updated=now, pid=os.getpid(), host=socket.gethostname(), cwd=os.getcwd())
+    record.update(command=_command(), **extra)
     text = json.dumps(record, indent=2) + "\n"
     try:
         write_text_atomic(path, text)
