@@ -101,11 +101,8 @@ def parse_command(
             ("cfg", Annotated[config_cls, tyro.conf.arg(name="")]),
         ],
     )
-    default = command_cls(
-        config=name if name in configs else names[0],
-        options=options_cls(),
-        cfg=start_from if start_from is not None else config_cls(),
-    )
+    cfg = start_from if start_from is not None else config_cls()
+    default = command_cls(config=name if name in configs else names[0], options=options_cls(), cfg=cfg)
     command = parse_options(command_cls, argv, prog, description, default=default)
     with exit_on_bad_input():
         command.cfg.validate()

@@ -96,10 +96,8 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
                 if (wandb_run := current_run()) is not None:
                     wandb_run.finish(exit_code=1)
                 if _ctrl_c(error):
-                    print(
-                        f"interrupted: saved files are kept; continue with --resume {run_dir}",
-                        file=sys.stderr,
-                    )
+                    resume = f"continue with --resume {run_dir}"
+                    print(f"interrupted: saved files are kept; {resume}", file=sys.stderr)
                 if log_file is not None:
                     _say_why(end)
             if _ctrl_c(error):
