@@ -24,8 +24,8 @@ _writes = itertools.count()  # numbers this process's writes, for their temporar
 
 @contextlib.contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
-    """A temporary path to write `path`'s new content to, renamed over `path` when the block
-    ends. It keeps the suffix, for writers that pick the format from it (XGBoost, matplotlib)."""
+    """A temporary path for `path`'s new content, renamed over `path` when the block ends (removed
+    if it fails); it keeps the suffix, for writers that pick the format from it (XGBoost)."""
     path = Path(path)
     # A name of this write's own: two writers of one file (a sweep's workers, on one machine
     # or several) must not rename or remove each other's temporary file.
