@@ -25,22 +25,18 @@ from src.training.seeding import rank_seed
 class ExactResume(L.Callback):
     """What Lightning's own checkpoint leaves out of an exact resume.
 
-    - last.ckpt is rewritten every `every_n_steps` steps and every `minutes` (0 turns either
-      off), and once more when training ends. A step is an optimizer step, or a batch where the
-      module optimizes by hand (RL), as metrics.jsonl counts them. ModelCheckpoint has both
-      triggers, but ignores the clock under manual optimization and fires between accumulated
-      batches, whose gradients no checkpoint holds. None is taken at an epoch's last batch or
-      just before a validation: a resume would count that epoch's end or that validation as done.
-    - The checkpoint carries the random generators' states, the metric each ReduceLROnPlateau
-      watches (Lightning steps it at an epoch's end, after the checkpoints, and skips that step
-      on resume), and the length of a schedule that spans the run (cosine, onecycle).
+    - last.ckpt is rewritten every `every_n_steps` steps (optimizer steps, or batches where the
+      module optimizes by hand: RL) and every `minutes` (0 turns either off), and when training
+      ends. ModelCheckpoint's own triggers ignore the clock under manual optimization and fire
+      between accumulated batches, whose gradients no checkpoint holds. None is taken at an
+      epoch's last batch or just before a validation, which a resume would count as done.
+    - The checkpoint carries the random generators, the metric each ReduceLROnPlateau watches
+      (Lightning steps it after the checkpoints at an epoch's end, and skips that step on
+      resume) and the length of a schedule that spans the run (cosine, onecycle).
     - A resume restores them and takes the skipped plateau step; refuses settings that would
-      change the schedule's length; drops the metrics.jsonl rows the killed session logged
-      after the checkpoint; moves the checkpoint callbacks' paths along with a run directory
-      moved elsewhere; and stops before its first step once run.json says training ended.
-
-    Private Lightning state it reads, each named where it is read: fit_loop.restarting,
-    fit_loop.epoch_loop.total_batch_idx and the layout of ModelCheckpoint's state."""
+      change the schedule's length; drops the metrics.jsonl rows logged after the checkpoint;
+      follows a run directory moved elsewhere; and once run.json says training ended, only
+      tests and saves."""
 
     def __init__(
         self, run_dir: Path, seed: int, every_n_steps: int, minutes: float, schedule_spans_run: bool

@@ -39,6 +39,8 @@ class AtomicCheckpointIO(TorchCheckpointIO):
     another disk, so a full disk there truncates last.ckpt."""
 
     def save_checkpoint(self, checkpoint: dict[str, Any], path: Any, storage_options: Any = None) -> None:
+        if storage_options is not None:
+            raise TypeError("AtomicCheckpointIO takes no storage_options")
         save_torch(checkpoint, Path(path))
 
 
