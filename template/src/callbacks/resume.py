@@ -16,7 +16,7 @@ from lightning.pytorch.callbacks import EarlyStopping
 from lightning.pytorch.callbacks.early_stopping import EarlyStoppingReason
 from lightning.pytorch.utilities import rank_zero_info
 
-from src.config import ConfigError
+from src.config import SPANNING_SCHEDULES, ConfigError, LightningConfig
 from src.runs.lifetime import mark_training_ended, training_ended, training_stopped
 from src.training.jsonl_logger import JsonlLogger
 from src.training.seeding import rank_seed
@@ -25,11 +25,12 @@ from src.training.seeding import rank_seed
 class ExactResume(L.Callback):
     """What Lightning's own checkpoint leaves out of an exact resume.
 
-    - last.ckpt is rewritten every `every_n_steps` steps (optimizer steps, or batches where the
-      module optimizes by hand: RL) and every `minutes` (0 turns either off), and when training
-      ends. ModelCheckpoint's own triggers ignore the clock under manual optimization and fire
-      between accumulated batches, whose gradients no checkpoint holds. None is taken at an
-      epoch's last batch or just before a validation, which a resume would count as done.
+    - last.ckpt is rewritten every checkpoint_every_n_steps steps (optimizer steps, or batches
+      where the module optimizes by hand: RL) and checkpoint_minutes (0 turns either off), and
+      when training ends. ModelCheckpoint's own triggers ignore the clock under manual
+      optimization and fire between accumulated batches, whose gradients no checkpoint holds.
+      None is taken at an epoch's last batch or just before a validation, which a resume would
+      count as done.
     - The checkpoint carries the random generators, the metric each ReduceLROnPlateau watches
       (Lightning steps it after the checkpoints at an epoch's end, and skips that step on
       resume) and the length of a schedule that spans the run (cosine, onecycle).
@@ -38,11 +39,10 @@ class ExactResume(L.Callback):
       follows a run directory moved elsewhere; and once run.json says training ended, only
       tests and saves."""
 
-    def __init__(
-        self, run_dir: Path, seed: int, every_n_steps: int, minutes: float, schedule_spans_run: bool
-    ) -> None:
-        self.run_dir, self.seed, self.schedule_spans_run = run_dir, seed, schedule_spans_run
-        self.every_n_steps, self.seconds = every_n_steps, minutes * 60
+    def __init__(self, cfg: LightningConfig, run_dir: Path) -> None:
+        self.run_dir, self.seed = run_dir, cfg.seed
+        self.every_n_steps, self.seconds = cfg.checkpoint_every_n_steps, cfg.checkpoint_minutes * 60
+        self.schedule_spans_run = cfg.scheduler in SPANNING_SCHEDULES
         self._trainer: L.Trainer | None = None  # state_dict() is given none
         self._steps: int | None = None  # the schedule's length in optimizer steps, this session
         self._planned_steps: int | None = None  # and as the checkpoint recorded it

@@ -22,7 +22,7 @@ from src.callbacks.guards import FiniteLossCallback, StopFileCallback, WallClock
 from src.callbacks.metrics import MetricsCallback, RunInfoCallback, TimingCallback
 from src.callbacks.progress import EpochSummaryCallback, ModelSummary, ProgressBar
 from src.callbacks.resume import ExactResume, ResumableEarlyStopping
-from src.config import SPANNING_SCHEDULES, LightningConfig
+from src.config import LightningConfig
 from src.ops.alerts import Alerts
 from src.runs.directory import stop_file_paths
 from src.runs.launch import current_launch, trainer_processes
@@ -106,13 +106,7 @@ def build_callbacks(
         TimingCallback(fetch_section=fetch_section),  # timing/ (PRF-2..4)
         MetricsCallback(monitor=monitor, mode=mode),  # batch/, lr, system/, tracking/ (LOG-4)
         RunInfoCallback(run_dir),  # start-of-run facts (LOG-5)
-        ExactResume(  # RES-1, RES-2
-            run_dir,
-            seed=cfg.seed,
-            every_n_steps=cfg.checkpoint_every_n_steps,
-            minutes=cfg.checkpoint_minutes,
-            schedule_spans_run=cfg.scheduler in SPANNING_SCHEDULES,
-        ),
+        ExactResume(cfg, run_dir),  # RES-1, RES-2
         EpochSummaryCallback(),
         FrozenHeapCallback(),  # the garbage collector walks only what a step makes
     ]
