@@ -13,8 +13,8 @@ from lightning.pytorch.callbacks import LambdaCallback
 from lightning.pytorch.demos.boring_classes import BoringModel
 
 from src.callbacks.frozen_heap import FrozenHeapCallback
-from src.training.batch_hooks import skip_inherited_batch_hooks
 from src.training.profiler import BoundedSimpleProfiler
+from src.training.trainer import skip_inherited_batch_hooks
 
 
 class FreezeProbe(L.Callback):

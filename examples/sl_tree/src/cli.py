@@ -1,12 +1,6 @@
-"""The training command line (CFG-3): `--config NAME`, per-field overrides, `--resume`.
-
-Priority: dataclass defaults < the config class chosen by `--config` < CLI flags.
-One tyro parser reads everything: `--config`, the command's own options (`--resume`
-here, the engine and budget for a sweep) and a flag for every config field, typed,
-with help and "did you mean" from tyro. The one step outside tyro: the value given to
-`--config` is looked up first, because it decides the defaults the flags override.
-Bad input exits with status 2 before any run directory exists.
-"""
+"""The command lines (CFG-3): `--config NAME`, a flag for every config field, the command's
+own options (`--resume`), all parsed by tyro. Priority: dataclass defaults < the config
+chosen by `--config` < flags. Bad input exits with status 2 before a run directory exists."""
 
 from __future__ import annotations
 
@@ -29,11 +23,13 @@ from src.runs.directory import (
     NEVER_CHECKPOINTED,
     find_latest_run,
     intact_checkpoint,
-    mark_runs_that_never_checkpointed,
+    marked_if_never_checkpointed,
     run_dir_of,
     run_part,
     run_record,
 )
+
+_CONFIG_HELP = "Which of this part's configs to start from; the flags below override its fields."
 
 
 @dataclasses.dataclass
@@ -56,7 +52,7 @@ def parse_cli(
     prog: str | None = None,
     description: str | None = None,
 ) -> tuple[BaseConfig, Path | None]:
-    """Parse a training command line into a config and the checkpoint to resume from."""
+    """A training command line's config and the checkpoint to resume from."""
     cfg, options = parse_command(configs, TrainOptions, argv, prog, description)
     if options.resume is None:
         return cfg, None
@@ -88,10 +84,11 @@ def parse_command(
     description: str | None = None,
     start_from: BaseConfig | None = None,
 ) -> tuple[BaseConfig, Any]:
-    """One tyro parse of `--config NAME`, the fields of `options_cls` and every config
-    field; `start_from` replaces the named config's defaults (a resumed run's config)."""
+    """`--config NAME`, the fields of `options_cls` and every config field; `start_from`
+    replaces the named config's defaults (a resumed run's config)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     names = tuple(configs)
+    # Looked up before tyro parses: the config named decides the defaults the flags override.
     name = _config_named_in(argv) or names[0]
     # An unknown name falls back to the first config's defaults here; tyro then refuses
     # the name itself and lists the valid ones.
@@ -104,13 +101,12 @@ def parse_command(
             ("cfg", Annotated[config_cls, tyro.conf.arg(name="")]),
         ],
     )
-    default = command_cls(
-        config=name if name in configs else names[0],
-        options=options_cls(),
-        cfg=start_from if start_from is not None else config_cls(),
-    )
+    cfg = start_from if start_from is not None else config_cls()
+    default = command_cls(config=name if name in configs else names[0], options=options_cls(), cfg=cfg)
     command = parse_options(command_cls, argv, prog, description, default=default)
-    return _checked(command.cfg), command.options
+    with exit_on_bad_input():
+        command.cfg.validate()
+    return command.cfg, command.options
 
 
 def parse_options(
@@ -120,13 +116,10 @@ def parse_options(
     description: str | None = None,
     default: Any = None,
 ) -> Any:
-    """A command's options (a dataclass) from its command line: help, types and refusals by tyro."""
+    """A command's options (a dataclass) from its command line."""
     # tyro joins a description's lines into one paragraph: only the summary reads well.
     summary = description.strip().split("\n\n")[0] if description else None
     return tyro.cli(options_cls, default=default, args=argv, prog=prog, description=summary)
-
-
-_CONFIG_HELP = "Which of this part's configs to start from; the flags below override its fields."
 
 
 def _config_named_in(argv: Sequence[str]) -> str | None:
@@ -142,8 +135,8 @@ def _config_named_in(argv: Sequence[str]) -> str | None:
 
 @contextlib.contextmanager
 def exit_on_bad_input() -> Iterator[None]:
-    """Errors of the input, not of the code, end the command with status 2 and one line
-    (see bad_input_message); any other error keeps its traceback."""
+    """Errors of the input, not of the code, end the command with status 2 and one line;
+    any other error keeps its traceback."""
     try:
         yield
     except Exception as error:
@@ -153,9 +146,8 @@ def exit_on_bad_input() -> Iterator[None]:
 
 
 def bad_input_message(error: Exception) -> str | None:
-    """The one-line message of an error the input caused: bad data (DATA-1), config
-    values, training that diverged on them, a file that could not be written (a full
-    disk), or sizes too large for the machine's memory. None for any other error."""
+    """The one-line message of an error the input caused (bad data, config values, training
+    that diverged on them, a full disk, sizes beyond the machine's memory), else None."""
     if isinstance(error, (DataValidationError, ConfigError, TrainingDiverged, WriteFailed)):
         return str(error)
     text = str(error)
@@ -181,20 +173,13 @@ def bad_input_message(error: Exception) -> str | None:
     return None
 
 
-def _checked(cfg: BaseConfig) -> BaseConfig:
-    try:
-        cfg.validate()
-    except ConfigError as error:
-        _fail(str(error))
-    return cfg
-
-
 def _checkpoint_to_resume(cfg: BaseConfig, resume: str) -> Path | None:
-    """The checkpoint `--resume` names, checked intact (RES-1). A run directory (or
-    auto) continues from its newest intact checkpoint, saying which it skipped."""
+    """The checkpoint `--resume` names, checked intact (RES-1); a run directory (or auto)
+    continues from its newest intact checkpoint, saying which it skipped."""
     path = Path(resume)
     if resume == "auto":
-        if dead := mark_runs_that_never_checkpointed(cfg.runs_dir(), cfg.name):
+        runs = sorted(cfg.runs_dir().glob(f"{cfg.name}_*"))
+        if dead := [run_dir for run_dir in runs if marked_if_never_checkpointed(run_dir)]:
             print(
                 f"--resume auto: passing over {len(dead)} run(s) that died before their first "
                 f"checkpoint (run.json status {NEVER_CHECKPOINTED}), e.g. {dead[-1]}; the README says "

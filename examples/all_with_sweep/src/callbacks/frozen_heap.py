@@ -1,18 +1,15 @@
 """Keeps Python's garbage collector off the objects a fit starts with."""
 
-from __future__ import annotations
-
 import gc
 
 import lightning as L
 
 
 class FrozenHeapCallback(L.Callback):
-    """From the start of fitting to its end, the objects alive when it starts (the
-    model, the data, Lightning's and every library's own) sit in gc's permanent
-    generation. A step makes many short-lived objects, TorchRL's tensordicts above all,
-    and each of gc's full passes would otherwise walk that whole heap again:
-    about a tenth of a CPU PPO step. Garbage made during the fit is collected as usual."""
+    """From the start of fitting to its end, the objects alive when it starts (the model, the
+    data, every library's own) sit in gc's permanent generation. A step makes many short-lived
+    objects, TorchRL's tensordicts above all, and each of gc's full passes would otherwise walk
+    that whole heap again: about a tenth of a CPU PPO step."""
 
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         gc.freeze()

@@ -1,6 +1,5 @@
-"""Is a checkpoint intact? Asked before a run resumes from it (RES-1), so that a file
-damaged by a full disk, a copy cut short or a bad sector is reported by name and
-skipped, never loaded into a traceback or a crash."""
+"""Is a checkpoint intact? Asked before a run resumes from it (RES-1): a file damaged by a full
+disk, a cut copy or a bad sector is reported by name, never loaded into a traceback or a crash."""
 
 from __future__ import annotations
 
@@ -22,8 +21,8 @@ def checkpoint_problem(path: Path) -> str | None:
 
 
 def _torch_problem(path: Path) -> str | None:
-    """torch.save writes a zip archive with a checksum per entry: a cut or overwritten
-    file fails testzip(). The weights must then load and be finite."""
+    """torch.save writes a zip archive with a checksum per entry, which a cut or overwritten
+    file fails; the weights must then load and be finite."""
     import torch  # here, not at the top: a tree part's .ubj checkpoints need no torch
 
     try:
@@ -45,8 +44,7 @@ def _torch_problem(path: Path) -> str | None:
 
 
 def _booster_problem(path: Path) -> str | None:
-    """XGBoost can crash the whole process (a segfault) on a cut model file, so a
-    separate Python process loads it first."""
+    """XGBoost can crash the process (a segfault) on a cut model file: another process tries."""
     code = "import sys, xgboost; xgboost.Booster(model_file=sys.argv[1])"
     try:
         result = subprocess.run(

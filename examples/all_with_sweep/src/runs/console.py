@@ -15,9 +15,8 @@ _open_logs: list[TextIO] = []  # the console.log of each tee_console block, inne
 
 
 class _Tee:
-    """A text stream that writes to the terminal and to the log file. The terminal comes
-    first: when the log cannot be written (a full disk), the terminal still gets
-    everything, the error that ends the run included."""
+    """Writes to the terminal, then to the log file: when the log cannot be written (a full
+    disk), the terminal still gets everything, the error that ends the run included."""
 
     def __init__(self, terminal: TextIO, log_file: TextIO) -> None:
         self.original = terminal
@@ -30,8 +29,7 @@ class _Tee:
                 self.terminal.write(text)
             except OSError:  # the terminal closed (SIGHUP, a lost ssh session): log on alone
                 self.terminal = None
-        # Progress-bar redraws (carriage returns) and terminal control sequences (colour,
-        # cursor) stay on the terminal only.
+        # Progress-bar redraws (carriage returns) and colour or cursor codes stay on the terminal.
         logged = TERMINAL_CONTROL.sub("", text)
         if logged and "\r" not in logged and (error := write_log(self.log_file, logged)) and self.terminal:
             self.terminal.write(
@@ -52,9 +50,9 @@ class _Tee:
 
 
 class _Current:
-    """sys.stdout or sys.stderr as it is at each write, for logging's handlers. A progress
-    bar replaces them while it draws, to print what is written above itself; a handler
-    holding the stream of before would print into the bar, which then draws again below."""
+    """sys.stdout or sys.stderr as it is at each write, for logging's handlers: a progress bar
+    replaces them while it draws, to print above itself, and a handler holding the stream of
+    before would print into the bar."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -67,58 +65,49 @@ class _Current:
 
 
 def write_to_log_only(text: str) -> None:
-    """Write `text` to console.log alone, for what the terminal already shows in its own
-    form (a line a progress bar printed)."""
+    """Write to console.log alone what the terminal shows in its own form (a progress bar's line)."""
     if _open_logs:  # found here, not through sys.stdout, which W&B wraps in its own stream
         write_log(_open_logs[-1], text)
 
 
 def write_log(log_file: TextIO, text: str) -> OSError | None:
-    """Write to console.log while it can be written. The first write that fails closes
-    it (later ones are skipped) and returns its error."""
+    """Write to console.log while it can be written; the first write that fails closes it
+    and returns its error."""
     if log_file.closed:
         return None
     try:
         log_file.write(text)
     except OSError as error:
-        _close_quietly(log_file)
+        with contextlib.suppress(OSError):
+            log_file.close()
         return error
     return None
 
 
 @contextlib.contextmanager
 def tee_console(path: Path) -> Iterator[TextIO]:
-    """Copy stdout, stderr and logging output into `path` until the block ends;
-    yields the log file, for what belongs in the log but not on the terminal."""
+    """Copy stdout, stderr and logging output into `path` until the block ends; yields the
+    log file, for what belongs in the log but not on the terminal."""
     saved = sys.stdout, sys.stderr
-    log_file = open(path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 (closed below even if a flush fails)
-    with contextlib.ExitStack() as closing:
-        closing.callback(_close_quietly, log_file)
-        sys.stdout, sys.stderr = _Tee(saved[0], log_file), _Tee(saved[1], log_file)
-        _open_logs.append(log_file)
-        closing.callback(_open_logs.remove, log_file)
-        # Handlers made earlier (Lightning's among them) hold the old streams.
-        handlers = {handler: handler.stream for handler in _stream_handlers(saved)}
-        for handler, stream in handlers.items():
-            handler.setStream(_Current("stderr" if stream is saved[1] else "stdout"))
-        try:
-            yield log_file
-        finally:
-            for handler, stream in handlers.items():
-                handler.setStream(stream)
-            sys.stdout, sys.stderr = saved
-
-
-def _close_quietly(log_file: TextIO) -> None:
-    with contextlib.suppress(OSError):
-        log_file.close()
-
-
-def _stream_handlers(streams: tuple[TextIO, TextIO]) -> set[logging.StreamHandler]:
+    # Handlers made earlier (Lightning's among them) hold the old streams.
     loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
-    return {
-        handler
+    handlers = {
+        handler: handler.stream
         for logger in loggers
         for handler in getattr(logger, "handlers", ())
-        if isinstance(handler, logging.StreamHandler) and any(handler.stream is stream for stream in streams)
+        if isinstance(handler, logging.StreamHandler) and handler.stream in saved
     }
+    log_file = open(path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 (closed below even if a flush fails)
+    try:
+        sys.stdout, sys.stderr = _Tee(saved[0], log_file), _Tee(saved[1], log_file)
+        _open_logs.append(log_file)
+        for handler, stream in handlers.items():
+            handler.setStream(_Current("stderr" if stream is saved[1] else "stdout"))
+        yield log_file
+    finally:
+        for handler, stream in handlers.items():
+            handler.setStream(stream)
+        sys.stdout, sys.stderr = saved
+        _open_logs.remove(log_file)
+        with contextlib.suppress(OSError):
+            log_file.close()

@@ -1,11 +1,6 @@
-"""LOG-1: TensorBoard and CSV beside W&B, chosen with --loggers; Lightning's loggers
-write them, in the Lightning parts and the tree parts alike.
-
-- tensorboard: {run}/tensorboard/, one directory for every session of the run, so a
-  resumed run goes on in the same curves (`tensorboard --logdir output/` shows them all).
-- csv: {run}/csv/version_N/metrics.csv, one per session: Lightning's CSVLogger would
-  delete an earlier session's file rather than add to it. metrics.jsonl has them all.
-"""
+"""LOG-1: TensorBoard and CSV beside W&B, chosen with --loggers, for every part. TensorBoard
+writes {run}/tensorboard/ for every session, so a resumed run goes on in the same curves; CSV,
+{run}/csv/version_N/metrics.csv, one per session (CSVLogger would delete an earlier one)."""
 
 from __future__ import annotations
 
@@ -22,8 +17,7 @@ def file_loggers(cfg: BaseConfig, run_dir: Path) -> list[Logger]:
     """The TensorBoard and CSV loggers the config's `loggers` name (W&B is src.wandb_utils')."""
     if not {"tensorboard", "csv"} & set(cfg.loggers):
         return []
-    # Here, not at the top: Lightning takes seconds to load, and a tree part that logs to
-    # W&B alone never needs it.
+    # Here, not at the top: Lightning takes seconds to load, and a tree part may never need it.
     from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 
     chosen: list[Logger] = []

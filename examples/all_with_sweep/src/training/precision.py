@@ -1,8 +1,5 @@
-"""Training precision: bf16-mixed where the GPU supports it, else 32-true (PRC-1..3).
-
-bf16 has fp32's exponent range, so no GradScaler is needed; Lightning applies
-autocast itself, so model code never calls torch.autocast (PRC-2).
-"""
+"""Training precision (PRC-1..3): bf16 has fp32's exponent range, so no GradScaler is needed;
+Lightning applies autocast itself, so model code never calls torch.autocast (PRC-2)."""
 
 from __future__ import annotations
 
@@ -10,8 +7,7 @@ import torch
 
 
 def choose_precision(requested: str = "auto") -> str:
+    """`requested`, or for "auto" bf16-mixed where the GPU supports it, else 32-true."""
     if requested != "auto":
         return requested
-    if torch.cuda.is_available() and torch.cuda.is_bf16_supported():
-        return "bf16-mixed"
-    return "32-true"
+    return "bf16-mixed" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "32-true"

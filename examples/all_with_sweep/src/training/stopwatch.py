@@ -1,5 +1,5 @@
-"""Seconds per named section of a training step, for a module that times its own
-step (manual optimization); the timing callback reads them from `module.stopwatch`."""
+"""Seconds per named section of a training step, for a module that times its own step
+(manual optimization: PPO's updates); TimingCallback reads them from `module.stopwatch`."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ from contextlib import contextmanager
 
 
 class Stopwatch:
-    """Seconds per named section, for a module that times its own training step
-    (manual optimization: PPO's updates). `with stopwatch("backward"): ...`"""
+    """`with stopwatch("backward"): ...` adds the seconds it took to "backward"."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = defaultdict(float)

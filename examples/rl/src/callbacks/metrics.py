@@ -1,6 +1,6 @@
-"""LOG-4, LOG-5, PRF-2..4: what the Lightning module does not log itself. Per epoch:
-timing/, tracking/, system/ and `lr`; per logged step: batch/grad_norm; once at the start:
-what the run is and how it trains."""
+"""Timing and metrics the Lightning module does not log itself (LOG-4, LOG-5, PRF-2..4): per
+epoch timing/, tracking/, system/ and `lr`; per logged step batch/grad_norm; at the start, what
+the run is and how it trains."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import lightning as L
 import torch
 from lightning.pytorch.utilities.parsing import lightning_getattr, lightning_hasattr
 
+from src.callbacks import logs_this_step
 from src.ops.hardware import GIB, collect_system_metrics, gpu_name
 from src.runs.lifetime import record_in_run_json, record_used_settings
-from src.training.batch_hooks import logs_this_step
 
 
 class TimingCallback(L.Callback):
@@ -39,7 +39,6 @@ class TimingCallback(L.Callback):
     def teardown(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         if self._hook is not None:
             self._hook.remove()
-            self._hook = None
 
     def _on_forward_end(self, module: Any, args: Any, output: Any) -> None:
         if module.training:
@@ -78,8 +77,7 @@ class TimingCallback(L.Callback):
         metrics = {f"timing/{name}_seconds": value for name, value in seconds.items()}
         metrics |= {f"timing/{name}_pct": 100 * value / total for name, value in seconds.items()}
         metrics["timing/epoch_seconds"] = total
-        # DDP-1: the mean over the processes, one all-reduce an epoch.
-        pl_module.log_dict(metrics, on_step=False, on_epoch=True, sync_dist=True)
+        pl_module.log_dict(metrics, on_step=False, on_epoch=True, sync_dist=True)  # DDP-1: the ranks' mean
 
     def _lap(self, section: str, until: float | None = None) -> None:
         now = until or time.perf_counter()
@@ -99,26 +97,21 @@ class MetricsCallback(L.Callback):
         self.best_epoch = -1
         self.epochs_since_improvement = 0
 
-    def on_before_optimizer_step(
-        self, trainer: L.Trainer, pl_module: L.LightningModule, optimizer: torch.optim.Optimizer
-    ) -> None:
+    def on_before_optimizer_step(self, trainer: L.Trainer, pl_module: L.LightningModule, *args: Any) -> None:
         # A manual-optimization module logs its own norms (RL: batch/actor_grad_norm). The norm
         # takes a kernel per parameter: only on the steps whose metrics reach the loggers.
-        if not pl_module.automatic_optimization or not logs_this_step(trainer):
-            return
-        grads = [p.grad.detach().norm() for p in pl_module.parameters() if p.grad is not None]
-        if grads:
-            norm = torch.linalg.vector_norm(torch.stack(grads))
-            pl_module.log("batch/grad_norm", norm, on_step=True, on_epoch=False)
+        if pl_module.automatic_optimization and logs_this_step(trainer):
+            grads = [p.grad.detach().norm() for p in pl_module.parameters() if p.grad is not None]
+            if grads:
+                norm = torch.linalg.vector_norm(torch.stack(grads))
+                pl_module.log("batch/grad_norm", norm, on_step=True, on_epoch=False)
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         metrics = collect_system_metrics(gpu=pl_module.device.index or 0)  # this rank's GPU
         if torch.cuda.is_available():  # what torch's allocator holds: the model's memory
-            metrics |= {
-                "system/gpu_memory_allocated_gb": torch.cuda.memory_allocated() / GIB,
-                "system/gpu_memory_reserved_gb": torch.cuda.memory_reserved() / GIB,
-                "system/gpu_max_memory_allocated_gb": torch.cuda.max_memory_allocated() / GIB,
-            }
+            metrics["system/gpu_memory_allocated_gb"] = torch.cuda.memory_allocated() / GIB
+            metrics["system/gpu_memory_reserved_gb"] = torch.cuda.memory_reserved() / GIB
+            metrics["system/gpu_max_memory_allocated_gb"] = torch.cuda.max_memory_allocated() / GIB
         if trainer.optimizers:
             metrics["lr"] = trainer.optimizers[0].param_groups[0]["lr"]
         if (value := trainer.callback_metrics.get(self.monitor)) is not None:
@@ -130,30 +123,37 @@ class MetricsCallback(L.Callback):
             metrics[f"tracking/best_{self.monitor}"] = self.best
             metrics["tracking/best_epoch"] = float(self.best_epoch)
             metrics["tracking/epochs_since_improvement"] = float(self.epochs_since_improvement)
-        # DDP-1: the mean over the processes, one all-reduce an epoch.
-        pl_module.log_dict(metrics, on_step=False, on_epoch=True, sync_dist=True)
+        pl_module.log_dict(metrics, on_step=False, on_epoch=True, sync_dist=True)  # DDP-1: the ranks' mean
 
     def state_dict(self) -> dict[str, Any]:  # tracking/ goes on across a resume (RES-1)
-        return {key: getattr(self, key) for key in ("best", "best_epoch", "epochs_since_improvement")}
+        return {key: vars(self)[key] for key in ("best", "best_epoch", "epochs_since_improvement")}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        self.best, self.best_epoch = state_dict["best"], state_dict["best_epoch"]
-        self.epochs_since_improvement = state_dict["epochs_since_improvement"]
+        vars(self).update(state_dict)
 
 
 class RunInfoCallback(L.Callback):
     """Logs to every logger (W&B: the run's config; metrics.jsonl: one line) the model's size,
-    the sample counts, the GPU and how the run trains: the settings the Trainer settled on,
-    each optimizer's parameter groups, the callbacks and the profiler, so a run directory
-    shows the checklist's settings took effect (LIT-4, PRC-1, CB-1..3, PRF-1). The
-    processes it trains on go to run.json too (DDP-1)."""
+    the sample counts, the GPU and how the run trains: what the Trainer settled on where the
+    config said auto (also in config.json's `used`), each optimizer's parameter groups, the
+    callbacks and the profiler, so a run directory shows the checklist's settings took effect
+    (LIT-4, PRC-1, CB-1..3, PRF-1). The processes it trains on go to run.json too (DDP-1)."""
 
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         processes = {"world_size": trainer.world_size, "num_nodes": trainer.num_nodes}
-        used = _used_settings(trainer, pl_module)
+        used = {
+            "precision": trainer.precision,
+            "accelerator": type(trainer.accelerator).__name__.removesuffix("Accelerator").lower(),
+            "devices": trainer.num_devices,
+            "num_nodes": trainer.num_nodes,
+            "strategy": getattr(trainer.strategy, "strategy_name", type(trainer.strategy).__name__),
+            "accumulate_grad_batches": trainer.accumulate_grad_batches,
+        }
+        if lightning_hasattr(pl_module, "batch_size"):  # as BatchSizeFinder left it, at the start of fit
+            used["batch_size"] = int(lightning_getattr(pl_module, "batch_size"))
         if trainer.is_global_zero:
             record_in_run_json(self.run_dir, **processes)
             record_used_settings(self.run_dir, **used)
@@ -166,43 +166,25 @@ class RunInfoCallback(L.Callback):
             "num_val_samples": _num_samples(trainer, "num_val_samples", trainer.val_dataloaders),
             "gpu_name": gpu_name(),
             "precision": trainer.precision,
-            "optimizers": [_describe_optimizer(optimizer) for optimizer in trainer.optimizers],
+            "optimizers": [
+                {
+                    "name": type(optimizer).__name__,
+                    "fused": bool(optimizer.defaults.get("fused")),
+                    "param_groups": [
+                        {
+                            "weight_decay": group.get("weight_decay", 0.0),
+                            "param_dims": sorted({p.dim() for p in group["params"]}),
+                        }
+                        for group in optimizer.param_groups
+                    ],
+                }
+                for optimizer in trainer.optimizers
+            ],
             "callbacks": [_lightning_name(callback) for callback in trainer.callbacks],
             "profiler": _lightning_name(trainer.profiler),
         }
         for logger in trainer.loggers:
             logger.log_hyperparams(info)
-
-
-def _used_settings(trainer: L.Trainer, pl_module: L.LightningModule) -> dict[str, Any]:
-    """What the Trainer settled on where the config said auto, or a callback chose
-    (BatchSizeFinder searches at the start of fit, before this)."""
-    used = {
-        "precision": trainer.precision,
-        "accelerator": type(trainer.accelerator).__name__.removesuffix("Accelerator").lower(),
-        "devices": trainer.num_devices,
-        "num_nodes": trainer.num_nodes,
-        "strategy": getattr(trainer.strategy, "strategy_name", type(trainer.strategy).__name__),
-        "accumulate_grad_batches": trainer.accumulate_grad_batches,
-    }
-    if lightning_hasattr(pl_module, "batch_size"):
-        used["batch_size"] = int(lightning_getattr(pl_module, "batch_size"))
-    return used
-
-
-def _describe_optimizer(optimizer: torch.optim.Optimizer) -> dict[str, Any]:
-    groups = [
-        {
-            "weight_decay": group.get("weight_decay", 0.0),
-            "param_dims": sorted({p.dim() for p in group["params"]}),
-        }
-        for group in optimizer.param_groups
-    ]
-    return {
-        "name": type(optimizer).__name__,
-        "fused": bool(optimizer.defaults.get("fused")),
-        "param_groups": groups,
-    }
 
 
 def _lightning_name(obj: object) -> str:
@@ -218,7 +200,5 @@ def _num_samples(trainer: L.Trainer, name: str, loaders: Any) -> int:
     the loaders' datasets."""
     if hasattr(trainer.datamodule, name):
         return int(getattr(trainer.datamodule, name))
-    if loaders is None:
-        return 0
-    loaders = loaders if isinstance(loaders, (list, tuple)) else [loaders]
+    loaders = [] if loaders is None else loaders if isinstance(loaders, (list, tuple)) else [loaders]
     return sum(len(loader.dataset) for loader in loaders)

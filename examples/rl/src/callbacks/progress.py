@@ -1,5 +1,5 @@
-"""What a run shows as it trains: the model's summary, Rich's progress bar on a terminal,
-and one summary line per epoch in the console and console.log."""
+"""What a run shows as it trains: the model's summary, Rich's progress bar on a terminal, and
+one line per epoch in the console and console.log."""
 
 from __future__ import annotations
 
@@ -9,31 +9,22 @@ import lightning as L
 from lightning.pytorch.callbacks import RichModelSummary, RichProgressBar
 from lightning.pytorch.utilities import rank_zero_info
 from lightning.pytorch.utilities.model_summary import get_human_readable_count
+from rich import get_console
+from rich.table import Table
 
 from src.runs.console import write_to_log_only
 
 
 class ProgressBar(RichProgressBar):
-    """RichProgressBar less `v_num`, the end of the W&B run id, which tells nothing the run
-    directory's name does not."""
+    """RichProgressBar less `v_num`, the end of the W&B run id, which the run directory's name says."""
 
     def get_metrics(self, trainer: L.Trainer, pl_module: L.LightningModule) -> dict[str, Any]:
-        items = super().get_metrics(trainer, pl_module)
-        items.pop("v_num", None)
-        return items
-
-    def print_line(self, line: str) -> bool:
-        """Print `line` above the live bar, not under its next redraw; False when no bar shows."""
-        if self.progress is None or not self.is_enabled:
-            return False
-        self.progress.console.print(line, markup=False, highlight=False, soft_wrap=True)
-        return True
+        return {k: v for k, v in super().get_metrics(trainer, pl_module).items() if k != "v_num"}
 
 
 class ModelSummary(RichModelSummary):
-    """Lightning's table of the model's layers and parameters, less its FLOPs column and
-    total where they would read 0: Lightning counts FLOPs only for a module that sets an
-    example_input_array. The totals take one line."""
+    """Lightning's table of the model's layers, less its FLOPs column and total where they would
+    read 0 (Lightning counts FLOPs only for a module with an example_input_array); totals in one line."""
 
     @staticmethod
     def summarize(
@@ -45,36 +36,28 @@ class ModelSummary(RichModelSummary):
         total_flops: int,
         **summarize_kwargs: Any,
     ) -> None:
-        from rich import get_console
-        from rich.table import Table
-
         table = Table(header_style="bold magenta")
         columns = [(name, values) for name, values in summary_data if total_flops or name != "FLOPs"]
         for name, _ in columns:
             table.add_column(name, justify="right" if name in ("Params", "FLOPs") else "left")
         for row in zip(*(values for _, values in columns), strict=True):
             table.add_row(*row)
-
-        def count(number: int) -> str:
-            return get_human_readable_count(int(number)).strip()
-
-        modes = total_training_modes
+        count = [
+            get_human_readable_count(int(n)).strip()
+            for n in (trainable_parameters, total_parameters - trainable_parameters, total_flops)
+        ]
         totals = (
-            f"parameters: {count(trainable_parameters)} trainable, "
-            f"{count(total_parameters - trainable_parameters)} frozen ({model_size:,.3f} MB); "
-            f"modules: {modes['train']} in train mode, {modes['eval']} in eval mode"
+            f"parameters: {count[0]} trainable, {count[1]} frozen ({model_size:,.3f} MB); modules: "
+            f"{total_training_modes['train']} in train mode, {total_training_modes['eval']} in eval mode"
         )
-        if total_flops:
-            totals += f"; FLOPs of a forward pass on example_input_array: {count(total_flops)}"
-        console = get_console()
-        console.print(table)
-        console.print(totals, markup=False, highlight=False, soft_wrap=True)
+        get_console().print(table)
+        flops = f"; FLOPs of a forward pass on example_input_array: {count[2]}" if total_flops else ""
+        get_console().print(totals + flops, markup=False, highlight=False, soft_wrap=True)
 
 
 class EpochSummaryCallback(L.Callback):
-    """`epoch 3 | lr 0.001 | train_loss 0.1203 | val_loss 0.0981 | val_acc 0.9712 | 1.4 s`:
-    the top-level metrics (LOG-4), so a detached run's log (OPS-2) reads at a glance. After
-    the callbacks that log them."""
+    """`epoch 3 | lr 0.001 | train_loss 0.1203 | val_loss 0.0981 | val_acc 0.9712 | 1.4 s`: the
+    top-level metrics (LOG-4), so a detached run's log (OPS-2) reads at a glance."""
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         metrics = trainer.callback_metrics
@@ -88,7 +71,14 @@ class EpochSummaryCallback(L.Callback):
             parts.append(f"{float(metrics['timing/epoch_seconds']):.1f} s")
         line = " | ".join(parts)
         bar = trainer.progress_bar_callback
-        if trainer.is_global_zero and isinstance(bar, ProgressBar) and bar.print_line(line):
-            write_to_log_only(line + "\n")  # the bar's redraws stay out of console.log
+        if (
+            trainer.is_global_zero
+            and isinstance(bar, ProgressBar)
+            and bar.progress is not None
+            and bar.is_enabled
+        ):
+            # Above the live bar, not under its next redraw; the redraws stay out of console.log.
+            bar.progress.console.print(line, markup=False, highlight=False, soft_wrap=True)
+            write_to_log_only(line + "\n")
         else:
             rank_zero_info(line)

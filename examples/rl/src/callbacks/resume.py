@@ -16,40 +16,33 @@ from lightning.pytorch.callbacks import EarlyStopping
 from lightning.pytorch.callbacks.early_stopping import EarlyStoppingReason
 from lightning.pytorch.utilities import rank_zero_info
 
-from src.config import ConfigError
+from src.config import SPANNING_SCHEDULES, ConfigError, LightningConfig
 from src.runs.lifetime import mark_training_ended, training_ended, training_stopped
 from src.training.jsonl_logger import JsonlLogger
-from src.training.seeding import rank_seed, seed_generators
+from src.training.seeding import rank_seed
 
 
 class ExactResume(L.Callback):
     """What Lightning's own checkpoint leaves out of an exact resume.
 
-    - last.ckpt is rewritten every `every_n_steps` steps and every `minutes` (0 turns either
-      off), and once more when training ends. A step is an optimizer step, or a batch where
-      the module optimizes by hand (RL), as metrics.jsonl counts them. ModelCheckpoint has
-      both triggers, but ignores the clock under manual optimization and fires between
-      accumulated batches, whose gradients no checkpoint holds.
-    - The checkpoint carries the random generators' states, the metric each ReduceLROnPlateau
-      watches (Lightning steps it at an epoch's end, after the checkpoints, and skips that
-      step on resume), and the length of a schedule that spans the run (cosine, onecycle).
+    - last.ckpt is rewritten every checkpoint_every_n_steps steps (optimizer steps, or batches
+      where the module optimizes by hand: RL) and checkpoint_minutes (0 turns either off), and
+      when training ends. ModelCheckpoint's own triggers ignore the clock under manual
+      optimization and fire between accumulated batches, whose gradients no checkpoint holds.
+      None is taken at an epoch's last batch or just before a validation, which a resume would
+      count as done.
+    - The checkpoint carries the random generators, the metric each ReduceLROnPlateau watches
+      (Lightning steps it after the checkpoints at an epoch's end, and skips that step on
+      resume) and the length of a schedule that spans the run (cosine, onecycle).
     - A resume restores them and takes the skipped plateau step; refuses settings that would
-      change the schedule's length; drops the metrics.jsonl rows the killed session logged
-      after the checkpoint; moves the checkpoint callbacks' paths along with a run directory
-      moved elsewhere; and stops before its first step once run.json says training ended, so
-      only the test and the save remain.
+      change the schedule's length; drops the metrics.jsonl rows logged after the checkpoint;
+      follows a run directory moved elsewhere; and once run.json says training ended, only
+      tests and saves."""
 
-    No checkpoint is taken at an epoch's last batch or just before a validation: a resume
-    would count that epoch's end (its scheduler step, its epoch metrics) or that validation
-    as done. The step waits for the next one, or for ModelCheckpoint's after the validation.
-    Its place among the other callbacks is stated in src.training.trainer.build_callbacks.
-    """
-
-    def __init__(
-        self, run_dir: Path, seed: int, every_n_steps: int, minutes: float, schedule_spans_run: bool
-    ) -> None:
-        self.run_dir, self.seed, self.schedule_spans_run = run_dir, seed, schedule_spans_run
-        self.every_n_steps, self.seconds = every_n_steps, minutes * 60
+    def __init__(self, cfg: LightningConfig, run_dir: Path) -> None:
+        self.run_dir, self.seed = run_dir, cfg.seed
+        self.every_n_steps, self.seconds = cfg.checkpoint_every_n_steps, cfg.checkpoint_minutes * 60
+        self.schedule_spans_run = cfg.scheduler in SPANNING_SCHEDULES
         self._trainer: L.Trainer | None = None  # state_dict() is given none
         self._steps: int | None = None  # the schedule's length in optimizer steps, this session
         self._planned_steps: int | None = None  # and as the checkpoint recorded it
@@ -87,14 +80,14 @@ class ExactResume(L.Callback):
         self._planned_steps = state_dict.get("optimizer_steps")
 
     def on_load_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict) -> None:
-        # Runs before any callback loads its state. The checkpoint callbacks' states hold
-        # absolute paths: left pointing at a run's old place, Lightning would drop the best
-        # score and test(ckpt_path="best") would look there.
+        # Runs before any callback loads its state. ModelCheckpoint's state holds absolute paths:
+        # left pointing at a run's old place, Lightning would drop the best score and
+        # test(ckpt_path="best") would look there. Its layout is private: a change shows in
+        # test_a_damaged_best_checkpoint_is_not_tested (it resumes a copied run).
         for callback in trainer.checkpoint_callbacks:
             state = checkpoint.get("callbacks", {}).get(callback.state_key)
-            old = state.get("dirpath") if isinstance(state, dict) else None
-            if old and callback.dirpath and old != callback.dirpath:
-                _move_paths(state, old, callback.dirpath)
+            if state and state["dirpath"] != callback.dirpath:
+                state.update(_moved(state, state["dirpath"], callback.dirpath))
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if self.schedule_spans_run:
@@ -109,8 +102,12 @@ class ExactResume(L.Callback):
         if self._ended_earlier:
             rank_zero_info("this run's training ended in an earlier session: only testing and saving remain")
             trainer.should_stop = True
-        if trainer.global_rank > 0:  # the checkpoint holds rank zero's states: the others seed apart
-            seed_generators(rank_seed(self.seed, trainer.global_rank, trainer.global_step))
+        if trainer.global_rank > 0:  # the checkpoint holds rank zero's states: the others seed apart.
+            # Not seed_everything, whose PL_GLOBAL_SEED DistributedSampler reads and the ranks share.
+            seed = rank_seed(self.seed, trainer.global_rank, trainer.global_step)
+            random.seed(seed)
+            np.random.seed(seed)
+            torch.manual_seed(seed)
         if trainer.ckpt_path is not None:
             for logger in trainer.loggers:
                 if isinstance(logger, JsonlLogger):
@@ -178,23 +175,21 @@ class ExactResume(L.Callback):
                 config.scheduler.step(monitored[config.monitor])
 
 
-def _move_paths(state: dict[str, Any], old_dir: str, new_dir: str) -> None:
-    def moved(path: Any) -> Any:
-        return new_dir + path[len(old_dir) :] if isinstance(path, str) and path.startswith(old_dir) else path
-
-    for key in ("dirpath", "best_model_path", "last_model_path", "kth_best_model_path"):
-        if key in state:
-            state[key] = moved(state[key])
-    if isinstance(state.get("best_k_models"), dict):
-        state["best_k_models"] = {moved(path): score for path, score in state["best_k_models"].items()}
+def _moved(value: Any, old_dir: str, new_dir: str) -> Any:
+    """`value` with every path under `old_dir` in it, dictionary keys too, under `new_dir`."""
+    if isinstance(value, str) and value.startswith(old_dir):
+        return new_dir + value[len(old_dir) :]
+    if isinstance(value, dict):
+        return {_moved(key, old_dir, new_dir): _moved(item, old_dir, new_dir) for key, item in value.items()}
+    return value
 
 
 class ResumableEarlyStopping(EarlyStopping):
-    """CB-1: EarlyStopping, except at the end of an epoch whose validation a resumed session
-    did not run. A checkpoint taken after an epoch's last batch (SLURM's signal, the budget
-    or a STOP file landing there) resumes with that validation counted as done, so the
-    monitored metric is missing and EarlyStopping's strict check would fail the run.
-    Anywhere else a missing metric is still an error."""
+    """CB-1: EarlyStopping, except at the end of an epoch whose validation a resumed session did
+    not run. A checkpoint taken after an epoch's last batch (SLURM's signal, the budget or a STOP
+    file landing there) resumes with that validation counted as done, so the monitored metric is
+    missing and EarlyStopping's strict check would fail the run. Anywhere else a missing metric
+    is still an error. It records a stop it decides: the target reached, or patience spent."""
 
     _validated_this_session = False
 
@@ -203,18 +198,15 @@ class ResumableEarlyStopping(EarlyStopping):
 
     def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self._validated_this_session |= not trainer.sanity_checking
-        decided = self.stopping_reason
-        super().on_validation_end(trainer, pl_module)
-        self._say_why(trainer, decided)
+        self._checked(trainer, super().on_validation_end, pl_module)
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if self._validated_this_session or self.monitor in trainer.callback_metrics:
-            decided = self.stopping_reason
-            super().on_train_epoch_end(trainer, pl_module)
-            self._say_why(trainer, decided)
+            self._checked(trainer, super().on_train_epoch_end, pl_module)
 
-    def _say_why(self, trainer: L.Trainer, decided_before: EarlyStoppingReason) -> None:
-        """Record a stop this check decided: the target reached, or patience spent."""
+    def _checked(self, trainer: L.Trainer, check: Any, pl_module: L.LightningModule) -> None:
+        decided_before = self.stopping_reason
+        check(trainer, pl_module)
         if self.stopping_reason == decided_before or not trainer.should_stop:
             return
         value = trainer.callback_metrics.get(self.monitor)

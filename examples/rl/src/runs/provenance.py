@@ -1,12 +1,9 @@
-"""What produced a run: the code's commit, the packages, the machine and the data files.
-
-Recorded in run.json at the start of every session, and in the W&B run's config, so a
-result can be traced back to the exact code, environment and data that made it
-(OUT-2: every seed and the environment are logged).
-"""
+"""What produced a run: the code's commit, the packages, the machine and the data files,
+recorded in run.json at the start of every session and in the W&B run's config (OUT-2)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import importlib.metadata
@@ -20,31 +17,19 @@ from src.config import BaseConfig
 from src.ops.hardware import driver_versions, gpu_name
 
 # The libraries whose versions decide a result; any that is not installed is left out.
-PACKAGES = (
-    "torch",
-    "lightning",
-    "torchrl",
-    "tensordict",
-    "gymnasium",
-    "xgboost",
-    "xgboost-cpu",
-    "wandb",
-    "numpy",
-    "pandas",
-    "scikit-learn",
-    "optuna",
-    "dask",
-)
-CHUNK = 1 << 20
+PACKAGES = ("torch", "lightning", "torchrl", "tensordict", "gymnasium", "xgboost", "xgboost-cpu", "wandb")
+PACKAGES += ("numpy", "pandas", "scikit-learn", "optuna", "dask")
 
 
 def provenance(cfg: BaseConfig) -> dict[str, Any]:
+    machine = {"hostname": socket.gethostname(), "platform": platform.platform(), "gpu": gpu_name()}
     return {
         "code": code_state(Path(__file__).resolve().parent),
         "python": platform.python_version(),
-        "packages": package_versions(),
-        "machine": machine(),
-        "data_files": [data_file(path) for path in data_files(cfg)],
+        "packages": _package_versions(),
+        # driver_versions: the NVIDIA driver and the CUDA version it runs; None without one.
+        "machine": {**machine, **driver_versions()},
+        "data_files": [_data_file(path) for path in data_files(cfg)],
     }
 
 
@@ -56,9 +41,8 @@ def code_state(inside: Path) -> dict[str, Any]:
     if head is None:
         return {"git_commit": None, "why": "not in a git repository with a commit (git init, then commit)"}
     status = _git(inside, "status", "--porcelain") or ""
-    diff = _git(inside, "diff", "HEAD", "--binary") or ""
     untracked = sorted(line[3:] for line in status.splitlines() if line.startswith("??"))
-    changes = diff + "\n".join(untracked)
+    changes = (_git(inside, "diff", "HEAD", "--binary") or "") + "\n".join(untracked)
     return {
         "git_commit": head.strip(),
         "git_dirty": bool(status.strip()),
@@ -74,23 +58,12 @@ def _git(inside: Path, *args: str) -> str | None:
     return done.stdout if done.returncode == 0 else None
 
 
-def package_versions() -> dict[str, str]:
+def _package_versions() -> dict[str, str]:
     versions = {}
     for name in PACKAGES:
-        try:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            continue
     return versions
-
-
-def machine() -> dict[str, Any]:
-    return {
-        "hostname": socket.gethostname(),
-        "platform": platform.platform(),
-        "gpu": gpu_name(),
-        **driver_versions(),  # the NVIDIA driver and the CUDA version it runs; None without one
-    }
 
 
 def data_files(cfg: BaseConfig) -> list[Path]:
@@ -107,9 +80,7 @@ def _is_file(value: str) -> bool:
         return False
 
 
-def data_file(path: Path) -> dict[str, Any]:
-    digest = hashlib.sha256()
+def _data_file(path: Path) -> dict[str, Any]:
     with open(path, "rb") as file:
-        while chunk := file.read(CHUNK):
-            digest.update(chunk)
-    return {"path": str(path.resolve()), "bytes": path.stat().st_size, "sha256": digest.hexdigest()}
+        digest = hashlib.file_digest(file, "sha256").hexdigest()
+    return {"path": str(path.resolve()), "bytes": path.stat().st_size, "sha256": digest}

@@ -1,4 +1,5 @@
-"""Saving and loading a LightningModule outside Lightning (LIT-3, RES-3)."""
+"""Saving and loading a LightningModule outside Lightning (LIT-3, RES-3), and Lightning's
+checkpoints written atomically (RES-1)."""
 
 from __future__ import annotations
 
@@ -17,14 +18,11 @@ from src.runs.atomic import atomic_path
 from src.runs.checkpoint_checks import checkpoint_problem
 from src.runs.directory import latest_checkpoint, run_dir_of
 
-# Settings the start of a run logs as what the Trainer used, under the same names
-# (RunInfoCallback); what the config asked for stays in config.json.
-RUN_FACT_NAMES = ("precision", "profiler")
-
 
 def config_hyperparameters(cfg: Any) -> dict[str, Any]:
-    """A config's fields as a LightningModule's hyperparameters (LOG-2), saved with it."""
-    return {name: value for name, value in cfg.to_dict().items() if name not in RUN_FACT_NAMES}
+    """A config's fields as a LightningModule's hyperparameters (LOG-2), less the settings
+    that RunInfoCallback logs as what the Trainer used, under the same names."""
+    return {name: value for name, value in cfg.to_dict().items() if name not in ("precision", "profiler")}
 
 
 @rank_zero_only
@@ -38,7 +36,7 @@ def save_module(module: L.LightningModule, path: Path) -> Path:
 class AtomicCheckpointIO(TorchCheckpointIO):
     """Lightning's checkpoint writer, written beside the checkpoint and renamed. Lightning's
     own goes through a file in the system temp folder and copies it over when that is
-    another disk, so a full disk there truncates last.ckpt (RES-1)."""
+    another disk, so a full disk there truncates last.ckpt."""
 
     def save_checkpoint(self, checkpoint: dict[str, Any], path: Any, storage_options: Any = None) -> None:
         if storage_options is not None:
@@ -47,15 +45,14 @@ class AtomicCheckpointIO(TorchCheckpointIO):
 
 
 def save_torch(content: dict[str, Any], path: Path) -> None:
-    """torch.save, atomically. Through a Python file, so that a full disk is an OSError
-    (torch's own writer reports it as an unrelated RuntimeError)."""
+    """torch.save, atomically, through a Python file: a full disk is then an OSError (torch's
+    own writer reports it as an unrelated RuntimeError)."""
     with atomic_path(path) as temporary, open(temporary, "wb") as file:
         torch.save(content, file)
 
 
 def best_score(trainer: L.Trainer) -> float:
-    """The validation score of the best checkpoint, the one test(ckpt_path="best") loads.
-    A ConfigError when training stopped before its first validation chose one."""
+    """The validation score of the best checkpoint, the one test(ckpt_path="best") loads."""
     callback = trainer.checkpoint_callback
     if callback is None or not callback.best_model_path or callback.best_model_score is None:
         raise ConfigError(
@@ -67,10 +64,9 @@ def best_score(trainer: L.Trainer) -> float:
 
 
 def check_best_checkpoint(trainer: L.Trainer) -> None:
-    """Check the checkpoint test(ckpt_path="best") will load (RES-1): a run killed while it
-    tested may have left it cut. A damaged one is reported and the latest intact one
-    stands in for it (ModelCheckpoint's best_model_path, which "best" names, points there);
-    with neither intact, a ConfigError (one line)."""
+    """A run killed while it tested may have cut the checkpoint test(ckpt_path="best") loads:
+    a damaged one is reported and the latest intact one stands in for it (best_model_path,
+    which "best" names, points there); with neither intact, a ConfigError."""
     callback = trainer.checkpoint_callback
     best = Path(callback.best_model_path)
     if (problem := checkpoint_problem(best)) is None:
@@ -86,12 +82,9 @@ def check_best_checkpoint(trainer: L.Trainer) -> None:
 def load_module(
     build: Callable[[dict[str, Any]], L.LightningModule], path: Path, map_location: str | torch.device = "cpu"
 ) -> L.LightningModule:
-    """Load a `save_module` file or a Lightning checkpoint onto any device: `build` makes
-    the module from the hyperparameters saved with it, then the weights are loaded.
-
-    weights_only=True refuses to run code hidden in a pickle; our checkpoints hold only
-    tensors and plain containers.
-    """
+    """A `save_module` file or a Lightning checkpoint, on any device: `build` makes the module
+    from the hyperparameters saved with it. weights_only=True refuses to run code hidden in a
+    pickle; our checkpoints hold only tensors and plain containers."""
     checkpoint = torch.load(path, map_location=map_location, weights_only=True)
     module = build(checkpoint["hyper_parameters"])
     module.configure_model()  # a module that sizes its layers there, as Lightning does before loading

@@ -1,5 +1,5 @@
-"""What ends a run before early stopping does: a loss that is not a number, a STOP file
-(CB-4) and the wall-clock budget (CFG-4)."""
+"""What ends a run before early stopping does: a loss that is not a number, a STOP file (CB-4)
+and the wall-clock budget (CFG-4)."""
 
 from __future__ import annotations
 
@@ -13,46 +13,45 @@ import lightning as L
 from lightning.pytorch.callbacks import Timer
 from lightning.pytorch.utilities import rank_zero_info
 
+from src.callbacks import logs_this_step
 from src.errors import TrainingDiverged
 from src.runs.directory import stop_requested
 from src.runs.lifetime import training_stopped
-from src.training.batch_hooks import logs_this_step
 
 
 class FiniteLossCallback(L.Callback):
-    """Raises TrainingDiverged once the training loss or the monitored validation metric is
-    not finite. The loss is read at the steps Lightning logs (on a GPU each read waits for
-    the step; the weights stay non-finite once they are) and before any checkpoint is
-    written, so a diverged step's weights are never saved."""
+    """Raises TrainingDiverged once the training loss or the monitored validation metric is not
+    finite. The loss is read at the steps Lightning logs (on a GPU each read waits for the step;
+    the weights stay non-finite once they are) and before any checkpoint is written, so a
+    diverged step's weights are never saved."""
 
     def __init__(self, monitor: str = "val_loss") -> None:
         self.monitor = monitor
 
     def on_train_batch_end(self, trainer: L.Trainer, *args: Any) -> None:
         if logs_this_step(trainer):
-            self._check_training_loss(trainer)
+            self._check_loss(trainer)
 
-    def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict) -> None:
-        self._check_training_loss(trainer)
+    def on_save_checkpoint(self, trainer: L.Trainer, *args: Any) -> None:
+        self._check_loss(trainer)
+
+    def _check_loss(self, trainer: L.Trainer) -> None:
+        metrics = trainer.callback_metrics
+        self._check(trainer, "training loss", metrics.get("train_loss_step", metrics.get("train_loss")))
 
     def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        value = trainer.callback_metrics.get(self.monitor)
-        if not trainer.sanity_checking and value is not None and not math.isfinite(float(value)):
-            _diverged(trainer, self.monitor, float(value))
+        if not trainer.sanity_checking:
+            self._check(trainer, self.monitor, trainer.callback_metrics.get(self.monitor))
 
-    def _check_training_loss(self, trainer: L.Trainer) -> None:
-        loss = trainer.callback_metrics.get("train_loss_step", trainer.callback_metrics.get("train_loss"))
-        if loss is not None and not math.isfinite(float(loss)):
-            _diverged(trainer, "training loss", float(loss))
-
-
-def _diverged(trainer: L.Trainer, what: str, value: float) -> None:
-    now = f" (now {trainer.optimizers[0].param_groups[0]['lr']:g})" if trainer.optimizers else ""
-    raise TrainingDiverged(
-        f"training diverged: the {what} is {value} at epoch {trainer.current_epoch}, "
-        f"step {trainer.global_step}; checkpoints from before it are kept. Lower the learning "
-        f"rate{now} or look for extreme values in the data."
-    )
+    def _check(self, trainer: L.Trainer, what: str, value: Any) -> None:
+        if value is None or math.isfinite(value := float(value)):
+            return
+        now = f" (now {trainer.optimizers[0].param_groups[0]['lr']:g})" if trainer.optimizers else ""
+        raise TrainingDiverged(
+            f"training diverged: the {what} is {value} at epoch {trainer.current_epoch}, "
+            f"step {trainer.global_step}; checkpoints from before it are kept. Lower the learning "
+            f"rate{now} or look for extreme values in the data."
+        )
 
 
 class StopFileCallback(L.Callback):
@@ -73,9 +72,9 @@ class StopFileCallback(L.Callback):
 
 
 class WallClockTimer(Timer):
-    """Lightning's Timer: training ends mid-epoch once `hours` are spent, earlier sessions of
-    a resumed run counted. Its clock is read at the steps Lightning logs, not every step
-    (under DDP each reading is a broadcast), so a run ends at most that many steps late."""
+    """Lightning's Timer: training ends mid-epoch once `hours` are spent, earlier sessions of a
+    resumed run counted. Its clock is read at the steps Lightning logs, not every step (under
+    DDP each reading is a broadcast), so a run ends at most that many steps late."""
 
     def __init__(self, hours: float) -> None:
         super().__init__(duration=timedelta(hours=hours), interval="step")
@@ -86,5 +85,6 @@ class WallClockTimer(Timer):
             stopping = trainer.should_stop
             super().on_train_batch_end(trainer, *args, **kwargs)
             if trainer.should_stop and not stopping:
-                spent = f"max_wall_clock_hours {self.hours:g} spent, in epoch {trainer.current_epoch}"
-                training_stopped("budget", spent)
+                training_stopped(
+                    "budget", f"max_wall_clock_hours {self.hours:g} spent, in epoch {trainer.current_epoch}"
+                )

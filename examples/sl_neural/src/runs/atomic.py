@@ -1,9 +1,5 @@
-"""Files written whole or not at all: checkpoints, models, configs, reports.
-
-A file is written beside its final name, flushed to disk and renamed over it, so a
-kill or a full disk leaves the previous version, never a truncated one. A write that
-fails is a `WriteFailed` naming the file and the free space left.
-"""
+"""Files written whole or not at all: beside their final name, flushed to disk and renamed
+over it, so a kill or a full disk leaves the previous version, never a truncated one."""
 
 from __future__ import annotations
 
@@ -28,13 +24,11 @@ _writes = itertools.count()  # numbers this process's writes, for their temporar
 
 @contextlib.contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
-    """A temporary path to write `path`'s new content to; renamed over `path` when the
-    block ends, removed if it fails. It keeps the suffix, for writers that pick the
-    format from it (XGBoost, matplotlib)."""
+    """A temporary path for `path`'s new content, renamed over `path` when the block ends (removed
+    if it fails); it keeps the suffix, for writers that pick the format from it (XGBoost)."""
     path = Path(path)
-    # A name of this write's own: two writers of one file (a sweep's workers and its
-    # sweep.json, from one machine or several) must not rename or remove each other's
-    # temporary file.
+    # A name of this write's own: two writers of one file (a sweep's workers, on one machine
+    # or several) must not rename or remove each other's temporary file.
     writer = f"{socket.gethostname()}-{os.getpid()}-{next(_writes)}"
     temporary = path.with_name(f".{path.name}.{writer}.partial{path.suffix}")
     try:
@@ -50,9 +44,8 @@ def atomic_path(path: Path) -> Iterator[Path]:
 
 
 def _remove_abandoned(path: Path) -> None:
-    """Remove the temporary files of `path` that a process of this machine, killed in the
-    middle of a write (kill -9), left behind: as large as the file itself, they would
-    pile up, one for every such kill."""
+    """Remove the temporary files of `path` that a process of this machine left behind when
+    killed mid-write (kill -9): as large as the file itself, they would pile up."""
     name = re.compile(rf"\.{re.escape(path.name)}\.(.+)-(\d+)-\d+\.partial{re.escape(path.suffix)}")
     for leftover in path.parent.glob(f".{path.name}.*.partial{path.suffix}"):
         found = name.fullmatch(leftover.name)
@@ -68,8 +61,7 @@ def write_text_atomic(path: Path, text: str) -> Path:
 
 @contextlib.contextmanager
 def translate_write_errors(path: Path) -> Iterator[None]:
-    """An OSError while writing `path` becomes a WriteFailed that says where and how
-    much room is left: the first thing to check on a shared machine."""
+    """An OSError while writing `path` becomes a WriteFailed that says how much room is left."""
     try:
         yield
     except OSError as error:
@@ -78,16 +70,13 @@ def translate_write_errors(path: Path) -> Iterator[None]:
 
 
 def _free_space(path: Path) -> str:
-    """Free space on the disk of `path`'s folder, or of its nearest existing parent."""
-    for folder in Path(path).parents:
-        try:
-            free = shutil.disk_usage(folder).free
-        except FileNotFoundError:
-            continue
-        except OSError:
-            break
-        for unit in ("B", "KB", "MB", "GB"):
-            if free < 1024 or unit == "GB":
-                return f"{free:.0f} {unit}" if unit == "B" else f"{free:.1f} {unit}"
-            free /= 1024
-    return "unknown space"
+    """Free space on the disk of `path`'s nearest existing folder."""
+    try:
+        free = shutil.disk_usage(next(folder for folder in Path(path).parents if folder.exists())).free
+    except OSError:
+        return "unknown space"
+    for unit in ("B", "KB", "MB"):
+        if free < 1024:
+            return f"{free:.0f} B" if unit == "B" else f"{free:.1f} {unit}"
+        free /= 1024
+    return f"{free:.1f} GB"

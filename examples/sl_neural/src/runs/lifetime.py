@@ -1,16 +1,8 @@
-"""One training run's lifetime: its directory, snapshots and console log.
+"""A run's lifetime: `with start_run(cfg, resume_from) as run:` trains into run.dir.
 
-    with start_run(cfg, resume_from) as run:
-        ...train, writing into run.dir...
-
-On rank zero only (DDP-1) it writes config.json (OUT-2), tees the console into
-console.log (OUT-2) and keeps run.json up to date: pid, command and status,
-which is what the babysitter (OPS-3) reads to tell a crash from a finished run.
-A run that fails, diverges or is stopped by a signal raises an alert (src.ops.alerts).
-A run ends with one line saying why, `run ended: REASON (DETAIL)`, the last of
-console.log, and the same in run.json's end_reason and end_detail: REASON is one of
-END_REASONS. Training code says why it stopped with training_stopped(), where it
-decides to (early stopping, the budget, a STOP file); a signal or an error is seen here.
+Rank zero (DDP-1) writes config.json and console.log (OUT-2) and keeps run.json's status
+up to date for the babysitter (OPS-3). A run ends with one line, `run ended: REASON (DETAIL)`,
+the last of console.log and the same as run.json's end_reason and end_detail.
 """
 
 from __future__ import annotations
@@ -23,7 +15,7 @@ import socket
 import sys
 import threading
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -36,8 +28,8 @@ from src.runs.console import tee_console, write_log
 from src.runs.directory import (
     RUN_DIR_ENV,
     create_run_dir,
-    inherited_run_dir,
     run_dir_of,
+    run_record,
     stop_file_paths,
     stop_requested,
 )
@@ -45,9 +37,8 @@ from src.runs.launch import agreed, current_launch, is_rank_zero
 from src.runs.provenance import provenance
 from src.wandb_utils import current_run
 
-# Why a run ended: the target reward or score was reached; early stopping's patience ran
-# out; its budget (epochs, rounds, wall clock) was spent; a STOP file; a signal (Ctrl-C,
-# SIGTERM, SIGHUP); an error.
+# Why a run ended. Training code names the first four with training_stopped() where it
+# decides to stop (early stopping, its budget, a STOP file); a signal or an error is seen here.
 END_REASONS = ("target", "patience", "budget", "stop_file", "signal", "error")
 
 
@@ -65,10 +56,9 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
     decided = agreed(launch, lambda: _run_dir_and_checkpoint(cfg, resume_from), cfg.runs_dir())
     run_dir = Path(decided["run_dir"])
     resume_from = Path(decided["resume_from"]) if decided["resume_from"] else None
-    is_writer = is_rank_zero()
     previous_env = os.environ.get(RUN_DIR_ENV)
     os.environ[RUN_DIR_ENV] = str(run_dir)  # for the DDP ranks Lightning starts
-    console = tee_console(run_dir / "console.log") if is_writer else contextlib.nullcontext()
+    console = tee_console(run_dir / "console.log") if is_rank_zero() else contextlib.nullcontext()
     # A resume that fails (flags that do not fit the checkpoint, say) gives the run its
     # config.json back, so the next --resume still works.
     config_path = run_dir / "config.json"
@@ -80,8 +70,7 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
             # A Lightning part records the processes its Trainer starts too (RunInfoCallback).
             processes = {"world_size": launch.world_size, "num_nodes": launch.num_nodes}
             facts = {"part": cfg.part(), "launcher": launch.launcher, **processes}
-            facts["provenance"] = provenance(cfg)
-            _write_status(run_dir, "running", resume_from, **facts)
+            _write_status(run_dir, "running", resume_from, **facts, provenance=provenance(cfg))
             print(f"run directory: {run_dir}" + (f" (resuming {resume_from.name})" if resume_from else ""))
             if stopper := stop_requested(stop_file_paths(cfg.stop_file, run_dir)):
                 print(f"warning: {stopper} exists: this run will stop after its first epoch (delete it?)")
@@ -95,7 +84,12 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
                 if log_file is not None:
                     # The terminal gets the traceback when it propagates; the log gets it now.
                     write_log(log_file, traceback.format_exc())
-                    _record_end(run_dir, status, resume_from, config_path, previous_config, error, end)
+                    try:  # on a full disk this may fail too; the error that ended the run comes first
+                        if previous_config is not None:
+                            write_text_atomic(config_path, previous_config)
+                        _write_status(run_dir, status, resume_from, error=repr(error), **end)
+                    except WriteFailed as failure:
+                        print(f"warning: run.json not updated ({failure})", file=sys.stderr)
                     stopped_by = signal.Signals(_stop_signals[-1]).name if _stop_signals else None
                     Alerts(cfg.alerts, run_dir).run_ended(error, stopped_by)  # before W&B's run ends
                     _write_report(run_dir)  # a run cut short gets one too, for what it did
@@ -105,7 +99,7 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
                     resume = f"continue with --resume {run_dir}"
                     print(f"interrupted: saved files are kept; {resume}", file=sys.stderr)
                 if log_file is not None:
-                    _say_why(end)  # console.log's last line
+                    _say_why(end)
             if _ctrl_c(error):
                 raise SystemExit(130) from None
             if _lightning_sigterm(error):
@@ -122,17 +116,15 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
                 if deferred:  # the run finished, and then its owner asked it to stop
                     raise SystemExit(128 + deferred[0])
         finally:
-            if previous_env is None:
-                os.environ.pop(RUN_DIR_ENV, None)
-            else:
+            os.environ.pop(RUN_DIR_ENV, None)
+            if previous_env is not None:
                 os.environ[RUN_DIR_ENV] = previous_env
 
 
 def _run_dir_and_checkpoint(cfg: BaseConfig, resume_from: Path | None) -> dict[str, str]:
-    """Where this run writes (the directory handed down by TRAIN_RUN_DIR, the resumed
-    checkpoint's, or a new one) and the checkpoint it resumes from, if any."""
-    run_dir = inherited_run_dir()
-    if run_dir is not None:
+    """The directory handed down in TRAIN_RUN_DIR, the resumed checkpoint's, or a new one."""
+    if inherited := os.environ.get(RUN_DIR_ENV):
+        run_dir = Path(inherited)
         run_dir.mkdir(parents=True, exist_ok=True)  # one a user names for torchrun, say
     elif resume_from is not None:
         run_dir = run_dir_of(resume_from)
@@ -142,17 +134,15 @@ def _run_dir_and_checkpoint(cfg: BaseConfig, resume_from: Path | None) -> dict[s
 
 
 def _lightning_sigterm(error: BaseException) -> bool:
-    """Whether Lightning ended fit or test at SIGTERM (its SIGTERMException, a SystemExit
-    without a status). Looked up, not imported: a run that never loaded Lightning (a tree
-    part's) cannot have raised it, and need not wait seconds for it to load."""
+    """Whether Lightning ended fit or test at SIGTERM (its SIGTERMException). Looked up, not
+    imported: a tree part never loads Lightning, and need not wait seconds for it here."""
     exceptions = sys.modules.get("lightning.pytorch.utilities.exceptions")
     return exceptions is not None and isinstance(error, exceptions.SIGTERMException)
 
 
 def _ctrl_c(error: BaseException | None) -> bool:
-    """Ctrl-C, as Python raises it, as Lightning ends a fit after its own cleanup
-    (exit(1) while handling the KeyboardInterrupt), or as a library garbles it while
-    unwinding (a context manager whose exit fails, such as a TensorDict's to_module)."""
+    """Ctrl-C, as Python raises it, as Lightning ends a fit after its own cleanup (exit(1)
+    while handling it), or as a library garbles it while unwinding (a failing __exit__)."""
     while error is not None:
         if isinstance(error, KeyboardInterrupt):
             return True
@@ -160,71 +150,40 @@ def _ctrl_c(error: BaseException | None) -> bool:
     return False
 
 
-def _record_end(
-    run_dir: Path,
-    status: str,
-    resume_from: Path | None,
-    config_path: Path,
-    previous_config: str | None,
-    error: BaseException,
-    end: dict[str, str],
-) -> None:
-    """run.json's status, and a resumed run's config.json back, after an error. On a full
-    disk this may fail too: the terminal then says so, and the error that ended the run
-    still comes first."""
-    try:
-        if previous_config is not None:
-            write_text_atomic(config_path, previous_config)
-        _write_status(run_dir, status, resume_from, error=repr(error), **end)
-    except WriteFailed as failure:
-        print(f"warning: run.json not updated ({failure})", file=sys.stderr)
-
-
 # Why this session's training stopped, as the code that stopped it said (training_stopped).
 _training_stops: list[dict[str, str]] = []
 
 
 def training_stopped(reason: str, detail: str) -> None:
-    """Record why training stops: `reason` one of END_REASONS, `detail` what reached what,
-    in a few words. Called where the decision is made; the first call of a session
-    counts, as the first cause stops training (a STOP file and the wall-clock budget may
-    both come due at the end of one epoch)."""
+    """Record why training stops: `reason` one of END_REASONS, `detail` what reached what.
+    The first call of a session counts (a STOP file and the budget may both come due)."""
     _training_stops.append({"end_reason": reason, "end_detail": detail})
 
 
 def training_ended(run_dir: Path) -> bool:
     """Whether an earlier session of this run finished training (RES-1): resuming it
     then only tests and saves, as a run killed during its test or final save needs."""
-    return bool(_read_record(run_dir).get("training_ended"))
+    return bool(run_record(run_dir).get("training_ended"))
 
 
 def mark_training_ended(run_dir: Path) -> None:
-    """run.json's training_ended: why training stopped, kept for a session that resumes
-    only to test and save (an earlier session's reason stays when this one trained none)."""
-    earlier = _read_record(run_dir).get("training_ended")
+    """run.json's training_ended says why training stopped, for a session that resumes only
+    to test and save (an earlier session's reason stays when this one trained none)."""
+    earlier = run_record(run_dir).get("training_ended")
     record_in_run_json(run_dir, training_ended=_training_stops[0] if _training_stops else earlier or True)
 
 
-def _read_record(run_dir: Path) -> dict[str, Any]:
-    try:
-        return json.loads((run_dir / "run.json").read_text())
-    except (OSError, ValueError):
-        return {}
-
-
 def _why_training_stopped(run_dir: Path) -> dict[str, str]:
-    """end_reason and end_detail of a run that finished: this session's first reason, or
-    the session's that trained, or else that none was given."""
+    """This session's first reason, or the reason of the session that trained."""
     if _training_stops:
         return _training_stops[0]
-    earlier = _read_record(run_dir).get("training_ended")
+    earlier = run_record(run_dir).get("training_ended")
     if isinstance(earlier, dict):
         return earlier
     return {"end_reason": "unknown", "end_detail": "the training code recorded no reason"}
 
 
 def _why_it_was_cut_short(error: BaseException) -> dict[str, str]:
-    """end_reason and end_detail of a run that a signal or an error ended."""
     if _ctrl_c(error):
         return {"end_reason": "signal", "end_detail": "SIGINT (Ctrl-C)"}
     if isinstance(error, SystemExit) and _stop_signals:
@@ -234,16 +193,14 @@ def _why_it_was_cut_short(error: BaseException) -> dict[str, str]:
 
 
 def _say_why(end: dict[str, str]) -> None:
-    """The last line of console.log."""
     print(f"run ended: {end['end_reason']} ({end['end_detail']})", flush=True)
 
 
 def record_in_run_json(run_dir: Path, **facts: Any) -> None:
-    """Add facts to run.json: that training ended, the processes it ran on. Called by
-    the process that writes the run's files (a Lightning callback: on global rank zero)."""
+    """Add facts to run.json (that training ended, the processes it ran on); called by
+    the process that writes the run's files."""
     path = run_dir / "run.json"
-    record = json.loads(path.read_text())
-    write_text_atomic(path, json.dumps({**record, **facts}, indent=2) + "\n")
+    write_text_atomic(path, json.dumps({**json.loads(path.read_text()), **facts}, indent=2) + "\n")
 
 
 def record_used_settings(run_dir: Path, **used: Any) -> None:
@@ -256,57 +213,40 @@ def record_used_settings(run_dir: Path, **used: Any) -> None:
 
 
 class Terminated(SystemExit):
-    """The process got SIGTERM (`kill PID`, a scheduler preempting the job) or SIGHUP (its
-    terminal or ssh session closed)."""
+    """SIGTERM (`kill PID`, a scheduler's preemption) or SIGHUP (a closed terminal)."""
 
 
-# The SIGTERMs and SIGHUPs received since the run (or sweep) began: Lightning reports
-# either as a SIGTERMException, and the exit status names the last one that came.
+# The SIGTERMs and SIGHUPs since the run (or sweep) began: Lightning reports either as a
+# SIGTERMException, and the exit status names the last one.
 _stop_signals: list[int] = []
 
 
-@contextlib.contextmanager
-def hangup_and_sigterm_unwind() -> Iterator[None]:
-    """SIGTERM and SIGHUP unwind the run (or sweep) like Ctrl-C instead of ending the
-    process on the spot: run.json says "interrupted" (the babysitter leaves it alone,
-    `--resume auto` continues it), W&B and console.log are closed, and the exit status is
-    128 + the signal's number (143, 129)."""
+def hangup_and_sigterm_unwind() -> contextlib.AbstractContextManager[None]:
+    """SIGTERM and SIGHUP unwind the run (or sweep) as Ctrl-C does instead of ending the
+    process on the spot: run.json says "interrupted" (`--resume auto` continues it), W&B
+    and console.log are closed, and the exit status is 128 + the signal's number."""
 
     def terminate(signum: int, frame: object) -> None:
         _stop_signals.append(signum)
-        # Inside fit and test Lightning has a SIGTERM handler of its own, which stops at
-        # the end of the batch (SIGTERMException, given its status by start_run): raised
-        # here, mid-step, it could leave Lightning's profiler or loops half-updated.
+        # Inside fit and test, Lightning's own SIGTERM handler stops at the end of the batch:
+        # raised here, mid-step, it could leave Lightning's loops half-updated.
         if signal.getsignal(signal.SIGTERM) is terminate:
             raise Terminated(128 + signum)
 
     def hang_up(signum: int, frame: object) -> None:
-        # Handled as SIGTERM is, by whoever handles SIGTERM now (Lightning, inside fit).
-        _stop_signals.append(signum)
+        _stop_signals.append(signum)  # then handled as SIGTERM, by whoever handles it now
         if callable(handler := signal.getsignal(signal.SIGTERM)):
             handler(signum, frame)
 
-    if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
-        yield
-        return
-    _stop_signals.clear()
-    previous = {
-        signal.SIGTERM: signal.signal(signal.SIGTERM, terminate),
-        signal.SIGHUP: signal.signal(signal.SIGHUP, hang_up),
-    }
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            if signal.getsignal(signum) in (terminate, hang_up):
-                signal.signal(signum, handler)
+    if threading.current_thread() is threading.main_thread():
+        _stop_signals.clear()
+    return _signal_handlers({signal.SIGTERM: terminate, signal.SIGHUP: hang_up})
 
 
 @contextlib.contextmanager
 def signals_wait_for_cleanup() -> Iterator[list[int]]:
-    """While a run (or sweep) saves its last files (run.json, the report), a further
-    Ctrl-C, SIGTERM or SIGHUP waits for it: pressed again, Ctrl-C would cut the report in
-    half with a traceback. Yields the signals that came meanwhile."""
+    """While a run (or sweep) saves its last files, Ctrl-C, SIGTERM and SIGHUP wait: pressed
+    again, Ctrl-C would cut the report in half. Yields the signals that came meanwhile."""
     deferred: list[int] = []
 
     def wait(signum: int, frame: object) -> None:
@@ -315,16 +255,23 @@ def signals_wait_for_cleanup() -> Iterator[list[int]]:
             print(f"{name}: the run is saving its last files and stops in a moment", file=sys.stderr)
         deferred.append(signum)
 
+    with _signal_handlers(dict.fromkeys((signal.SIGINT, signal.SIGTERM, signal.SIGHUP), wait)):
+        yield deferred
+
+
+@contextlib.contextmanager
+def _signal_handlers(handlers: dict[int, Callable[[int, Any], None]]) -> Iterator[None]:
+    """`handlers` for the block, where they can be set: signals reach the main thread only."""
     if threading.current_thread() is not threading.main_thread():
-        yield deferred
+        yield
         return
-    signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    previous = {signum: signal.signal(signum, wait) for signum in signals}
+    previous = {signum: signal.signal(signum, handler) for signum, handler in handlers.items()}
     try:
-        yield deferred
+        yield
     finally:
         for signum, handler in previous.items():
-            signal.signal(signum, handler)
+            if signal.getsignal(signum) is handlers[signum]:
+                signal.signal(signum, handler)
 
 
 def _write_status(run_dir: Path, status: str, resume_from: Path | None, **extra: Any) -> None:
@@ -333,39 +280,30 @@ def _write_status(run_dir: Path, status: str, resume_from: Path | None, **extra:
     now = datetime.now().isoformat(timespec="seconds")
     if status == "running":
         # Each session's code, since a resumed run may run changed code.
-        code = extra.get("provenance", {}).get("code", {})
+        code = extra["provenance"]["code"]
         record["history"].append({"started": now, "resumed_from": str(resume_from or ""), **code})
         if record.get("status") == "finished":
-            # Resuming a run that finished asks for more training (more epochs, a longer
-            # budget); only a run killed after training resumes to test and save alone.
+            # Resuming a run that finished asks for more training; only a run killed after
+            # training resumes to test and save alone.
             record.pop("training_ended", None)
     for key in ("error", "end_reason", "end_detail"):  # a resumed run's, until it ends again
         record.pop(key, None)
-    record.update(
-        status=status,
-        updated=now,
-        pid=os.getpid(),
-        host=socket.gethostname(),
-        cwd=os.getcwd(),
-        command=_command(),
-        **extra,
-    )
+    record.update(status=status, updated=now, pid=os.getpid(), host=socket.gethostname(), cwd=os.getcwd())
+    record.update(command=_command(), **extra)
     text = json.dumps(record, indent=2) + "\n"
     try:
         write_text_atomic(path, text)
     except WriteFailed:
         if status == "running":
             raise
-        # A full disk has no room for a second copy, but rewriting this small file in
-        # place reuses its own blocks: the babysitter must not read a failed run as a
-        # crash to restart (OPS-3).
+        # A full disk has no room for a second copy, but this small file rewritten in place
+        # reuses its own blocks: the babysitter must not restart a failed run (OPS-3).
         with translate_write_errors(path):
             path.write_text(text)
 
 
 def _write_report(run_dir: Path) -> None:
-    """report.md and its figures. A report that fails says so in one line: the run's own
-    end (its exit status, its error) stays as it was."""
+    """report.md and its figures; one that fails says so in a line and the run's end stands."""
     try:
         from src.report.run_files import RunFiles
         from src.report.run_report import write_report  # matplotlib loads only here

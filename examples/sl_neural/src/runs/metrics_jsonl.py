@@ -1,7 +1,5 @@
-"""OUT-4: metrics.jsonl, one JSON line per logging event, in the run directory: written
-and read back here, for every part (src.training.jsonl_logger writes the Lightning
-parts', src.trees.rounds the tree parts'), and read by the run reports.
-"""
+"""OUT-4: metrics.jsonl, one JSON line per logging event in the run directory, written
+for every part (by src.training.jsonl_logger and src.trees.rounds) and read back here."""
 
 from __future__ import annotations
 
@@ -29,8 +27,7 @@ def append_jsonl(path: Path, *records: Mapping[str, Any]) -> None:
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """The events of a metrics.jsonl; a last line that a kill or a full disk cut short
-    is left out."""
+    """The events of a metrics.jsonl, without a last line a kill or a full disk cut short."""
     lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     records = [json.loads(line) for line in lines[:-1]]
     with contextlib.suppress(json.JSONDecodeError):
@@ -39,9 +36,8 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def drop_metrics_from_step(path: Path, step: int) -> None:
-    """Remove the metric lines of `step` and later, which a run resumed from a
-    checkpoint taken at `step` logs again, and a last line a kill cut short.
-    Rewritten atomically."""
+    """Remove the metric lines of `step` and later, which a run resumed from a checkpoint
+    taken at `step` logs again, and a last line a kill cut short."""
     kept = []
     for line in path.read_text(encoding="utf-8").splitlines():
         try:

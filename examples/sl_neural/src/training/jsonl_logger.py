@@ -1,7 +1,6 @@
-"""OUT-4: the Lightning parts write metrics.jsonl through a Lightning logger rather than
-a callback: the logger interface sees every event that reaches W&B (LearningRateMonitor's
-and the epoch aggregates included), in the order W&B sees them, on rank zero only (DDP-1).
-"""
+"""metrics.jsonl from a Lightning logger rather than a callback (OUT-4): a logger sees every
+event that reaches W&B (LearningRateMonitor's and the epoch aggregates included), in the
+order W&B sees them, on rank zero only (DDP-1)."""
 
 from __future__ import annotations
 
@@ -16,10 +15,11 @@ from src.runs.metrics_jsonl import append_jsonl, as_read_back, drop_metrics_from
 
 
 class JsonlLogger(Logger):
-    """Lightning hands hyperparameters over more than once (the module's, then the run's
-    facts, and again for test()); they are gathered into one hyperparams line, written
-    before the first metrics unless the file's last one already says all of it (test(), a
-    resumed run)."""
+    """Lightning hands hyperparameters over more than once (the module's, the run's facts,
+    again for test()): they are gathered into one hyperparams line, written before the first
+    metrics unless the file's last one already says all of it (test(), a resumed run)."""
+
+    name, version = "metrics_jsonl", ""
 
     def __init__(self, path: Path) -> None:
         super().__init__()
@@ -28,18 +28,9 @@ class JsonlLogger(Logger):
         self._last_hyperparams: dict[str, Any] | None = None  # read from the file once
         self._drop_from_next_step = False
 
-    @property
-    def name(self) -> str:
-        return "metrics_jsonl"
-
-    @property
-    def version(self) -> str:
-        return ""
-
     def resuming(self) -> None:
-        """The next step logged is the first after the checkpoint resumed from: the lines
-        of that step and later, from the session that was interrupted, go (RES-1). Lightning
-        numbers logged steps with a counter of its own, so the step is taken from it."""
+        """The lines of the next step logged and later, from the session that was killed, go
+        (RES-1). Lightning numbers logged steps with a counter of its own: the step is its."""
         self._drop_from_next_step = True
 
     @rank_zero_only
@@ -61,14 +52,11 @@ class JsonlLogger(Logger):
     def _write_hyperparams(self) -> None:
         if not self._hyperparams:
             return
-        # As it reads back from the file, to compare with the line written before.
-        record = {"event": "hyperparams", **as_read_back(self._hyperparams)}
+        record = {"event": "hyperparams", **as_read_back(self._hyperparams)}  # as the earlier line reads
         if self._last_hyperparams is None:
             earlier = read_jsonl(self.path) if self.path.is_file() else []
-            self._last_hyperparams = next(
-                (line for line in reversed(earlier) if line.get("event") == "hyperparams"), {}
-            )
-            self._last_hyperparams.pop("time", None)
+            last = [line for line in earlier if line.get("event") == "hyperparams"]
+            self._last_hyperparams = last[-1] if last else {}
         if any(self._last_hyperparams.get(key) != value for key, value in record.items()):
             append_jsonl(self.path, record)
             self._last_hyperparams = record

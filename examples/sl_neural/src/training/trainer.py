@@ -1,4 +1,4 @@
-"""The Trainer every Lightning part uses, with the checklist's callbacks."""
+"""The Trainer every Lightning part uses, with the checklist's callbacks in the order they need."""
 
 from __future__ import annotations
 
@@ -22,12 +22,11 @@ from src.callbacks.guards import FiniteLossCallback, StopFileCallback, WallClock
 from src.callbacks.metrics import MetricsCallback, RunInfoCallback, TimingCallback
 from src.callbacks.progress import EpochSummaryCallback, ModelSummary, ProgressBar
 from src.callbacks.resume import ExactResume, ResumableEarlyStopping
-from src.config import SPANNING_SCHEDULES, LightningConfig
+from src.config import LightningConfig
 from src.ops.alerts import Alerts
 from src.runs.directory import stop_file_paths
 from src.runs.launch import current_launch, trainer_processes
 from src.runs.loggers import file_loggers
-from src.training.batch_hooks import skip_inherited_batch_hooks
 from src.training.checkpoints import AtomicCheckpointIO
 from src.training.jsonl_logger import JsonlLogger
 from src.training.precision import choose_precision
@@ -37,27 +36,22 @@ from src.training.profiler import BoundedSimpleProfiler
 warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)")
 # By design: the first ModelCheckpoint (best.ckpt) is the one test(ckpt_path="best") uses.
 warnings.filterwarnings("ignore", message=r".*multiple `ModelCheckpoint` callbacks")
-
-
-class _Boilerplate(logging.Filter):
-    """Lines Lightning prints on every run that tell nothing about this one: its "💡 Tip"
-    advertisements, "GPU available: False, used: False" and "TPU available: False" (the
-    precision line says whether CUDA is there; a GPU left unused is still a warning), and
-    how it counts the steps a schedule spans, and that it uses our ModelSummary."""
-
-    NOISE = (
-        "💡 Tip",
-        "GPU available: ",
-        "TPU available: ",
-        "Loading `train_dataloader` to estimate",
-        "Trainer already configured with model summary callbacks",
-    )
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith(self.NOISE)
-
-
-logging.getLogger("lightning.pytorch.utilities.rank_zero").addFilter(_Boilerplate())
+# Lines Lightning prints on every run that tell nothing about this one (the precision line
+# says whether CUDA is there), and that it uses our ModelSummary.
+BOILERPLATE = (
+    "💡 Tip",
+    "GPU available: ",
+    "TPU available: ",
+    "Loading `train_dataloader` to estimate",
+    "Trainer already configured with model summary callbacks",
+)
+logging.getLogger("lightning.pytorch.utilities.rank_zero").addFilter(
+    lambda record: not str(record.msg).startswith(BOILERPLATE)
+)
+# The hooks Lightning calls on every batch: each batch's start and end, and each step's.
+BATCH_HOOKS = [
+    hook for hook in vars(L.Callback) if "_batch_" in hook or hook.startswith(("on_before_", "on_after_"))
+]
 
 
 def build_callbacks(
@@ -80,6 +74,9 @@ def build_callbacks(
       test(ckpt_path="best") uses), the latest epochs before last.ckpt, so that last.ckpt
       records which epochs it keeps and a resume deletes the right ones."""
     checkpoints = run_dir / "checkpoints"
+    # The latest keep_last_n validations' checkpoints ("step" ranks them by age); Lightning
+    # deletes the oldest only after the new one is written.
+    latest = ModelCheckpoint(dirpath=checkpoints, monitor="step", mode="max", save_top_k=cfg.keep_last_n)
     return [
         ResumableEarlyStopping(  # CB-1: patience counts validations, not epochs
             monitor=monitor,
@@ -98,7 +95,7 @@ def build_callbacks(
             save_top_k=1,
             enable_version_counter=False,
         ),
-        *_latest_epochs(checkpoints, cfg.keep_last_n),
+        *([latest] if cfg.keep_last_n else []),
         ModelCheckpoint(dirpath=checkpoints, filename="last", enable_version_counter=False),
         # CB-3: each scheduler at its own interval, per step but for plateau (RES-2: warmup shows).
         LearningRateMonitor(logging_interval=None),
@@ -109,22 +106,23 @@ def build_callbacks(
         TimingCallback(fetch_section=fetch_section),  # timing/ (PRF-2..4)
         MetricsCallback(monitor=monitor, mode=mode),  # batch/, lr, system/, tracking/ (LOG-4)
         RunInfoCallback(run_dir),  # start-of-run facts (LOG-5)
-        ExactResume(  # RES-1, RES-2
-            run_dir,
-            seed=cfg.seed,
-            every_n_steps=cfg.checkpoint_every_n_steps,
-            minutes=cfg.checkpoint_minutes,
-            schedule_spans_run=cfg.scheduler in SPANNING_SCHEDULES,
-        ),
+        ExactResume(cfg, run_dir),  # RES-1, RES-2
         EpochSummaryCallback(),
         FrozenHeapCallback(),  # the garbage collector walks only what a step makes
     ]
 
 
-def _latest_epochs(folder: Path, keep: int) -> list[ModelCheckpoint]:
-    """The latest `keep` epochs' checkpoints ("step" ranks them by age); Lightning deletes
-    the oldest only after the new one is written."""
-    return [ModelCheckpoint(dirpath=folder, monitor="step", mode="max", save_top_k=keep)] if keep else []
+def skip_inherited_batch_hooks(callbacks: Sequence[L.Callback]) -> None:
+    """Lightning calls every batch hook of every callback, each inside a profiler context, the
+    empty ones a callback inherits from Callback included: about 140 calls a step, most of what
+    the callbacks add to it. Each inherited batch hook is set to None on the callback, which
+    Lightning passes over; the hooks it defines, in its class or on the object (LambdaCallback),
+    run as before. Private: Lightning's _call_callback_hooks skips a hook that is not callable;
+    a change shows in test_lightning_calls_only_the_batch_hooks_a_callback_defines."""
+    for callback in callbacks:
+        for hook in BATCH_HOOKS:
+            if getattr(type(callback), hook) is getattr(L.Callback, hook) and hook not in vars(callback):
+                setattr(callback, hook, None)
 
 
 def build_trainer(
@@ -144,11 +142,11 @@ def build_trainer(
     `stopping_threshold` that ends training once reached), the name of the timed fetch
     (`data`, or `env_step` for RL), its own callbacks, and any other Trainer argument."""
     precision = choose_precision(cfg.precision)
+    cuda = torch.cuda.is_available()
     rank_zero_info(
-        f"precision: {precision} (requested {cfg.precision}; "
-        f"CUDA {'available' if torch.cuda.is_available() else 'not available'})"
+        f"precision: {precision} (requested {cfg.precision}; CUDA {'' if cuda else 'not '}available)"
     )
-    if torch.cuda.is_available():
+    if cuda:
         torch.set_float32_matmul_precision("high")  # TF32 for what still runs in fp32
     loggers: list[Logger] = [
         *([wandb_logger] if wandb_logger is not None else []),

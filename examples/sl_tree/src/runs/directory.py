@@ -1,11 +1,9 @@
-"""Run directories: {output.base_dir}/{name}_{YYYYMMDD_HHMMSS}/ (OUT-1, OUT-2), by default
-in a folder per part (output/part1/...), the STOP files that end a run (CB-4), and finding
-the checkpoint a run resumes from (RES-1)."""
+"""Run directories, {output.base_dir}/{name}_{YYYYMMDD_HHMMSS}/ (OUT-1, OUT-2), the STOP
+files that end a run (CB-4), and the checkpoint a run resumes from (RES-1)."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import socket
 from collections.abc import Sequence
@@ -21,7 +19,6 @@ STAMP_FORMAT = "%Y%m%d_%H%M%S"
 # Lightning starts DDP ranks as copies of this command; they inherit the run
 # directory through this variable instead of stamping their own (DDP-1).
 RUN_DIR_ENV = "TRAIN_RUN_DIR"
-CHECKPOINTS = ("checkpoints/last.ckpt", "checkpoints/last.ubj")  # Lightning, XGBoost
 CHECKPOINT_SUFFIXES = (".ckpt", ".ubj")  # Lightning, XGBoost
 # run.json's status of a run whose process died (kill -9, a crash, a lost machine) before
 # it wrote a checkpoint: nothing can resume it, and its folder can go.
@@ -29,7 +26,7 @@ NEVER_CHECKPOINTED = "never_checkpointed"
 
 
 def create_run_dir(base_dir: Path, name: str) -> Path:
-    """Make a new, empty run directory; a second run in the same second gets a suffix."""
+    """A new, empty run directory; a second run in the same second gets a suffix."""
     stamp = datetime.now().strftime(STAMP_FORMAT)
     candidate, attempt = base_dir / f"{name}_{stamp}", 1
     while True:
@@ -42,13 +39,11 @@ def create_run_dir(base_dir: Path, name: str) -> Path:
 
 
 def find_latest_run(base_dir: Path, name: str, part: str) -> Path | None:
-    """The newest unfinished run of config `name` of this part that has a checkpoint, if
-    any; a run another part wrote into the same folder is passed over."""
+    """The newest unfinished run of config `name` of this part that has a checkpoint."""
     pattern = re.compile(re.escape(name) + r"_(\d{8}_\d{6})(?:_(\d+))?")
     runs = []
     for path in base_dir.glob(f"{name}_*"):
-        match = pattern.fullmatch(path.name)
-        record = run_record(path)
+        match, record = pattern.fullmatch(path.name), run_record(path)
         ours = run_part(record) in ("", part)
         if match and ours and resume_candidates(path) and record.get("status") != "finished":
             runs.append(((match[1], int(match[2] or 1)), path))
@@ -66,24 +61,17 @@ def run_part(record: dict) -> str:
     return package if rest else ""
 
 
-def mark_runs_that_never_checkpointed(base_dir: Path, name: str) -> list[Path]:
-    """Mark, and return, the runs of config `name` whose process died before their first
-    checkpoint; they stay "running" in run.json otherwise, for ever."""
-    return [path for path in sorted(base_dir.glob(f"{name}_*")) if marked_if_never_checkpointed(path)]
-
-
 def marked_if_never_checkpointed(run_dir: Path) -> bool:
-    """Whether the run died before its first checkpoint, marking it so in run.json."""
-    path = run_dir / "run.json"
-    try:
-        record = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return False
+    """Whether the run died before its first checkpoint, marking it so in run.json, where it
+    would stay "running" for ever."""
+    record = run_record(run_dir)
     if record.get("status") == NEVER_CHECKPOINTED:
         return True
     if record.get("status") != "running" or resume_candidates(run_dir) or not _process_gone(record):
         return False
-    write_text_atomic(path, json.dumps({**record, "status": NEVER_CHECKPOINTED}, indent=2) + "\n")
+    write_text_atomic(
+        run_dir / "run.json", json.dumps({**record, "status": NEVER_CHECKPOINTED}, indent=2) + "\n"
+    )
     return True
 
 
@@ -103,16 +91,12 @@ def _process_gone(record: dict) -> bool:
 
 
 def resume_candidates(run_dir: Path) -> list[Path]:
-    """The checkpoints a run can continue from, most progress first: last and the
-    checkpoints Lightning saves when SLURM signals a job before requeueing it
-    (hpc_ckpt_N.ckpt), newest first, then any periodic ones, then best."""
+    """The checkpoints a run can continue from, most progress first: last and the ones
+    Lightning saves when SLURM signals a job before requeueing it (hpc_ckpt_N.ckpt),
+    newest first, then any periodic ones, then best."""
     folder = run_dir / "checkpoints"
-    files = [
-        path
-        for path in (folder.iterdir() if folder.is_dir() else ())
-        if path.suffix in CHECKPOINT_SUFFIXES and not path.name.startswith(".")  # .partial files
-    ]
-    files += run_dir.glob("hpc_ckpt_*.ckpt")
+    files = [*(folder.iterdir() if folder.is_dir() else ()), *run_dir.glob("hpc_ckpt_*.ckpt")]
+    files = [path for path in files if path.suffix in CHECKPOINT_SUFFIXES and not path.name.startswith(".")]
 
     def rank(path: Path) -> int:
         if path.stem == "last" or path.stem.startswith("hpc_ckpt_"):
@@ -123,26 +107,24 @@ def resume_candidates(run_dir: Path) -> list[Path]:
 
 
 def intact_checkpoint(run_dir: Path) -> tuple[Path | None, list[str]]:
-    """The first of the run's resume candidates that is intact, and what is wrong
-    with each one skipped before it."""
+    """The first intact resume candidate, and what is wrong with each one skipped before it."""
     skipped = []
     for path in resume_candidates(run_dir):
-        problem = checkpoint_problem(path)
-        if problem is None:
+        if (problem := checkpoint_problem(path)) is None:
             return path, skipped
         skipped.append(f"{path.relative_to(run_dir)} is {problem}")
     return None, skipped
 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:
-    """The run's latest checkpoint: checkpoints/last.ckpt (Lightning parts) or
-    checkpoints/last.ubj (tree parts; model.ubj holds only the best rounds)."""
-    existing = [run_dir / name for name in CHECKPOINTS if (run_dir / name).is_file()]
+    """checkpoints/last.ckpt (Lightning parts) or checkpoints/last.ubj (tree parts), the newer."""
+    existing = [
+        path for path in (run_dir / "checkpoints").glob("last.*") if path.suffix in CHECKPOINT_SUFFIXES
+    ]
     return max(existing, key=lambda path: path.stat().st_mtime) if existing else None
 
 
 def run_dir_of(checkpoint: Path) -> Path:
-    """The run directory a checkpoint belongs to."""
     return checkpoint.parent.parent if checkpoint.parent.name == "checkpoints" else checkpoint.parent
 
 
@@ -155,16 +137,10 @@ def run_record(run_dir: Path) -> dict:
     return record if isinstance(record, dict) else {}
 
 
-def inherited_run_dir() -> Path | None:
-    value = os.environ.get(RUN_DIR_ENV)
-    return Path(value) if value else None
-
-
 def stop_file_paths(stop_file: str, run_dir: Path) -> list[Path]:
     """The shared STOP file (stops every run started here) and this run's own."""
     return [Path(stop_file), run_dir / "STOP"]
 
 
 def stop_requested(paths: Sequence[Path]) -> Path | None:
-    """The first STOP file that exists, if any."""
     return next((path for path in paths if path.exists()), None)

@@ -1,10 +1,8 @@
 """Who started this process, and the one run directory all processes of a launch share (DDP-1).
 
-Lightning's own DDP starts its ranks as copies of this command, and they inherit the
-run directory in TRAIN_RUN_DIR. torchrun and SLURM's srun start every process
-themselves: rank zero picks the run directory (and the checkpoint a resume starts
-from) and tells the others, through torchrun's own store or, under SLURM, a note in
-the output folder, which the nodes of a cluster share.
+Ranks that Lightning's DDP starts inherit the run directory in TRAIN_RUN_DIR. torchrun and
+srun start every process themselves: rank zero decides and tells the others, through
+torchrun's store or, under SLURM, a note in the output folder, which the nodes share.
 """
 
 from __future__ import annotations
@@ -21,9 +19,6 @@ from src.runs.atomic import write_text_atomic
 
 # Rank zero may queue for the GPU lock first (OPS-1): the other ranks wait as long.
 WAIT = timedelta(days=7)
-# What Lightning's TorchElasticEnvironment and SLURMEnvironment look for first: torchrun
-# and SLURM set them in the processes they start.
-LAUNCHER_VARIABLES = {"TORCHELASTIC_RUN_ID", "SLURM_NTASKS"}
 # Where Lightning reads a process's global rank before a Trainer exists, first found first.
 RANK_VARIABLES = ("RANK", "LOCAL_RANK", "SLURM_PROCID", "JSM_NAMESPACE_RANK")
 
@@ -42,10 +37,10 @@ class Launch:
 
 def current_launch() -> Launch:
     """How this process was started, as Lightning's own cluster environments detect it."""
-    if not LAUNCHER_VARIABLES & os.environ.keys():
-        return Launch("python", 1, 1, 0)  # Lightning would find neither launcher either
-    # Here, not at the top: Lightning takes seconds to load, and a tree part started with
-    # python -m never needs it.
+    # What those environments look for first: without either, Lightning (seconds to load, and
+    # never needed by a tree part) stays unloaded.
+    if not {"TORCHELASTIC_RUN_ID", "SLURM_NTASKS"} & os.environ.keys():
+        return Launch("python", 1, 1, 0)
     from lightning.fabric.plugins.environments import SLURMEnvironment, TorchElasticEnvironment
 
     if TorchElasticEnvironment.detect():
@@ -55,16 +50,15 @@ def current_launch() -> Launch:
         return Launch("torchrun", world_size, world_size // per_node, torchrun.global_rank())
     if SLURMEnvironment.detect():
         slurm = SLURMEnvironment()
-        nodes = int(os.environ.get("SLURM_NNODES", "1"))
-        return Launch("slurm", slurm.world_size(), nodes, slurm.global_rank())
+        return Launch(
+            "slurm", slurm.world_size(), int(os.environ.get("SLURM_NNODES", "1")), slurm.global_rank()
+        )
     return Launch("python", 1, 1, 0)
 
 
 def is_rank_zero() -> bool:
-    """Whether this process writes the run's files (DDP-1): rank zero as Lightning's
-    rank_zero_only counts it before a Trainer exists (the process a user started; a rank
-    that Lightning, torchrun or srun started has its rank in the environment). Read here
-    without loading Lightning, for the tree parts."""
+    """Whether this process writes the run's files (DDP-1), as Lightning's rank_zero_only
+    counts it before a Trainer exists; read without loading Lightning, for the tree parts."""
     rank = next((os.environ[name] for name in RANK_VARIABLES if name in os.environ), "0")
     return int(rank) == 0
 
@@ -97,35 +91,25 @@ def agreed(launch: Launch, decide: Callable[[], dict[str, str]], note_dir: Path)
     if launch.world_size == 1:
         return decide()
     if launch.launcher == "torchrun" and os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
-        return _through_torchrun_store(launch, decide)
-    return _through_note(launch, decide, note_dir)
+        import torch.distributed as dist
 
-
-def _through_torchrun_store(launch: Launch, decide: Callable[[], dict[str, str]]) -> dict[str, str]:
-    import torch.distributed as dist
-
-    # torchrun's agent serves this store to its workers (TORCHELASTIC_USE_AGENT_STORE);
-    # a restarted attempt gets keys of its own.
-    agent_store = dist.TCPStore(
-        os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False, timeout=WAIT
-    )
-    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
-    store = dist.PrefixStore(f"run_dir/attempt_{attempt}", agent_store)
-    if launch.rank == 0:
-        decided = decide()
-        store.set("decided", json.dumps(decided))
-        return decided
-    return json.loads(store.get("decided"))
-
-
-def _through_note(launch: Launch, decide: Callable[[], dict[str, str]], note_dir: Path) -> dict[str, str]:
+        # torchrun's agent serves this store to its workers; a restarted attempt gets keys of its own.
+        agent = dist.TCPStore(
+            os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False, timeout=WAIT
+        )
+        attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+        store = dist.PrefixStore(f"run_dir/attempt_{attempt}", agent)
+        if launch.rank == 0:
+            decided = decide()
+            store.set("decided", json.dumps(decided))
+            return decided
+        return json.loads(store.get("decided"))
     # These name one launch: a restarted or requeued job, or the next srun step, never
     # reads the note of an earlier one.
     names = ("TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT")
     if launch.launcher == "slurm":
         names = ("SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_RESTART_COUNT")
-    key = "_".join(os.environ.get(name, "0") for name in names)
-    note = note_dir / f".launch_{key}.json"
+    note = note_dir / f".launch_{'_'.join(os.environ.get(name, '0') for name in names)}.json"
     if launch.rank == 0:
         decided = decide()
         note_dir.mkdir(parents=True, exist_ok=True)

@@ -1,12 +1,5 @@
-"""Validation and test under DDP see every example exactly once (DDP-1); the test's
-predictions, every row once, for the run's report.
-
-Lightning gives an evaluation loader a DistributedSampler, which pads the ranks'
-shares to one length with repeated examples, so metrics over several processes
-are not the single-process metrics. Lightning's unpadded sampler lets the ranks'
-shares differ by one example instead; a loader that already has a
-DistributedSampler keeps it.
-"""
+"""Validation and test under DDP see every example exactly once (DDP-1), and the test's
+predictions, every row once, go to the run's report."""
 
 from __future__ import annotations
 
@@ -23,7 +16,12 @@ from src.predictions import write_predictions
 
 
 def evaluation_sampler(dataset: Sized, split: str) -> UnrepeatedDistributedSampler | None:
-    """This rank's share of an evaluation split, in order; None in a single process."""
+    """This rank's share of an evaluation split, in order; None in a single process.
+    Lightning's own DistributedSampler pads the ranks' shares to one length with repeated
+    examples, so metrics over several processes would not be the single-process ones; its
+    unpadded sampler lets the shares differ by one example instead. It lives in a module
+    Lightning does not document (lightning.pytorch.overrides): a change shows in
+    test_two_process_test_metrics_equal_one_process_testing_the_same_checkpoint."""
     if not (dist.is_available() and dist.is_initialized()) or (ranks := dist.get_world_size()) == 1:
         return None
     # DDP syncs BatchNorm statistics on each rank's first evaluation batch: every rank needs one.
@@ -37,6 +35,5 @@ def evaluation_sampler(dataset: Sized, split: str) -> UnrepeatedDistributedSampl
 
 @rank_zero_only
 def save_predictions(table: pd.DataFrame, path: Path) -> None:
-    """The test split's predictions (src/predictions.py), which every rank holds whole,
-    written by rank zero alone; src.report.run_files reads them."""
+    """The test split's predictions, which every rank holds whole, written by rank zero."""
     write_predictions(table, path)
