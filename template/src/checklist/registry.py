@@ -84,7 +84,8 @@ def check(id: str, title: str, applies_to: str = "all", *, mode: str = "static",
 
 
 def rules(item: str, title: str, applies_to: str, *checks: Callable[[Any, Any], object], sweep: bool = False):
-    """Register an item checked on each part it applies to by all of `checks`(project, part)."""
+    """Register an item checked on each part it applies to by all of `checks`(project, part);
+    a failure's message starts with the part's name."""
 
     def every(project: Any) -> str:
         parts = project.parts_of(TAGS[applies_to])
