@@ -18,32 +18,25 @@ class RLConfig(LightningConfig):
     Attributes:
         env_name: Environment to train on, as the part's data.make_env() names them.
         num_envs: Environments stepping together; each steps frames_per_batch / num_envs times a collection.
-        env_workers: Worker processes stepping num_envs / env_workers envs each (ParallelEnv), for envs
-            slow to step (up to one per free core); 0 steps them all in this process, best for CartPole.
+        env_workers: Worker processes (ParallelEnv) for envs slow to step; 0 steps them in this process.
         frames_per_batch: Frames collected across all environments before each round of updates.
         iterations_per_epoch: Collections (each followed by its updates) per epoch.
         gamma: Discount factor of future rewards, in (0, 1].
         eval_episodes: Evaluation episodes after each epoch; early stopping watches their mean reward.
         test_episodes: Episodes of the final test of the best checkpoint.
-        target_reward: Training ends once the mean evaluation reward reaches this; None takes the
-            reward gymnasium registers as solving env_name (475 for CartPole-v1), if any; inf never.
+        target_reward: Mean evaluation reward that ends training; None: gymnasium's solving reward, if any.
         batch_size: PPO minibatch, in frames.
         ppo_epochs: Passes over each collected batch of frames.
         clip_epsilon: PPO clip range of the probability ratio, in (0, 1).
         gae_lambda: GAE lambda, the bias-variance trade-off of advantage estimates, in [0, 1].
         entropy_coef: Weight of the entropy bonus in the loss; larger explores more.
         critic_coef: Weight of the value loss in the loss.
-        target_kl: A collection's updates stop once the policy's approximate KL divergence from the
-            collecting policy passes this.
+        target_kl: A collection's updates stop once the approximate KL from the collecting policy passes this.
         max_grad_norm: Actor and critic gradients are each clipped to this total norm.
-        normalize_observations: Standardize the networks' inputs by the running mean and variance of
-            every observation collected (kept in checkpoints and model.pt); for observations of
-            different scales.
+        normalize_observations: Standardize the networks' inputs by running statistics of all observations.
         log_every_n_steps: Collections between per-step metric logs.
-        val_every_n_steps: Evaluate every this many collections, across epoch ends, instead of after
-            each epoch (early stopping's patience then counts these); 0 after each epoch.
-        checkpoint_every_n_steps: Also rewrite checkpoints/last.ckpt every this many collections; 0
-            never does on a step count.
+        val_every_n_steps: Evaluate every this many collections (patience counts these); 0 after each epoch.
+        checkpoint_every_n_steps: Also rewrite checkpoints/last.ckpt every this many collections; 0 never.
     """
 
     env_name: str = ""

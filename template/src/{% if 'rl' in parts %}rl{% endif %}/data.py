@@ -156,8 +156,14 @@ class EvaluationEpisodes:
     s + j), so they are the same however many DDP ranks share them."""
 
     def __init__(
-        self, env: EnvBase, policy: TensorDictModuleBase, seed: int, episodes: int, rank=0, processes=1
-    ):
+        self,
+        env: EnvBase,
+        policy: TensorDictModuleBase,
+        seed: int,
+        episodes: int,
+        rank: int = 0,
+        processes: int = 1,
+    ) -> None:
         if episodes < processes:
             raise ConfigError(
                 f"{episodes} evaluation episode(s) for {processes} processes: give each "

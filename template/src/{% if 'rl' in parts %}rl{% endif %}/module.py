@@ -66,13 +66,12 @@ class PPO(L.LightningModule):
             return
         hparams, cfg = self.hparams, self.cfg
         if not hparams.num_observations:
-            data = self.trainer.datamodule
-            low, high = list(data.action_space.low), list(data.action_space.high)
-            hparams.update(num_observations=data.num_observations, num_actions=data.action_space.size)
-            hparams.update(action_low=low, action_high=high)
-        # A model.pt without bounds holds discrete actions.
-        bounds = tuple(hparams.get("action_low", ())), tuple(hparams.get("action_high", ()))
-        self.action_space = ActionSpace(hparams.num_actions, *bounds)
+            data, space = self.trainer.datamodule, self.trainer.datamodule.action_space
+            hparams.update(num_observations=data.num_observations, num_actions=space.size)
+            hparams.update(action_low=list(space.low), action_high=list(space.high))
+        self.action_space = ActionSpace(
+            hparams.num_actions, tuple(hparams.action_low), tuple(hparams.action_high)
+        )
         self.actor, critic = self.build_networks(
             cfg, hparams.num_observations, self.action_space.actor_outputs
         )
