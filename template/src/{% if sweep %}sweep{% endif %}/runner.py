@@ -93,9 +93,8 @@ class Sweep:
             cfg = self.trial_config(trial.number, params)
             checkpoint = self.last_checkpoint(trial.number) if resume else None
             trial.resumed_from = str(checkpoint or "")
-            print(
-                f"sweep trial {trial.number}: {params}" + (f", resuming {checkpoint}" if checkpoint else "")
-            )
+            resuming = f", resuming {checkpoint}" if checkpoint else ""
+            print(f"sweep trial {trial.number}: {params}{resuming}")
             trial.metrics = self.spec.train(cfg, checkpoint)
             trial.value = float(trial.metrics[self.spec.metric])
             trial.status = "finished"
