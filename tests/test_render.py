@@ -55,7 +55,7 @@ SHARED_FILES = {
     *(f"src/checklist/{name}.py" for name in CHECKLIST.split()),
 }
 PART_FILES = ("__init__.py", "config.py", "data.py", "model.py", "train.py")
-SWEEP_MODULES = "__init__ command local records resume runner spec wandb_sweep"
+SWEEP_MODULES = "__init__ command local records runner spec wandb_sweep"
 
 
 # Files a part kind adds beyond the four of every part; {part} is its folder.
@@ -68,7 +68,7 @@ KIND_FILES = {
     ],
     "sl_tree": [
         "src/checklist/tree_checks.py",
-        *(f"src/trees/{name}.py" for name in ("__init__", "booster", "cluster", "config", "data")),
+        *(f"src/trees/{name}.py" for name in ("__init__", "booster", "config", "data")),
         *(f"src/trees/{name}.py" for name in ("plots", "predict", "rounds")),
         "{part}/predict.py",
         "src/predict.py",
