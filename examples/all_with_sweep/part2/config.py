@@ -1,11 +1,6 @@
-"""Configs of this part (CFG-1, CFG-6): pick one with `--config NAME`.
-
-The task config holds the baseline; each variant overrides only what differs.
-Trees count boosting rounds, not epochs: `num_boost_round` is a high cap and
-early stopping (`early_stopping_rounds` without improvement) ends training.
-The objective sets the task: reg:* a regression, binary:logistic and
-multi:softprob a classification (the label's distinct values are its classes).
-"""
+"""Configs of this part (CFG-1, CFG-6): pick one with `--config NAME`. The task config holds
+the baseline; each variant overrides only what differs. Trees count boosting rounds, not
+epochs: `num_boost_round` is a high cap, and early stopping ends training."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Configs of this part (CFG-1, CFG-6): pick one with `--config NAME`.
-
-The task config holds the baseline; each variant overrides only what differs.
-PPO's own fields and their meaning are RLConfig's (src/rl/config.py).
+"""Configs of this part (CFG-1, CFG-6): pick one with `--config NAME`. The task config holds the
+baseline; each variant overrides only what differs. PPO's own fields are RLConfig's (src/rl/config.py).
 """
 
 from __future__ import annotations
@@ -21,12 +19,9 @@ class CartPoleConfig(RLConfig):
     """
 
     name: str = "baseline"
-    # A gymnasium id with a flat vector observation and discrete or bounded actions, or LineWalk.
     env_name: str = "CartPole-v1"
-    # RLConfig's 8 envs stepping in this process (env_workers 0) suit CartPole: it steps in microseconds.
     iterations_per_epoch: int = 4  # evaluation every 4096 frames: it costs as much as a collection
-    # As many as one batch plays at once, for little more than the time of the longest:
-    # a lucky few episodes over the target do not stop the run.
+    # One batch plays them in little more than the longest takes; a lucky few do not stop the run.
     eval_episodes: int = 32
     hidden_sizes: tuple[int, ...] = (64, 64)
     # The rate, discount and GAE lambda of RL-Zoo's tuned CartPole PPO.
@@ -79,11 +74,10 @@ class Aggressive(CartPoleConfig):
 
 @dataclass
 class Pendulum(CartPoleConfig):
-    """Continuous actions: swing gymnasium's Pendulum-v1 up and hold it there with a torque in
-    [-2, 2]. RL-Zoo's tuned PPO settings for it (without gSDE exploration). gymnasium registers
-    no reward that solves it, so the run ends on patience or its budget; a random policy scores
-    about -1200 per episode, a good one above -200. Observations are not normalized: their
-    statistics shift as the policy learns to swing up, which slowed learning here."""
+    """Continuous actions: swing gymnasium's Pendulum-v1 up and hold it with a torque in [-2, 2],
+    with RL-Zoo's tuned PPO settings (without gSDE). No reward is registered as solving it: patience
+    or the budget ends the run; a random policy scores about -1200 per episode, a good one above
+    -200. Normalized observations slowed learning here: their statistics shift as it learns."""
 
     name: str = "pendulum"
     env_name: str = "Pendulum-v1"
@@ -94,10 +88,7 @@ class Pendulum(CartPoleConfig):
     eval_episodes: int = 16  # episodes differ by their start: a few do not measure the policy
     gamma: float = 0.9
     gae_lambda: float = 0.95
-    learning_rate: float = 1e-3
-    entropy_coef: float = 0.0
-    # RL-Zoo's settings have no KL limit; a 64-frame minibatch's estimate of it is too noisy
-    # for the usual 0.05, which would drop most updates. This stops only a runaway update.
+    # A 64-frame minibatch's KL estimate is too noisy for the usual 0.05: this stops a runaway only.
     target_kl: float = 1.0
     patience: int = 10
 
@@ -107,7 +98,7 @@ class Smoke(CartPoleConfig):
     """Runs the whole pipeline in well under a minute on a CPU: checks it, not the policy."""
 
     name: str = "smoke"
-    num_envs: int = 4  # one batch in this process, as the baseline's: no worker to start
+    num_envs: int = 4
     frames_per_batch: int = 256
     batch_size: int = 128
     ppo_epochs: int = 2

@@ -27,8 +27,7 @@ from src.ops.gpu_lock import GpuLock
 def main_with_config(cfg: CartPoleConfig, resume_from: Path | None = None) -> dict[str, float]:
     """Train, test and save one config; returns the test metrics and the best validation
     score (SWP-2: sweeps call this, and select on validation, never on test)."""
-    # Here, not at the top: torch, Lightning and TorchRL take seconds to load, and --help
-    # or a mistyped flag answers before (main() parses the command line first).
+    # Here, not at the top: torch, Lightning and TorchRL take seconds to load; --help answers before.
     import lightning as L
 
     from part3 import data
@@ -57,9 +56,7 @@ def main_with_config(cfg: CartPoleConfig, resume_from: Path | None = None) -> di
                 fetch_section="env_step",  # PRF-3: collecting a rollout is this part's data fetch
                 # An epoch is a fixed number of collections from an endless collector.
                 limit_train_batches=cfg.iterations_per_epoch,
-                # Evaluation episodes of an untrained policy tell nothing. No gradient_clip_val:
-                # PPO optimizes manually and clips actor and critic itself (RL-13).
-                num_sanity_val_steps=0,
+                num_sanity_val_steps=0,  # an untrained policy's episodes tell nothing
             )
             trainer.fit(model, datamodule=datamodule, ckpt_path=run.resume_from)
             best_val_reward = best_score(trainer)  # one line, not a traceback, when there is none
@@ -78,8 +75,7 @@ def main_with_config(cfg: CartPoleConfig, resume_from: Path | None = None) -> di
 
 def main() -> None:
     cfg, resume_from = parse_cli(CONFIGS, prog="python -m part3.train", description=__doc__)
-    # OPS-1: queue behind other GPU jobs instead of failing. Taken after parsing, so
-    # --help and a mistyped flag answer at once even while another job holds the GPU.
+    # OPS-1: queue behind other GPU jobs instead of failing; after parsing, so that --help answers at once.
     with GpuLock(), exit_on_bad_input():
         main_with_config(cfg, resume_from)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -49,27 +50,23 @@ model = part_module("rl", "model")
 train = part_module("rl", "train")
 
 
-# The smoke config steps its envs in this process; the tests of closing env workers ask
-# for two, each stepping two envs.
-WORKERS = {"env_workers": 2}
+WORKERS = {"env_workers": 2}  # the smoke config's 4 envs in two worker processes, not this one
+PENDULUM = {"env_name": "Pendulum-v1", "normalize_observations": True}  # continuous actions
 
 
 def one_cartpole(env_name):
-    """make_env as a data.py rendered before v0.3.0 has it: one env per call."""
+    """A make_env that makes one env per call."""
     return GymEnv(env_name, categorical_action_encoding=True)
 
 
 def configured_ppo(cfg):
     """The part's PPO module with its networks built, as Lightning's configure_model() builds them."""
     num_observations, space = rl_data.observation_and_action_space(data.make_env, cfg.env_name)
-    bounds = space.low, space.high  # of continuous actions
-    ppo = PPO(cfg, model.build_networks, model.loss_settings, num_observations, space.size, *bounds)
+    ppo = PPO(
+        cfg, model.build_networks, model.loss_settings, num_observations, space.size, space.low, space.high
+    )
     ppo.configure_model()
     return ppo
-
-
-# The smoke config on Pendulum-v1: continuous actions, observations normalized.
-PENDULUM = {"env_name": "Pendulum-v1", "normalize_observations": True}
 
 
 def smoke_config(tmp_path, **overrides):
@@ -79,33 +76,26 @@ def smoke_config(tmp_path, **overrides):
 
 
 def worker_processes(parent: psutil.Process | None = None) -> list[psutil.Process]:
-    """Live worker processes multiprocessing started (ParallelEnv's) below `parent` (this
-    process if None), not counting its resource tracker, which lives as long as this
-    process by design. A child that exits while it is read is skipped: psutil raises
-    ZombieProcess, a NoSuchProcess, for the command line of a process that has exited."""
+    """Live ParallelEnv workers below `parent` (this process if None), not multiprocessing's
+    resource tracker, which lives as long as this process by design."""
     workers = []
     for child in (parent or psutil.Process()).children(recursive=True):
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess):  # exited while read
             if "spawn_main" in " ".join(child.cmdline()) and still_running(child):
                 workers.append(child)
-        except psutil.NoSuchProcess:
-            pass
     return workers
 
 
 def still_running(process: psutil.Process) -> bool:
-    """False once the process has exited: a zombie that its parent (init, once the run that
-    started it has ended) has yet to collect, or gone altogether."""
-    try:
+    """False once gone, or a zombie its parent (init, once the run has ended) has yet to collect."""
+    with contextlib.suppress(psutil.NoSuchProcess):
         return process.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
+    return False
 
 
 @pytest.fixture(scope="module")
 def smoke_run(smoke_runs):
-    """The session's offline-W&B smoke run (shared with test_checklist.py); returns
-    (run directory, test metrics, metric events)."""
+    """The session's offline-W&B smoke run: (run directory, test metrics, metric events)."""
     run_dir, test_metrics = smoke_runs("rl")
     return run_dir, test_metrics, read_jsonl(run_dir / "metrics.jsonl")
 
@@ -126,10 +116,7 @@ def test_metrics_cover_rewards_updates_and_timing(smoke_run):  # LOG-4, LOG-5, P
     keys = set().union(*events)
     assert {"episode_reward_step", "val_episode_reward", "train_loss_step", "frames"} <= keys
     assert {
-        "batch/actual_updates",
-        "batch/kl_approx",
-        "batch/actor_grad_norm",
-        "batch/critic_grad_norm",
+        f"batch/{key}" for key in ("actual_updates", "kl_approx", "actor_grad_norm", "critic_grad_norm")
     } <= keys
     assert {"tracking/best_val_episode_reward", "total_params", "num_train_samples", "gpu_name"} <= keys
     assert any(key.startswith("system/") for key in keys)
@@ -207,8 +194,7 @@ def test_evaluate_of_a_path_that_is_no_run_is_one_line(make_run_dir, message, tm
 
 @pytest.fixture(scope="module")
 def pendulum_run(smoke_runs):
-    """The smoke run on Pendulum-v1 (continuous actions, normalized observations), keeping
-    both epochs' checkpoints: (run directory, test metrics)."""
+    """The smoke run on PENDULUM, keeping both epochs' checkpoints: (run directory, test metrics)."""
     return smoke_runs("rl", keep_last_n=2, **PENDULUM)
 
 
@@ -323,8 +309,8 @@ def rates(run_dir):
 
 @pytest.fixture(scope="module")
 def cosine_run(tmp_path_factory):
-    """The smoke config under a cosine schedule (4 collections, too few for a warmup step),
-    keeping both epochs' checkpoints; its run directory."""
+    """The smoke run under a cosine schedule (too few steps for a warmup step), keeping both epochs'
+    checkpoints; its run directory."""
     folder = tmp_path_factory.mktemp("cosine")
     train.main_with_config(smoke_config(folder, scheduler="cosine", keep_last_n=2))
     (run_dir,) = folder.glob("smoke_*")
@@ -357,10 +343,13 @@ def test_resume_continues_the_frame_count_and_the_schedule(cosine_run, tmp_path)
 
 @slow
 def test_a_run_killed_mid_epoch_resumes_its_frame_count(tmp_path, monkeypatch):  # RES-1
-    # Epochs of 3 collections, evaluation after every second one and last.ckpt after every
-    # one; killed before the sixth and last collection.
-    settings = {"num_epochs": 2, "iterations_per_epoch": 3, "val_every_n_steps": 2}
-    settings["checkpoint_every_n_steps"] = 1
+    # Evaluation after every second collection, last.ckpt after each; killed before the sixth and last.
+    settings = {
+        "num_epochs": 2,
+        "iterations_per_epoch": 3,
+        "val_every_n_steps": 2,
+        "checkpoint_every_n_steps": 1,
+    }
     kill_next_run(monkeypatch, "on_train_batch_start", lambda t: t.fit_loop.total_batch_idx == 5)
     with pytest.raises(Killed):
         train.main_with_config(smoke_config(tmp_path, **settings))
@@ -371,8 +360,7 @@ def test_a_run_killed_mid_epoch_resumes_its_frame_count(tmp_path, monkeypatch): 
     assert checkpoint["epoch"] == 1 and checkpoint["frames"] == 5 * frames  # epochs count from 0
     train.main_with_config(smoke_config(tmp_path, **settings), resume_from=last)
     events = read_jsonl(run_dir / "metrics.jsonl")
-    # Each step once, counting the frames an uninterrupted run does; the rest of the
-    # interrupted epoch is collected from freshly started environments.
+    # Each step once, counting the frames an uninterrupted run does (from freshly started envs).
     counted = [(e["step"], e["frames"]) for e in events if "frames" in e]
     assert counted == [(step, (step + 1) * frames) for step in range(6)]
     assert [(e["step"], e["epoch"]) for e in events if "val_episode_reward" in e] == [(1, 0), (3, 1), (5, 1)]
@@ -403,8 +391,7 @@ def test_diagnostic_field_survives_the_collector(tmp_path, env_workers, batch): 
 
 @pytest.mark.parametrize("env_name", ["CartPole-v1", "LineWalk"])
 def test_an_evaluation_episode_is_the_same_in_any_batch(env_name):
-    # Episode i starts from seed + i whichever batch plays it, so DDP ranks sharing the
-    # episodes, or a wider batch, play the same ones.
+    # Episode i starts from seed + i whichever batch plays it: DDP ranks or a wider batch play the same.
     cfg = config.CONFIGS["smoke"](env_name=env_name)
     policy = configured_ppo(cfg).greedy_policy()
 
@@ -419,7 +406,6 @@ def test_an_evaluation_episode_is_the_same_in_any_batch(env_name):
 
 @pytest.mark.parametrize("overrides", [{}, PENDULUM], ids=["discrete", "continuous"])
 def test_evaluation_plays_the_action_the_deterministic_policy_takes(overrides):
-    # greedy_policy() skips the distribution; it must pick what the policy itself would.
     cfg = config.CONFIGS["smoke"](**overrides)
     ppo = configured_ppo(cfg)
     torch.nn.init.normal_(ppo.actor[-1].weight, std=3.0)  # confident, varied choices, not near-ties
@@ -453,7 +439,6 @@ def test_bad_config_values_are_refused_by_name(overrides, message):  # CFG-3
     "flag", ["--find-batch-size", "--gradient-clip-val=1", "--gradient-accumulation-steps=2"]
 )
 def test_no_flag_is_offered_that_ppo_would_ignore(flag, capsys):  # CFG-3, RL-13
-    # PPO clips actor and critic itself and steps once per minibatch; a rollout is its batch.
     with pytest.raises(SystemExit) as exit_info:
         parse_cli(config.CONFIGS, ["--config", "smoke", flag])
     assert exit_info.value.code == 2
@@ -519,8 +504,7 @@ def test_a_make_env_that_breaks_the_contract_is_named_in_one_line():
 
 
 @slow
-def test_a_make_env_of_one_env_from_an_older_release_still_trains(tmp_path):  # RL-1, RL-2
-    # v0.2.0's data.py is the user's and stays: make_env(env_name) makes one env per call.
+def test_a_make_env_of_one_env_per_call_still_trains(tmp_path):  # RL-1, RL-2
     cfg = smoke_config(tmp_path)
     assert rl_data.observation_and_action_space(one_cartpole, cfg.env_name) == (4, ActionSpace(2))
     collector = Collector(rl_data.training_env(cfg, one_cartpole, cfg.seed), None, frames_per_batch=32)

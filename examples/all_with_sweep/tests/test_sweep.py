@@ -31,7 +31,6 @@ from src.wandb_utils import finish_run, setup_run
 
 
 def local_sweep(kind: str, tmp_path: Path, *args: str) -> Sweep:
-    spec = part_module(kind, "sweep").SPEC
     argv = [
         "--engine",
         "local",
@@ -42,7 +41,7 @@ def local_sweep(kind: str, tmp_path: Path, *args: str) -> Sweep:
         "--wandb-mode",
         "disabled",
     ]
-    return main(spec, [*argv, *args])
+    return main(part_module(kind, "sweep").SPEC, [*argv, *args])
 
 
 def own_task(kind: str, tmp_path: Path) -> list[str]:
@@ -103,14 +102,7 @@ def toy_train(cfg: BaseConfig, resume_from: Path | None = None) -> dict[str, flo
 
 @slow
 def test_a_failing_trial_is_recorded_and_its_memory_released(tmp_path, capsys):  # SWP-7
-    spec = SweepSpec(
-        configs={"baseline": BaseConfig},
-        space={"seed": {"values": [1, 2, 3]}},
-        architectures={},
-        train=toy_train,
-        metric="score",
-        goal="maximize",
-    )
+    spec = toy_spec(toy_train)
     base = dataclasses.replace(
         BaseConfig(wandb_mode="disabled"),
         output=dataclasses.replace(BaseConfig().output, base_dir=str(tmp_path)),
@@ -151,14 +143,7 @@ def test_setup_run_joins_a_sweep_run_instead_of_starting_one(tmp_path):  # SWP-3
 # kill below lands inside it; the parts in the order they are quickest to test.
 KILL_FLAGS = {
     "sl_neural": ["--num-epochs", "6", "--patience", "100"],
-    "sl_tree": [
-        "--num-boost-round",
-        "600",
-        "--early-stopping-rounds",
-        "600",
-        "--checkpoint-minutes",
-        "0.001",
-    ],
+    "sl_tree": ["--num-boost-round", "600", "--early-stopping-rounds", "600", "--checkpoint-minutes", ".001"],
     "rl": ["--target-reward", "None"],  # smoke's two epochs, never ended early by the reward
 }
 
@@ -341,25 +326,35 @@ import os
 import time
 from pathlib import Path
 
+import torch
+
 from src.config import BaseConfig
+from src.runs.lifetime import start_run
 from src.sweep import SweepSpec, main
 
 
 def train(cfg, resume_from=None):
-    # The first trial waits until the second worker runs one too: on a busy machine
-    # the second could start after the first had run them all.
-    marks = Path(os.environ["TOY_MARKS"])
-    (marks / str(os.getpid())).touch()
-    deadline = time.monotonic() + 120
-    while len(list(marks.iterdir())) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.2)
-    return {"score": float(cfg.seed)}
+    if marks := os.environ.get("TOY_MARKS"):
+        # The first trial waits until the second worker runs one too: on a busy machine
+        # the second could start after the first had run them all.
+        (Path(marks) / str(os.getpid())).touch()
+        deadline = time.monotonic() + 120
+        while len(list(Path(marks).iterdir())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.2)
+        return {"score": float(cfg.seed)}
+    with start_run(cfg, resume_from) as run:
+        if os.environ.get("TOY_HANG") and cfg.name.endswith("trial000"):
+            (run.dir / "checkpoints").mkdir()
+            torch.save({"state_dict": {"w": torch.zeros(1)}}, run.dir / "checkpoints" / "last.ckpt")
+            Path(os.environ["TOY_HANG"]).touch()
+            time.sleep(600)  # until the test kills this process
+        return {"score": float(cfg.seed)}
 
 
 SPEC = SweepSpec(
     configs={"baseline": BaseConfig},
-    space={"seed": {"min": 0, "max": 1000}},
+    space={"seed": {"min": 0, "max": 10**9}},  # values that do not repeat by chance
     architectures={},
     train=train,
     metric="score",
@@ -497,45 +492,9 @@ def test_a_journal_damaged_inside_exits_2_and_changes_nothing(tmp_path, capsys):
     assert {path: path.read_bytes() for path in sweep_dir.rglob("*") if path.is_file()} == before
 
 
-KILLED_SWEEP = """
-import os
-import time
-from pathlib import Path
-
-import torch
-
-from src.config import BaseConfig
-from src.runs.lifetime import start_run
-from src.sweep import SweepSpec, main
-
-
-def train(cfg, resume_from=None):
-    with start_run(cfg, resume_from) as run:
-        if os.environ.get("TOY_HANG") and cfg.name.endswith("trial000"):
-            (run.dir / "checkpoints").mkdir()
-            torch.save({"state_dict": {"w": torch.zeros(1)}}, run.dir / "checkpoints" / "last.ckpt")
-            Path(os.environ["TOY_HANG"]).touch()
-            time.sleep(600)  # until the test kills this process
-        return {"score": float(cfg.seed)}
-
-
-SPEC = SweepSpec(
-    configs={"baseline": BaseConfig},
-    space={"seed": {"min": 0, "max": 10**9}},  # values that do not repeat by chance
-    architectures={},
-    train=train,
-    metric="score",
-    goal="maximize",
-)
-
-if __name__ == "__main__":
-    main(SPEC, prog="toy_sweep")
-"""
-
-
 @slow
 def test_a_sweep_killed_in_its_first_trial_resumes_it_and_samples_on(tmp_path):  # RES-1
-    (tmp_path / "toy_sweep.py").write_text(KILLED_SWEEP)
+    (tmp_path / "toy_sweep.py").write_text(TOY_SWEEP)
     env = {
         **os.environ,
         "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}",

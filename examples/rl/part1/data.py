@@ -1,11 +1,7 @@
-"""Where this part's environments come from.
-
-`make_env(env_name, num_envs)` returns `num_envs` TorchRL environments stepping as one
-batch (batch_size `(num_envs,)`), with a flat vector "observation" and discrete actions
-or a vector of continuous ones within finite bounds.
-The pipeline lays them out in this process or in worker processes, collects rollouts
-from them and plays the evaluation episodes; to train on an environment of your own,
-write it in envs.py and name it here.
+"""Where this part's environments come from: `make_env(env_name, num_envs)` returns `num_envs`
+TorchRL environments stepping as one batch (batch_size `(num_envs,)`), with a flat vector
+"observation" and discrete actions or a vector of continuous ones within finite bounds. To train
+on an environment of your own, write it in envs.py and name it here.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
-"""A custom TorchRL environment to copy when your task is not a gymnasium env.
+"""A custom TorchRL environment to copy when your task is not a gymnasium env: train on it with
+`--env-name LineWalk`; check a copy with `torchrl.envs.utils.check_env_specs(YourEnv())`.
 
-LineWalk: points on a line must each reach a target. Each step moves a point left,
-keeps it or moves it right; the reward is minus its distance to the target, and
-reaching the target ends its episode. `num_envs` walks step together as one batch,
-as a vectorised env does: a batch of cheap envs steps in one call, and a worker
-process steps a whole batch. Train on it with `--env-name LineWalk`; check a copy
-with `torchrl.envs.utils.check_env_specs(YourEnv())`.
+LineWalk: points on a line must each reach a target. Each step moves a point left, keeps it or moves
+it right; the reward is minus its distance to the target, and reaching it ends the episode.
+`num_envs` walks step together as one batch, as a vectorised env does.
 """
 
 from __future__ import annotations
@@ -29,8 +27,7 @@ class LineWalk(EnvBase):
         self.observation_spec = Composite(
             # Each walk's position and target.
             observation=Bounded(low=-1.0, high=1.0, shape=(*batch, 2), device=self.device),
-            # RL-5: a diagnostic field. It needs a spec, because collectors keep only the
-            # keys the specs name and would drop it silently.
+            # RL-5: a diagnostic field needs a spec: collectors drop keys no spec names.
             distance=Unbounded(shape=(*batch, 1), device=self.device),
             shape=batch,
         )
@@ -86,7 +83,7 @@ class LineWalk(EnvBase):
         )
 
     def _set_seed(self, seed: int | None) -> None:
-        # Walk i draws from seed + i, as in gymnasium's vector envs: an evaluation
-        # episode's seed then depends on its number alone, not on the batch that plays it.
+        # Walk i draws from seed + i, as in gymnasium's vector envs: an evaluation episode's seed then
+        # depends on its number alone, not on the batch that plays it.
         first = 0 if seed is None else seed
         self._generators = [torch.Generator().manual_seed(first + i) for i in range(self.batch_size.numel())]

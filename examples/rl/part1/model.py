@@ -1,8 +1,5 @@
-"""The networks of this part and their loss settings: PPO's actor and critic, two MLPs.
-
-To change the model, change `build_networks`; a new hyperparameter is a field in
-config.py, read here as `cfg.<field>`.
-"""
+"""This part's networks, PPO's actor and critic (two MLPs), and its loss settings. A new
+hyperparameter is a field in config.py, read here as `cfg.<field>`."""
 
 from __future__ import annotations
 
@@ -22,17 +19,14 @@ from .config import CartPoleConfig
 def build_networks(
     cfg: CartPoleConfig, num_observations: int, actor_outputs: int
 ) -> tuple[nn.Module, nn.Module]:
-    """The actor, `actor_outputs` numbers from an observation, and the critic, its value.
-
-    The actor's outputs parametrize the policy: for discrete actions a logit per action; for
-    continuous ones a location and then a scale parameter per action value (a Pendulum
-    torque: 2), squashed into the action's bounds by a TanhNormal (src/rl/policy.py)."""
+    """The actor, `actor_outputs` numbers from an observation, and the critic, its value. The
+    actor's outputs are a logit per discrete action, or a location and then a scale parameter per
+    continuous action value, for a TanhNormal within the action's bounds (src/rl/policy.py)."""
     layers = {"num_cells": list(cfg.hidden_sizes), "activation_class": nn.Tanh}
     return MLP(num_observations, actor_outputs, **layers), MLP(num_observations, 1, **layers)
 
 
 def loss_settings(cfg: CartPoleConfig) -> dict[str, Any]:
-    """Arguments of TorchRL's ClipPPOLoss besides the networks."""
     return {
         "clip_epsilon": cfg.clip_epsilon,
         "entropy_coeff": cfg.entropy_coef,
@@ -42,7 +36,6 @@ def loss_settings(cfg: CartPoleConfig) -> dict[str, Any]:
 
 
 def build_model(cfg: CartPoleConfig) -> PPO:
-    """The LightningModule that trains the networks; it sizes them once an env is made."""
     return PPO(cfg, build_networks, loss_settings)
 
 

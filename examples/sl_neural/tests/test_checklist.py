@@ -494,6 +494,17 @@ def test_a_smoke_run_passes_its_run_checks(smoke_runs, kind):
 
 
 @slow
+def test_a_run_checked_without_the_projects_packages_is_one_line(smoke_runs):
+    run_dir, _ = smoke_runs(kind_for("any"))
+    # -S: no site-packages, as a bare system python3 beside the project's environment.
+    command = [sys.executable, "-S", "-m", "src.checklist", str(run_dir)]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert "needs the project's packages" in line and "is not installed for this Python" in line
+
+
+@slow
 def test_without_wandb_the_artifact_check_says_why_it_skips(smoke_runs, tmp_path):
     run_dir, _ = smoke_runs(kind_for("any"))
     copy = shutil.copytree(run_dir, tmp_path / run_dir.name, ignore=shutil.ignore_patterns("wandb"))

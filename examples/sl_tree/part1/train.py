@@ -19,11 +19,10 @@ from src.ops.gpu_lock import GpuLock
 
 
 def main_with_config(cfg: DiabetesConfig, resume_from: Path | None = None) -> dict[str, float]:
-    """Train, test, save and plot one config; returns the summary of metrics.json: test
-    metrics and the best validation score (SWP-2: sweeps call this, and select on
-    validation, never on test)."""
-    # Here, not at the top: XGBoost, pandas and matplotlib take seconds to load, and
-    # --help or a mistyped flag answers before (main() parses the command line first).
+    """Train, test, save and plot one config; returns metrics.json's summary (SWP-2: sweeps
+    call this, and select on its best validation score, never on test)."""
+    # Here, not at the top: XGBoost, pandas and matplotlib take seconds to load, and --help
+    # or a mistyped flag answers before.
     from part1 import data
     from part1.model import booster_params, load_model, save_model
     from src.ops.hardware import gpu_name

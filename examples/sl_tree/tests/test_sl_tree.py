@@ -22,8 +22,7 @@ from src.data_checks import DataValidationError
 from src.predict import PredictOptions
 from src.runs.directory import latest_checkpoint
 from src.runs.metrics_jsonl import read_jsonl
-from src.trees import cluster
-from src.trees.booster import best_rounds, train_booster, training_matrices, training_params
+from src.trees.booster import best_rounds, dask_client, train_booster, training_matrices, training_params
 from src.trees.data import TableEncoding, load_split
 from src.trees.predict import predict_run
 from src.trees.rounds import RoundLoggers, round_callbacks
@@ -32,6 +31,12 @@ config = part_module("sl_tree", "config")
 data = part_module("sl_tree", "data")
 model = part_module("sl_tree", "model")
 train = part_module("sl_tree", "train")
+
+
+def run_part(command: str, *args, **options) -> subprocess.CompletedProcess:
+    """`python -m partN.COMMAND ARGS` in the project, as a user runs it."""
+    command_line = [sys.executable, "-m", f"{PARTS['sl_tree']}.{command}", *map(str, args)]
+    return subprocess.run(command_line, cwd=ROOT, capture_output=True, text=True, timeout=300, **options)
 
 
 def smoke_config(tmp_path, **overrides):
@@ -51,15 +56,15 @@ def smoke_run(smoke_runs):
 @slow
 def test_run_directory_holds_the_run(smoke_run):  # OUT-1, OUT-2, OUT-5
     run_dir, _, _ = smoke_run
-    for name in (
+    files = [
         "config.json",
         "console.log",
         "metrics.jsonl",
         "metrics.json",
         "model.ubj",
-        "checkpoints/last.ubj",
         "test_predictions.csv",
-    ):
+    ]
+    for name in [*files, "checkpoints/last.ubj"]:
         assert (run_dir / name).stat().st_size > 0, name
     plots = sorted(p.name for p in (run_dir / "plots").glob("*.png") if p.stat().st_size > 10_000)
     assert plots == ["feature_importance.png", "shap_summary.png"]
@@ -75,14 +80,17 @@ def test_run_directory_holds_the_run(smoke_run):  # OUT-1, OUT-2, OUT-5
 def test_summary_and_per_round_metrics(smoke_run):  # LOG-4, LOG-5, OUT-4, OUT-5
     run_dir, test_metrics, events = smoke_run
     summary = json.loads((run_dir / "metrics.json").read_text())
-    assert {"test_rmse", "test_mae", "test_r2", "best_round", "rounds_trained", "total_params"} <= set(
-        summary
-    )
+    assert {
+        "test_rmse",
+        "test_mae",
+        "test_r2",
+        "best_round",
+        "rounds_trained",
+        "total_params",
+    } <= summary.keys()
     assert summary["test_rmse"] == pytest.approx(test_metrics["test_rmse"])
-    rounds = [e for e in events if "val_rmse" in e]
-    assert len(rounds) == summary["rounds_trained"] and [e["round"] for e in rounds] == list(
-        range(len(rounds))
-    )
+    rounds = [e["round"] for e in events if "val_rmse" in e]
+    assert rounds == list(range(summary["rounds_trained"]))
     keys = set().union(*events)
     assert {"train_rmse", "tracking/best_val_rmse", "tracking/epochs_since_improvement"} <= keys
     assert {"timing/round_seconds", "num_train_samples", "num_val_samples", "gpu_name"} <= keys
@@ -156,7 +164,7 @@ def uninterrupted(tmp_path_factory):
 
 
 def rounds_logged(run_dir):
-    return [e["round"] for e in read_jsonl(run_dir / "metrics.jsonl") if "val_rmse" in e]
+    return [e["round"] for e in read_jsonl(run_dir / "metrics.jsonl") if e["event"] == "metrics"]
 
 
 def test_model_holds_the_best_rounds_and_the_checkpoint_every_round(uninterrupted):  # CB-1, RES-1
@@ -207,11 +215,18 @@ class CrashAfter(xgb.callback.TrainingCallback):
         return False
 
 
-def test_a_run_killed_between_checkpoints_resumes_without_losing_or_repeating_a_round(tmp_path):  # RES-1
+@pytest.mark.parametrize("task", [None, "multiclass", "binary"])
+def test_a_run_killed_between_checkpoints_resumes_without_losing_or_repeating_a_round(
+    tmp_path, task
+):  # RES-1
     # A checkpoint every round, the latest three kept beside last.ubj (RES-1, keep-last-n).
-    cfg = smoke_config(
-        tmp_path, num_boost_round=12, early_stopping_rounds=100, checkpoint_minutes=1e-9, keep_last_n=3
-    )
+    rounds = {
+        "num_boost_round": 12,
+        "early_stopping_rounds": 100,
+        "checkpoint_minutes": 1e-9,
+        "keep_last_n": 3,
+    }
+    cfg = task_config(tmp_path, task, **rounds) if task else smoke_config(tmp_path, **rounds)
     split, params = load_split(cfg, data), model.booster_params(cfg)
     straight = train_booster(cfg, params, split)
     callbacks = round_callbacks(cfg, tmp_path, RoundLoggers())
@@ -224,12 +239,14 @@ def test_a_run_killed_between_checkpoints_resumes_without_losing_or_repeating_a_
     assert kept_rounds(tmp_path) == [4, 5, 6]
     callbacks = round_callbacks(cfg, tmp_path, RoundLoggers())
     resumed = train_booster(cfg, params, split, callbacks, previous=model.load_model(checkpoint))
-    assert rounds_logged(tmp_path) == list(range(12))
+    assert rounds_logged(tmp_path) == list(range(12)) and resumed.num_boosted_rounds() == 12
     assert kept_rounds(tmp_path) == [9, 10, 11]  # the resumed run went on removing the oldest
     kept = model.load_model(tmp_path / "checkpoints" / "round=10.ubj")
     assert kept.num_boosted_rounds() == 11
     features = split.test_features
-    np.testing.assert_allclose(resumed.inplace_predict(features), straight.inplace_predict(features))
+    np.testing.assert_allclose(
+        resumed.inplace_predict(features), straight.inplace_predict(features), rtol=1e-6
+    )
 
 
 @slow
@@ -298,7 +315,7 @@ def test_every_dask_worker_trains_on_rows_of_its_own():  # DDP-1 for trees
     trains on an empty DMatrix while the others do all the work. Left to the scheduler,
     where the partitions land varies from run to run; they must land on every worker always."""
     split = load_split(config.CONFIGS["smoke"](), data)
-    with cluster.dask_client("local:2") as client:
+    with dask_client("local:2") as client:
         workers = set(client.nthreads())
         matrices = training_matrices(split, client)
         for matrix, labels in zip(matrices, (split.train_labels, split.val_labels), strict=True):
@@ -323,31 +340,28 @@ def test_the_command_never_loads_torch_or_lightning(tmp_path):
 
 
 @slow
-def test_a_cluster_without_dask_is_one_line_naming_the_install(tmp_path):
-    # Dask hidden as if the distributed extra were not installed.
-    code = f"import sys; sys.modules['distributed'] = None; from {PARTS['sl_tree']}.train import main; main()"
-    command = [sys.executable, "-c", code, "--config", "smoke", "--cluster", "local:2"]
+@pytest.mark.parametrize(
+    ("hidden", "flags", "message"),
+    [  # as if the project were installed without the distributed extra, or without cpu or cuda
+        (
+            "distributed",
+            ["--cluster", "local:2"],
+            "needs Dask; install it with pip install -c constraints.txt '.[distributed]'",
+        ),
+        (
+            "xgboost",
+            [],
+            "the tree part needs XGBoost; install it with pip install -c constraints.txt '.[cpu]'",
+        ),
+    ],
+)
+def test_a_missing_extra_is_one_line_naming_its_install(tmp_path, hidden, flags, message):
+    code = f"import sys; sys.modules['{hidden}'] = None; from {PARTS['sl_tree']}.train import main; main()"
+    command = [sys.executable, "-c", code, "--config", "smoke", *flags]
     command += ["--wandb-mode", "disabled", "--output.base-dir", str(tmp_path)]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2, result.stderr
-    assert "needs Dask; install it with pip install -c constraints.txt '.[distributed]'" in result.stderr
-    assert "Traceback" not in result.stderr
-    assert not list(tmp_path.iterdir())  # refused before a run directory
-
-
-@slow
-def test_without_either_build_of_xgboost_the_command_is_one_line_naming_the_extras(tmp_path):
-    # XGBoost hidden as if the project were installed without its cpu or cuda extra.
-    code = f"import sys; sys.modules['xgboost'] = None; from {PARTS['sl_tree']}.train import main; main()"
-    command = [sys.executable, "-c", code, "--config", "smoke", "--wandb-mode", "disabled"]
-    result = subprocess.run(
-        [*command, "--output.base-dir", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 2, result.stderr
-    assert "the tree part needs XGBoost; install it with pip install -c constraints.txt '.[cpu]'" in (
-        result.stderr
-    )
-    assert "Traceback" not in result.stderr
+    assert message in result.stderr and "Traceback" not in result.stderr
     assert not list(tmp_path.iterdir())  # refused before a run directory
 
 
@@ -552,21 +566,8 @@ def test_labels_other_regression_objectives_take_pass(objective, eval_metric):  
 
 @slow
 def test_labels_that_do_not_suit_the_objective_fail_the_run_with_one_line(tmp_path):  # DATA-1
-    command = [sys.executable, "-m", f"{PARTS['sl_tree']}.train", "--config", "smoke"]
-    command += [
-        "--objective",
-        "reg:logistic",
-        "--wandb-mode",
-        "disabled",
-        "--output.base-dir",
-        str(tmp_path),
-    ]
-    result = subprocess.run(
-        command,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
+    flags = ["--objective", "reg:logistic", "--wandb-mode", "disabled", "--output.base-dir", tmp_path]
+    result = run_part("train", "--config", "smoke", *flags)
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines()[-1].endswith("it needs labels in [0, 1]"), result.stderr
     assert "Traceback" not in result.stderr
@@ -592,10 +593,8 @@ def test_trains_on_the_gpu(tmp_path):
     assert summary["test_rmse"] > 0
     # The model predicts where no GPU is visible, and gives the run's test metrics again.
     (run_dir,) = tmp_path.glob("smoke_*")
-    command = [sys.executable, "-m", f"{PARTS['sl_tree']}.predict", str(run_dir), "--rows", "test"]
-    command += ["--output", str(tmp_path / "predictions.csv")]
     cpu_only = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120, env=cpu_only)
+    result = run_part("predict", run_dir, "--rows", "test", "--output", tmp_path / "out.csv", env=cpu_only)
     assert result.returncode == 0, result.stderr
     assert f"rmse {summary['test_rmse']:.6g} |" in result.stdout
 
@@ -729,9 +728,9 @@ def test_the_model_keeps_the_classes_and_categories_it_read_the_table_with(task_
 def test_predict_refuses_a_table_without_the_models_columns_in_one_line(task_runs, tmp_path):  # OUT-5
     run_dir, _ = task_runs["multiclass"]
     raw_table().drop(columns=["size", "weight"]).to_csv(tmp_path / "fewer.csv", index=False)
-    command = [sys.executable, "-m", f"{PARTS['sl_tree']}.predict", str(run_dir)]
-    command += ["--data-path", str(tmp_path / "fewer.csv"), "--output", str(tmp_path / "out.csv")]
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    result = run_part(
+        "predict", run_dir, "--data-path", tmp_path / "fewer.csv", "--output", tmp_path / "out.csv"
+    )
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip() == (
         f"error: --data-path {tmp_path / 'fewer.csv'}: has no column(s) size, weight; the model reads "
@@ -762,24 +761,6 @@ def test_unlabelled_rows_are_left_out_when_asked_keeping_each_rows_place(tmp_pat
     split = load_split(cfg, data)
     rows = split.train_features.index.union(split.val_features.index).union(split.test_features.index)
     assert len(rows) == 298 and {5, 77}.isdisjoint(rows) and rows.max() == 299
-
-
-@pytest.mark.parametrize("task", ["multiclass", "binary"])
-def test_a_killed_classifier_resumes_to_the_trees_of_an_uninterrupted_one(tmp_path, task):  # RES-1
-    cfg = task_config(tmp_path, task, num_boost_round=12, early_stopping_rounds=100, checkpoint_minutes=1e-9)
-    split, params = load_split(cfg, data), model.booster_params(cfg)
-    straight = train_booster(cfg, params, split)
-    callbacks = round_callbacks(cfg, tmp_path, RoundLoggers())
-    callbacks.insert(-1, CrashAfter(rounds=8))
-    with pytest.raises(RuntimeError, match="killed"):
-        train_booster(cfg, params, split, callbacks)
-    checkpoint = model.load_model(tmp_path / "checkpoints" / "last.ubj")
-    resumed = train_booster(cfg, params, split, round_callbacks(cfg, tmp_path, RoundLoggers()), checkpoint)
-    assert resumed.num_boosted_rounds() == straight.num_boosted_rounds() == 12
-    features = split.test_features
-    np.testing.assert_allclose(
-        resumed.inplace_predict(features), straight.inplace_predict(features), rtol=1e-6
-    )
 
 
 @pytest.mark.parametrize(

@@ -30,8 +30,7 @@ class RunDir:
     record: dict[str, Any]  # run.json: status, launcher, world_size, history ...; {} without one
 
     @property
-    def status(self) -> str:
-        """finished, running, failed, interrupted, or unknown."""
+    def status(self) -> str:  # finished, running, failed, interrupted, or unknown
         return self.record.get("status", "unknown")
 
     @property
@@ -59,12 +58,10 @@ class RunDir:
         return {k: v for e in self.events if e.get("event") == "hyperparams" for k, v in e.items()}
 
     def fact(self, key: str) -> Any:
-        """One of the facts logged at the run's start."""
         require(self.start_facts().get(key) is not None, f"metrics.jsonl's hyperparams lines lack {key}")
         return self.start_facts()[key]
 
     def file(self, relative: str) -> Path:
-        """A file the run wrote; Failed when it is missing or empty."""
         path = self.path / relative
         require(path.is_file() and path.stat().st_size, f"{relative} is missing or empty")
         return path
@@ -81,8 +78,7 @@ def open_run_dir(path: Path, project: Project) -> RunDir:
     """The run directory and its part; BadInput saying what is wrong otherwise."""
     if not (path / "config.json").is_file():
         problem = "has no config.json" if path.is_dir() else "is not a directory"
-        problem = problem if path.exists() else "does not exist"
-        raise BadInput(f"{path} {problem}; {VALID}")
+        raise BadInput(f"{path} {problem if path.exists() else 'does not exist'}; {VALID}")
     config = read_json(path / "config.json")
     run = read_json(path / "run.json") if (path / "run.json").is_file() else {}
     # run.json names the part, or its command the part's module (`-m part1.train`); else
@@ -117,22 +113,18 @@ def config_class(part: Part, config: dict[str, Any]) -> type:
 
 
 @check("OUT-1", "the run directory is named {name}_{YYYYMMDD_HHMMSS}", mode="run")
-def run_dir_name(run: RunDir) -> str:
+def run_dir_name(run: RunDir) -> None:
     name = run.config.get("name")
     stamped = re.fullmatch(re.escape(str(name)) + r"_\d{8}_\d{6}(_\d+)?", run.path.name)
     require(stamped, f"{run.path.name} is not {name}_YYYYMMDD_HHMMSS")
-    return f"{run.path.name}: the config's name and a timestamp"
 
 
 @check("OUT-2", "the run directory holds config.json, console.log and checkpoints", mode="run")
-def run_contents(run: RunDir) -> str:
+def run_contents(run: RunDir) -> None:
     for name in ("config.json", "console.log"):
         run.file(name)
-    checkpoints = sorted(
-        p.name for p in (run.path / "checkpoints").glob("*") if p.suffix in {".ckpt", ".ubj"}
-    )
+    checkpoints = [p for p in (run.path / "checkpoints").glob("*") if p.suffix in {".ckpt", ".ubj"}]
     require(checkpoints, "checkpoints/ holds no checkpoint")
-    return "config.json, console.log, checkpoints/" + ", ".join(checkpoints)
 
 
 @check("OUT-2", "run.json records what produced the run: code, packages, machine, data", mode="run")
@@ -142,13 +134,11 @@ def provenance_recorded(run: RunDir) -> str:
     code = recorded["code"]
     if code.get("git_commit") is None:
         return f"recorded, but no git commit: {code.get('why', 'the project is not in git')}"
-    dirty = " with uncommitted changes" if code.get("git_dirty") else ""
-    counts = f"{len(recorded['packages'])} package versions, {len(recorded['data_files'])} data file(s)"
-    return f"commit {code['git_commit'][:10]}{dirty}, {counts}"
+    return f"commit {code['git_commit'][:10]}{' with uncommitted changes' if code.get('git_dirty') else ''}"
 
 
 @check("CFG-2", "config.json round-trips through the part's config class", mode="run")
-def config_round_trip(run: RunDir) -> str:
+def config_round_trip(run: RunDir) -> None:
     cls = config_class(run.part, run.config)
     # "used": what a Lightning run settled on (precision, batch size), beside the fields.
     fields = {key: value for key, value in run.config.items() if key != "used"}
@@ -158,21 +148,18 @@ def config_round_trip(run: RunDir) -> str:
         raise Failed(f"{cls.__name__}.from_dict(config.json) fails: {error}") from None
     differ = sorted(key for key in fields.keys() | again.keys() if fields.get(key) != again.get(key))
     require(not differ, f"config.json does not round-trip through {cls.__name__}: {', '.join(differ)} differ")
-    if run.kind == "sl_tree":
-        return f"config.json == {cls.__name__}.from_dict(config.json).to_dict()"
-    used = run.config.get("used", {})
-    lacks("config.json's used settings (what the Trainer chose)", ("precision", "batch_size"), used)
-    return f"config.json round-trips; used: precision {used['precision']}, batch size {used['batch_size']}"
+    if run.kind != "sl_tree":
+        used = ("precision", "batch_size")
+        lacks("config.json's used settings (what the Trainer chose)", used, run.config.get("used", {}))
 
 
 @check("OUT-4", "metrics.jsonl: one JSON line per logging event", mode="run")
-def metric_lines(run: RunDir) -> str:
+def metric_lines(run: RunDir) -> None:
     require(run.metrics(), "metrics.jsonl has no metrics events")
-    return f"{len(run.events)} lines, {len(run.metrics())} metrics events"
 
 
 @check("LOG-4", "metrics in every namespace: top level, batch/, timing/, tracking/, system/", mode="run")
-def metric_namespaces(run: RunDir) -> str:
+def metric_namespaces(run: RunDir) -> None:
     keys, tree = run.metric_keys(), run.kind == "sl_tree"
     spaces = ["timing/", "tracking/", "system/"] + ([] if tree else ["batch/"])
     best = "tracking/epochs_since_improvement" in keys and any(k.startswith("tracking/best_") for k in keys)
@@ -182,15 +169,13 @@ def metric_namespaces(run: RunDir) -> str:
     wanted |= {"tracking/best_* and tracking/epochs_since_improvement": best}
     missing = [what for what, found in wanted.items() if not found]
     require(not missing, "metrics.jsonl lacks " + "; ".join(missing))
-    return "top level, " + ", ".join(spaces) + " all present"
 
 
 @check("LOG-5", "the start-of-run facts are logged once", mode="run")
-def start_facts(run: RunDir) -> str:
+def start_facts(run: RunDir) -> None:
     # A tree's parameters, its leaves, are known once it is trained: metrics.json has them.
     wanted = START_OF_RUN[2:] if run.kind == "sl_tree" else START_OF_RUN
     lacks("metrics.jsonl's hyperparams lines", wanted, run.start_facts())
-    return ", ".join(wanted)
 
 
 @check("LOG-6", "the model file was saved and logged as a W&B artifact", mode="run")

@@ -29,20 +29,19 @@ def stop_file_rounds(project: Project, part: Part) -> None:
     hooks = [m.get("after_iteration") for m in project.in_use("TrainingCallback", part)]
     # `return True` ends training: not a callback that only logs, whose logger may look for files too.
     stops = [
-        h for h in hooks if h and any(getattr(r.value, "value", None) is True for r in of_type(h, ast.Return))
+        h for h in hooks if h and True in {getattr(r.value, "value", None) for r in of_type(h, ast.Return)}
     ]
     stopped = any(project.reaches(h, {"exists", "is_file"}, part) for h in stops)
     require(stopped, "no callback in use stops training when a STOP file exists")
 
 
 @check("OUT-2", "checkpoints/last.ubj loads as an XGBoost Booster", "tree", mode="run")
-def booster_loads(run: RunDir) -> str:
+def booster_loads(run: RunDir) -> None:
     # In a process of its own: XGBoost can segfault on a cut model file.
     from src.runs.checkpoint_checks import checkpoint_problem
 
     if problem := checkpoint_problem(run.path / "checkpoints" / "last.ubj"):
         raise Failed(f"checkpoints/last.ubj does not load: {problem}")
-    return "checkpoints/last.ubj loads"
 
 
 def summary(run: RunDir) -> dict[str, Any]:
@@ -55,17 +54,11 @@ def summary(run: RunDir) -> dict[str, Any]:
 
 
 @check("LOG-5", "a tree's parameter count, known once trained, is in metrics.json", "tree", mode="run")
-def tree_size(run: RunDir) -> str:
+def tree_size(run: RunDir) -> None:
     lacks("metrics.json", ["total_params"], summary(run))
-    return "total_params in metrics.json"
 
 
-@check(
-    "OUT-5",
-    "metrics.json (final summary), the test predictions (predicted vs actual) and plots/: importance, SHAP",
-    "tree",
-    mode="run",
-)
+@check("OUT-5", "metrics.json, the test predictions and plots/: importance, SHAP", "tree", mode="run")
 def tree_outputs(run: RunDir) -> str:
     found = summary(run)
     nan = [k for k, v in found.items() if k.startswith("test_") and isinstance(v, float) and math.isnan(v)]

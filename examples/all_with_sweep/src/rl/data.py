@@ -1,8 +1,7 @@
 """Any part's environments, checked, laid out and served to Lightning (LIT-2, RL-1..4, RL-9).
 
-A part's data.py says where they come from: `make_env(env_name, num_envs)` returns
-`num_envs` TorchRL envs stepping as one batch (a data.py older than v0.3.0 has
-`make_env(env_name)`, one env: each then steps in a worker process, as it did then).
+A part's data.py has `make_env(env_name, num_envs)`, `num_envs` TorchRL envs stepping as one
+batch, or `make_env(env_name)`, one env per call (each then steps in a worker process).
 """
 
 from __future__ import annotations
@@ -30,15 +29,14 @@ from src.rl.config import RLConfig
 from src.rl.policy import ActionSpace
 from src.training.seeding import derived_seed, rank_seed
 
-# Evaluation episodes end on their own (CartPole-v1 after 500 steps); this bounds one that never does.
-EVAL_MAX_STEPS = 10_000
+EVAL_MAX_STEPS = 10_000  # ends an evaluation episode that never ends on its own
 MAX_EVAL_ENVS = 32  # evaluation episodes played at once, at most: the envs' memory
 TRAINABLE = (
     "use an env with a flat vector observation and discrete or bounded continuous actions that "
     "the part's make_env() makes (gymnasium's CartPole-v1, Acrobot-v1, Pendulum-v1, "
     "MountainCarContinuous-v0)"
 )
-MakeEnv = Callable[..., EnvBase]  # (env_name, num_envs) -> a batch of envs; (env_name) -> one env
+MakeEnv = Callable[..., EnvBase]
 
 
 def env_maker(source: ModuleType) -> MakeEnv:
@@ -48,7 +46,6 @@ def env_maker(source: ModuleType) -> MakeEnv:
 
 
 def makes_batches(make_env: MakeEnv) -> bool:
-    """Whether `make_env` takes a number of envs; one that does not makes one env per call."""
     return len(inspect.signature(make_env).parameters) >= 2
 
 
@@ -56,8 +53,8 @@ def make_envs(make_env: MakeEnv, env_name: str, num_envs: int) -> EnvBase:
     """`num_envs` envs as one batch (one env where `make_env` makes one per call), checked.
     RL-2: module-level, so ParallelEnv pickles it (with functools.partial) into its workers."""
     if multiprocessing.parent_process() is not None:
-        # In a ParallelEnv worker. Ctrl-C or a `kill` of the process group reaches every
-        # process; the main one stops after its step and shuts the workers down (RL-3).
+        # A worker: Ctrl-C or a `kill` of the process group reaches every process; the main one
+        # stops after its step and shuts the workers down (RL-3).
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     batched = makes_batches(make_env)
@@ -80,45 +77,43 @@ def env_problem(source: ModuleType, env_name: str) -> list[str]:
 
 
 def observation_and_action_space(make_env: MakeEnv, env_name: str) -> tuple[int, ActionSpace]:
-    """The policy's input size and what it acts in: one flat vector of continuous values in,
-    one of n actions or a vector of bounded values out; a ConfigError (one line) for an env
-    the policy cannot take."""
+    """The size of the env's flat vector observation and what it acts in; a one-line
+    ConfigError for an env the policy cannot take."""
 
     def refused(problem: str) -> ConfigError:
         return ConfigError(f"env_name {env_name!r}: {problem}; {TRAINABLE}")
+
+    def described(spec) -> str:
+        return "missing" if spec is None else f"{type(spec).__name__} of shape {tuple(spec.shape)}"
 
     try:
         env = make_envs(make_env, env_name, 1)
     except (gymnasium.error.Error, ImportError) as error:  # an unknown id, a missing dependency
         raise refused(str(error).strip().splitlines()[0].rstrip(".")) from None
     except ValueError as error:  # TorchRL cannot batch the observation (Blackjack's tuple)
-        if isinstance(error, ConfigError):  # make_env's own contract, already one line
+        if isinstance(error, ConfigError):
             raise
         raise refused("its observation is not one flat vector: TorchRL cannot batch it") from None
     try:
         observation, action = env.observation_spec, env.action_spec
-        if env.batch_size:  # the specs of one env of the batch
+        if env.batch_size:
             observation, action = observation[0], action[0]
         observation = observation.get("observation", None)
         # A discrete observation (FrozenLake's cell) or an image is none.
         if observation is None or observation.domain != "continuous" or len(observation.shape) != 1:
-            raise refused(f"its observation is {_describe(observation)}, not one flat vector of floats")
-        if hasattr(action.space, "n"):  # one categorical choice
+            raise refused(f"its observation is {described(observation)}, not one flat vector of floats")
+        if hasattr(action.space, "n"):
             return observation.shape[0], ActionSpace(action.space.n)
         if isinstance(action, Bounded) and action.domain == "continuous" and len(action.shape) == 1:
             low, high = action.space.low.tolist(), action.space.high.tolist()
             if all(math.isfinite(bound) for bound in (*low, *high)) and all(map(float.__lt__, low, high)):
                 return observation.shape[0], ActionSpace(action.shape[0], tuple(low), tuple(high))
         raise refused(
-            f"its actions are {_describe(action)}, neither one choice of n nor a vector of values "
+            f"its actions are {described(action)}, neither one choice of n nor a vector of values "
             "within finite bounds"
         )
     finally:
         env.close()
-
-
-def _describe(spec) -> str:
-    return "missing" if spec is None else f"{type(spec).__name__} of shape {tuple(spec.shape)}"
 
 
 def target_reward(cfg: RLConfig) -> float | None:
@@ -131,15 +126,12 @@ def target_reward(cfg: RLConfig) -> float | None:
 
 def training_env(cfg: RLConfig, make_env: MakeEnv, seed: int) -> TransformedEnv:
     """cfg.num_envs envs stepping together, with RewardSum and StepCounter (RL-4)."""
-    if not makes_batches(make_env):
-        # RL-1: one env per call: each steps in a worker process of its own.
+    if not makes_batches(make_env):  # RL-1: a worker process per env
         env = ParallelEnv(cfg.num_envs, functools.partial(make_envs, make_env, cfg.env_name, 1), device="cpu")
-    elif cfg.env_workers:
-        # RL-1: ParallelEnv, never SerialEnv, for envs slow to step: each worker steps a batch.
+    elif cfg.env_workers:  # RL-1: ParallelEnv, never SerialEnv, each worker stepping a batch
         each = functools.partial(make_envs, make_env, cfg.env_name, cfg.num_envs // cfg.env_workers)
         env = ParallelEnv(cfg.env_workers, each, device="cpu")
-    else:
-        # Cheap envs: one batch in this process, no worker to start or to pass steps to.
+    else:  # cheap envs: one batch in this process, no worker to pass steps to
         env = make_envs(make_env, cfg.env_name, cfg.num_envs)
     env = TransformedEnv(env, RewardSum())
     env.append_transform(StepCounter())
@@ -148,22 +140,20 @@ def training_env(cfg: RLConfig, make_env: MakeEnv, seed: int) -> TransformedEnv:
 
 
 def test_seed(cfg: RLConfig) -> int:
-    """The seed of a run's first test episode. Seeds of its own: the test episodes are not
-    the validation episodes played again."""
+    """The seed of a run's first test episode: not those of the validation episodes."""
     return derived_seed(cfg.seed, 2)
 
 
-def evaluation_width(make_env: MakeEnv, episodes: int) -> int:
-    """How many of a process's `episodes` evaluation episodes step at once: all of them as
-    one batch up to MAX_EVAL_ENVS, so that twenty take little longer than the longest
-    (one at a time where make_env makes one env per call)."""
-    return min(episodes, MAX_EVAL_ENVS) if makes_batches(make_env) else 1
+def evaluation_envs(make_env: MakeEnv, env_name: str, episodes: int) -> EnvBase:
+    """Envs for `episodes` evaluation episodes: all of them as one batch, up to MAX_EVAL_ENVS, so
+    that twenty take little longer than the longest (one at a time where make_env makes one)."""
+    return make_envs(make_env, env_name, min(episodes, MAX_EVAL_ENVS) if makes_batches(make_env) else 1)
 
 
 class EvaluationEpisodes:
-    """This process's share of `episodes` whole episodes of the greedy policy, as many at a
-    time as `env` holds. Episode i starts from seed `seed + i` (element j of a batched env
-    seeded s from s + j), so they are the same however many DDP ranks share them."""
+    """This process's share of `episodes` episodes of the greedy policy, as many at a time as
+    `env` holds. Episode i starts from seed `seed + i` (element j of a batched env seeded s from
+    s + j), so they are the same however many DDP ranks share them."""
 
     def __init__(
         self,
@@ -173,7 +163,7 @@ class EvaluationEpisodes:
         episodes: int,
         rank: int = 0,
         processes: int = 1,
-    ):
+    ) -> None:
         if episodes < processes:
             raise ConfigError(
                 f"{episodes} evaluation episode(s) for {processes} processes: give each "
@@ -195,27 +185,19 @@ class EvaluationEpisodes:
 
 def first_episodes(env: EnvBase, policy: TensorDictModuleBase, count: int) -> TensorDictBase:
     """The return and length of the first episode of each of the first `count` envs, as
-    ("next", "episode_reward" / "step_count" / "done") of a batch of `count`. Summed here,
-    not by RewardSum and StepCounter transforms: a fifth of an evaluation step."""
+    ("next", "episode_reward" / "step_count" / "done"). Summed here, not by RewardSum and
+    StepCounter transforms: a fifth of an evaluation step."""
     device = next(policy.parameters()).device
-    # The envs step on the CPU: a policy on a GPU acts on a copy of their state, and only its
-    # action comes back (moving whole steps costs a tenth of a CartPole step).
-    move = device.type != "cpu"
     returns, lengths = torch.zeros(count), torch.zeros(count, dtype=torch.int64)
     ended = torch.zeros(count, dtype=torch.bool)
-    # A probabilistic policy takes its most likely action; the greedy policy does so anyway.
     with set_exploration_type(ExplorationType.DETERMINISTIC), torch.no_grad():
         state = env.reset()
         for _ in range(EVAL_MAX_STEPS):
-            if move:
-                state[env.action_key] = policy(state.to(device))[env.action_key].cpu()
-            else:
-                policy(state)
+            # The envs step on the CPU: a policy elsewhere acts on a copy; only its action comes back.
+            state[env.action_key] = policy(state.to(device))[env.action_key].cpu()
             step, state = env.step_and_maybe_reset(state)
-            playing = ~ended
-            # RL-9: the step's reward and done flag are in its "next" entry.
-            returns += step["next", "reward"][:count].reshape(count) * playing
-            lengths += playing
+            returns += step["next", "reward"][:count].reshape(count) * ~ended  # RL-9
+            lengths += ~ended
             ended |= step["next", "done"][:count].reshape(count)
             if ended.all():
                 break
@@ -225,21 +207,19 @@ def first_episodes(env: EnvBase, policy: TensorDictModuleBase, count: int) -> Te
 
 
 class RolloutDataModule(L.LightningDataModule):
-    """The envs of `source`, a part's data module: training batches are rollouts, validation
-    and test batches whole evaluation episodes. Opened when needed and closed by `close()`
-    on every way out (RL-3): teardown, and the train script's `finally`."""
+    """The envs of `source`, a part's data module: training batches are rollouts, validation and
+    test batches whole evaluation episodes. `close()` shuts them down on every way out (RL-3):
+    teardown, and the train script's `finally`."""
 
     def __init__(self, cfg: RLConfig, source: ModuleType) -> None:
         super().__init__()
         self.cfg, self.make_env = cfg, env_maker(source)
-        # LOG-5: samples are frames per epoch, and evaluation episodes.
-        self.num_train_samples = cfg.frames_per_batch * cfg.iterations_per_epoch
+        self.num_train_samples = cfg.frames_per_batch * cfg.iterations_per_epoch  # LOG-5
         self.num_val_samples = cfg.eval_episodes
-        # Known once an env is made (setup).
-        self.num_observations, self.action_space = 0, ActionSpace(0)
+        self.num_observations, self.action_space = 0, ActionSpace(0)  # known once an env is made
         self.env: EnvBase | None = None
         self.collector: Collector | None = None
-        self.eval_envs: dict[int, EnvBase] = {}  # by width: episodes played at once
+        self.eval_envs: dict[int, EnvBase] = {}  # by episodes per process
 
     def setup(self, stage: str | None = None) -> None:
         if not self.num_observations:
@@ -247,47 +227,41 @@ class RolloutDataModule(L.LightningDataModule):
             self.num_observations, self.action_space = spaces
 
     def train_dataloader(self) -> Collector:
-        # Built here, not in setup(): Lightning has moved the policy to its device by now,
-        # so the collector acts with the very module being trained.
+        # Not in setup(): Lightning has moved the policy to its device by now.
         policy = self.trainer.lightning_module.policy
         device = next(policy.parameters()).device
-        # On a GPU, steps are stored where the policy learns. On the CPU no device is named: a
-        # Collector given devices moves every step's tensors, a tenth of a CartPole collection.
+        # On the CPU no device is named: a Collector given devices moves every step's tensors.
         devices = {"env_device": "cpu", "policy_device": device, "storing_device": device}
-        # Each DDP rank collects experience of its own.
         self.env = training_env(self.cfg, self.make_env, rank_seed(self.cfg.seed, self.trainer.global_rank))
         self.collector = Collector(
             self.env,
             policy,
             frames_per_batch=self.cfg.frames_per_batch,
             total_frames=-1,  # endless: Lightning's limit_train_batches makes the epochs
-            auto_register_policy_transforms=False,  # the policy needs no extra env transform
+            auto_register_policy_transforms=False,
             **(devices if device.type != "cpu" else {}),
         )
         return self.collector
 
     def val_dataloader(self) -> EvaluationEpisodes:
-        return self._episodes(seed=derived_seed(self.cfg.seed, 1), episodes=self.cfg.eval_episodes)
+        return self._episodes(derived_seed(self.cfg.seed, 1), self.cfg.eval_episodes)
 
     def test_dataloader(self) -> EvaluationEpisodes:
-        return self._episodes(seed=test_seed(self.cfg), episodes=self.cfg.test_episodes)
+        return self._episodes(test_seed(self.cfg), self.cfg.test_episodes)
 
     def _episodes(self, seed: int, episodes: int) -> EvaluationEpisodes:
-        processes = self.trainer.world_size
-        width = evaluation_width(self.make_env, -(-episodes // processes))
+        rank, processes = self.trainer.global_rank, self.trainer.world_size
+        width = -(-episodes // processes)
         if width not in self.eval_envs:
-            self.eval_envs[width] = make_envs(self.make_env, self.cfg.env_name, width)
+            self.eval_envs[width] = evaluation_envs(self.make_env, self.cfg.env_name, width)
         policy = self.trainer.lightning_module.greedy_policy()
-        return EvaluationEpisodes(
-            self.eval_envs[width], policy, seed, episodes, self.trainer.global_rank, processes
-        )
+        return EvaluationEpisodes(self.eval_envs[width], policy, seed, episodes, rank, processes)
 
     def teardown(self, stage: str) -> None:
         self.close()
 
     def close(self) -> None:
-        """Shut the collector and every environment down, worker processes included;
-        safe to call more than once (RL-3)."""
+        """Shut the collector and every env down, worker processes included; safe to repeat."""
         if self.collector is not None:
             self.collector.shutdown()  # closes self.env too
             self.collector = None

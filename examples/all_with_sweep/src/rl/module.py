@@ -1,13 +1,9 @@
-"""PPO inside Lightning's loop: a part's actor and critic trained on collected rollouts,
-with TorchRL's own GAE and clipped objective (LIT-1, LOG-2, LOG-3, RL-9, RL-11..13).
-
-The part's model.py builds the networks and sets the loss; this module makes them a
-policy and a value operator, updates them, logs, and holds the optimizer and schedule.
-"""
+"""PPO inside Lightning's loop: a part's actor and critic trained on collected rollouts, with
+TorchRL's GAE and clipped objective (LIT-1, LOG-2, LOG-3, RL-9, RL-11..13)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +23,7 @@ from src.training.optim import adamw
 from src.training.schedules import step_schedule
 from src.training.stopwatch import Stopwatch
 
-# (cfg, num_observations, actor_outputs) -> (actor, critic): the actor's outputs are the action
-# distribution's parameters (ActionSpace.actor_outputs says which), the critic's one value.
+# (cfg, num_observations, actor_outputs) -> (actor, critic), as a part's model.build_networks.
 BuildNetworks = Callable[[Any, int, int], tuple[nn.Module, nn.Module]]
 LossSettings = Callable[[Any], dict[str, Any]]  # cfg -> ClipPPOLoss's keyword arguments
 LOSS_TERMS = ("loss_objective", "loss_critic", "loss_entropy", "kl_approx", "clip_fraction", "entropy")
@@ -36,15 +31,10 @@ LOGGED_TERMS = (*LOSS_TERMS, "loss", "actor_grad_norm", "critic_grad_norm")
 
 
 class PPO(L.LightningModule):
-    """`build_networks(cfg, num_observations, actor_outputs)` makes the actor and the critic
-    once the env's sizes are known; `loss_settings(cfg)` gives ClipPPOLoss's arguments. The
-    actor's outputs are a logit per action of a discrete env, or a location and a scale
-    parameter per value of a continuous env's action (all locations first), which a
-    TanhNormal within the action's bounds takes (src.rl.policy.ActionSpace).
-
-    A training step is one collected batch: advantages by GAE, then up to `ppo_epochs`
-    passes of minibatch updates, the rest dropped once a minibatch finds the policy too
-    far from the collecting one (KL early stopping, RL-12), before it is applied."""
+    """The actor's outputs are a logit per action of a discrete env, or a location and a scale
+    parameter per value of a continuous env's action (ActionSpace.actor_outputs). A training step
+    is one collected batch: advantages by GAE, then up to `ppo_epochs` passes of minibatch
+    updates, stopped once a minibatch finds the policy too far from the collecting one (RL-12)."""
 
     def __init__(
         self,
@@ -58,35 +48,33 @@ class PPO(L.LightningModule):
     ) -> None:
         super().__init__()
         self.cfg, self.build_networks, self.loss_settings = cfg, build_networks, loss_settings
-        # LIT-1, LOG-2: the config reaches checkpoints and W&B; the env's sizes join it once
-        # known, so that a saved model can be rebuilt without the env.
+        # LIT-1, LOG-2: the env's sizes join the config once known, so that a saved model can be
+        # rebuilt without the env.
         sizes = {"num_observations": num_observations, "num_actions": num_actions}
-        bounds = {"action_low": list(action_low), "action_high": list(action_high)}  # continuous actions
+        bounds = {"action_low": list(action_low), "action_high": list(action_high)}
         self.save_hyperparameters({**config_hyperparameters(cfg), **sizes, **bounds})
         self.automatic_optimization = False  # several updates per batch, clipped by hand (RL-13)
-        self.batch_size = cfg.batch_size  # the PPO minibatch (MEM-2)
-        self.stopwatch = Stopwatch()  # PRF-2: this step's inference / backward / data seconds
+        self.batch_size = cfg.batch_size  # MEM-2
+        self.stopwatch = Stopwatch()  # PRF-2
         self.frames = 0  # environment frames trained on, kept in checkpoints
         self.actor: nn.Module | None = None
         self.observation_normalizer: ObservationNormalizer | None = None
 
     def configure_model(self) -> None:
-        """The networks, sized by the env: Lightning calls this after the DataModule's
-        setup, and again (a no-op) for test."""
+        """The networks, sized by the env: Lightning calls this after the DataModule's setup."""
         if self.actor is not None:
             return
-        hparams = self.hparams
+        hparams, cfg = self.hparams, self.cfg
         if not hparams.num_observations:
-            data = self.trainer.datamodule
-            space = data.action_space
+            data, space = self.trainer.datamodule, self.trainer.datamodule.action_space
             hparams.update(num_observations=data.num_observations, num_actions=space.size)
             hparams.update(action_low=list(space.low), action_high=list(space.high))
-        cfg = self.cfg
         self.action_space = ActionSpace(
-            hparams.num_actions, tuple(hparams.get("action_low", ())), tuple(hparams.get("action_high", ()))
+            hparams.num_actions, tuple(hparams.action_low), tuple(hparams.action_high)
         )
-        outputs = self.action_space.actor_outputs
-        self.actor, critic = self.build_networks(cfg, hparams.num_observations, outputs)
+        self.actor, critic = self.build_networks(
+            cfg, hparams.num_observations, self.action_space.actor_outputs
+        )
         self.policy_network = self.actor
         if cfg.normalize_observations:  # both networks see the observations standardized
             self.observation_normalizer = ObservationNormalizer(hparams.num_observations)
@@ -101,13 +89,11 @@ class PPO(L.LightningModule):
         self.loss_module = ClipPPOLoss(self.policy, self.critic, functional=False, **self.loss_settings(cfg))
 
     def forward(self, observation: torch.Tensor) -> torch.Tensor:
-        """The actor's outputs (the action distribution's parameters) for an observation."""
         return self.policy_network(observation)
 
     def greedy_policy(self) -> TensorDictSequential:
-        """The policy's most likely action, which evaluation plays, without the distribution
-        the policy builds for PPO (a fifth of an evaluation step). Made on each call, not a
-        submodule, so that checkpoints keep their keys."""
+        """The policy's most likely action, which evaluation plays, without building the
+        distribution. Made on each call, not a submodule, so that checkpoints keep their keys."""
         return TensorDictSequential(
             TensorDictModule(self.policy_network, in_keys=["observation"], out_keys=["actor_outputs"]),
             TensorDictModule(self.action_space.most_likely_action, ["actor_outputs"], ["action"]),
@@ -118,15 +104,19 @@ class PPO(L.LightningModule):
             self.advantage(batch)
         with self.stopwatch("data"):
             frames = batch.reshape(-1)
-        # The logged terms are summed on the device and read once, after the updates.
-        sums = torch.zeros(len(LOGGED_TERMS), device=frames.device)
+        sums = torch.zeros(len(LOGGED_TERMS), device=frames.device)  # read once, after the updates
         updates = skipped = 0
-        for indices in self._minibatches(frames.numel(), frames.device):
+        minibatches = (
+            indices
+            for _ in range(self.cfg.ppo_epochs)
+            for indices in torch.randperm(frames.numel(), device=frames.device).split(self.batch_size)
+        )
+        for indices in minibatches:
             with self.stopwatch("inference"):
                 terms = self.loss_module(frames[indices])
                 loss = terms["loss_objective"] + terms["loss_critic"] + terms["loss_entropy"]
-            # Under DDP each backward is a collective, so the ranks make the same updates:
-            # they decide on their mean KL, and skip a minibatch if any rank's loss is not finite.
+            # Each DDP backward is a collective, so the ranks decide on their mean KL, and
+            # skip a minibatch if any rank's loss is not finite.
             kl, finite = self.trainer.strategy.reduce(
                 torch.stack([terms["kl_approx"].detach().float(), torch.isfinite(loss).float()]),
                 reduce_op="mean",
@@ -134,35 +124,28 @@ class PPO(L.LightningModule):
             if updates and kl > self.cfg.target_kl:
                 break  # RL-12: the policy has moved far enough from the collecting one
             grad_norms = self._update(loss) if finite == 1.0 else None
-            if grad_norms is None:  # RL-12: a non-finite loss or gradient is skipped, not applied
+            if grad_norms is None:  # RL-12: skipped, not applied
                 skipped += 1
                 continue
-            updates += 1  # RL-11: the updates really made
+            updates += 1  # RL-11
             values = [*(terms[key] for key in LOSS_TERMS), loss, *grad_norms]
             sums += torch.stack([value.detach().float() for value in values])
-        self.lr_schedulers().step()  # once per collection, however many updates KL early stopping left
+        self.lr_schedulers().step()  # RES-2: once per collection, however many updates were made
         if self.observation_normalizer is not None:
-            # After the updates, which scored the frames with the statistics that collected
-            # them. Every DDP rank's frames, so that the ranks' networks stay the same.
+            # After the updates, which scored the frames with the statistics that collected them;
+            # every rank's frames, so that the ranks' networks stay the same.
             observations = self.all_gather(frames["observation"])
             self.observation_normalizer.update(observations.reshape(-1, observations.shape[-1]))
-        # No update made, nothing to average: the batch's loss is logged as NaN.
         made = dict(zip(LOGGED_TERMS, sums.tolist(), strict=True)) if updates else {}
         self._log_step(batch, made, updates, skipped)
 
-    def _minibatches(self, size: int, device: torch.device) -> Iterator[torch.Tensor]:
-        """Indices of `ppo_epochs` shuffled passes over a batch of `size` frames."""
-        for _ in range(self.cfg.ppo_epochs):
-            yield from torch.randperm(size, device=device).split(self.batch_size)
-
     def _update(self, loss: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
-        """Backward, clip actor and critic, step; None (nothing applied) if a gradient
-        norm is not finite (the same on every rank: DDP has averaged the gradients)."""
+        """Backward, clip actor and critic, step; None, nothing applied, if a gradient norm is not
+        finite (the same on every rank: DDP has averaged the gradients)."""
         optimizer = self.optimizers()
         with self.stopwatch("backward"):
             optimizer.zero_grad()
             self.manual_backward(loss)
-            # RL-13: clip_grad_norm_ really called, separately for actor and critic.
             actor_norm = nn.utils.clip_grad_norm_(self.policy.parameters(), self.cfg.max_grad_norm)
             critic_norm = nn.utils.clip_grad_norm_(self.critic.parameters(), self.cfg.max_grad_norm)
             if not (torch.isfinite(actor_norm) & torch.isfinite(critic_norm)):  # one read of the device
@@ -173,7 +156,7 @@ class PPO(L.LightningModule):
 
     def _log_step(self, batch: TensorDictBase, sums: dict[str, float], updates: int, skipped: int) -> None:
         self.frames += batch.numel() * self.trainer.world_size  # every DDP rank collects a batch
-        # Over the updates really made: KL early stopping makes them fewer (RL-11).
+        # RL-11: over the updates really made; with none, the loss is NaN.
         averages = {key: value / max(updates, 1) for key, value in sums.items()}
         metrics = {f"batch/{key}": value for key, value in averages.items() if key != "loss"}
         metrics |= {"batch/actual_updates": float(updates), "batch/skipped_updates": float(skipped)}
@@ -181,9 +164,8 @@ class PPO(L.LightningModule):
         loss = averages.get("loss", float("nan"))
         self.log("train_loss", loss, on_step=True, on_epoch=True, prog_bar=True, sync_dist=True)
         self.log("frames", float(self.frames), on_step=True, on_epoch=False)
-        # RL-9: rewards and done flags are read from batch["next"], where the step put them.
+        # RL-9: the mean over every rank's finished episodes; each rank takes part, finished or not.
         rewards = batch["next", "episode_reward"][batch["next", "done"]].float()
-        # The mean over every rank's finished episodes; each rank takes part, finished or not.
         total, count = self.trainer.strategy.reduce(
             torch.stack([rewards.sum(), torch.tensor(float(rewards.numel()), device=rewards.device)]),
             reduce_op="sum",
@@ -201,16 +183,14 @@ class PPO(L.LightningModule):
         self._log_episodes("test", episodes)
 
     def _log_episodes(self, stage: str, episodes: TensorDictBase) -> None:
-        # A batch holds whole episodes' returns and lengths; the epoch's value is the mean
-        # over episodes, of every DDP rank's.
+        # The epoch's value is the mean over the episodes of every DDP rank.
         for name, key in (("reward", "episode_reward"), ("length", "step_count")):
             mean = episodes["next", key].float().mean()
             self.log(f"{stage}_episode_{name}", mean, batch_size=episodes.numel(), sync_dist=True)
 
     def configure_optimizers(self) -> dict:
         optimizer = adamw(self, self.cfg.learning_rate, self.cfg.weight_decay)
-        # RES-2: the schedule's step is a collection (Lightning's step here), as in PPO's usual
-        # annealing: the updates per collection vary, the collections per run do not.
+        # RES-2: the schedule steps once per collection, as in PPO's usual annealing.
         schedule = step_schedule(optimizer, self.trainer.estimated_stepping_batches, self.hparams)
         return {"optimizer": optimizer, "lr_scheduler": schedule}
 
@@ -231,9 +211,9 @@ def load_ppo(
     """A PPO module from a saved model or a checkpoint, rebuilt from the config it holds."""
 
     def rebuild(hparams: dict[str, Any]) -> PPO:
-        sizes = hparams.pop("num_observations"), hparams.pop("num_actions")
-        # Bounds only where the actions are continuous: a file without them holds discrete ones.
-        bounds = hparams.pop("action_low", ()), hparams.pop("action_high", ())
-        return PPO(config_class.from_dict(hparams), build_networks, loss_settings, *sizes, *bounds)
+        sizes = [
+            hparams.pop(name, ()) for name in ("num_observations", "num_actions", "action_low", "action_high")
+        ]
+        return PPO(config_class.from_dict(hparams), build_networks, loss_settings, *sizes)
 
     return load_module(rebuild, path, map_location)

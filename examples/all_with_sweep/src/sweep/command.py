@@ -21,10 +21,9 @@ from src.ops.gpu_lock import GpuLock
 from src.runs.atomic import write_text_atomic
 from src.runs.directory import STAMP_FORMAT
 from src.runs.lifetime import hangup_and_sigterm_unwind, signals_wait_for_cleanup
-from src.sweep.records import CONFIG_FILE, SUMMARY_FILE, SweepState
-from src.sweep.resume import find_sweep, join_sweep, saved_config, try_lock
+from src.sweep import records
 from src.sweep.runner import Sweep
-from src.sweep.spec import SweepSpec, optuna_distributions
+from src.sweep.spec import SweepSpec
 
 DEFAULT_TRIALS, DEFAULT_MAX_HOURS, DEFAULT_SEED = 20, 24.0, 0
 
@@ -48,20 +47,17 @@ class SweepOptions:
         trials: Trials in the whole local sweep, at least 1, a resumed sweep's earlier ones
             included. With --engine wandb: the trials this agent runs.
         max_hours: Wall-clock budget of the whole sweep in hours, a resumed sweep's earlier
-            trials included; the trial still running then stops as a STOP file would stop
-            it, its checkpoints kept.
+            trials included; the trial running then stops as a STOP file would stop it.
         sweep_id: Join this W&B sweep (ENTITY/PROJECT/ID) instead of creating one; with
             --engine wandb.
         sweep_seed: Seed of the local engine's sampler: the same seed samples the same trials.
         resume: Continue a local sweep no process runs: its directory, or auto for this
             config's newest unfinished sweep under OUTPUT.BASE_DIR/sweeps/. Its ended trials
             are kept; one a kill cut off goes on from its last checkpoint.
-        study: Run a local sweep that other processes may be running too, as one more worker:
-            its directory (on a filesystem every worker sees). The workers share its Optuna
-            study and split its trials; each runs one trial at a time.
-        storage: Keep a new local sweep's Optuna study in this database (an SQLAlchemy URL
-            such as postgresql://host/db or sqlite:///sweeps.db) instead of the journal file
-            in the sweep's directory.
+        study: Join a local sweep as one more worker: its directory (on a filesystem every
+            worker sees). The workers share its Optuna study and split its trials.
+        storage: Keep a new local sweep's Optuna study in this database (an SQLAlchemy URL such
+            as sqlite:///sweeps.db) instead of the journal file in the sweep's directory.
     """
 
     engine: Literal["local", "wandb"] = "local"
@@ -83,14 +79,23 @@ def main(spec: SweepSpec, argv: Sequence[str] | None = None, prog: str | None = 
     try:
         with exit_on_bad_input():
             _check_options(spec, args)
+            found = None
             if args.study is not None:
-                found = join_sweep(base, args.study)
-            else:
-                found = None if args.resume is None else find_sweep(base, args.resume)
+                found = records.join_sweep(base, args.study)
+            elif args.resume is not None:
+                found = records.find_sweep(base, args.resume)
+            if found is not None:
+                sweep_dir, state, lock = found
+                if not state.storage:
+                    from src.sweep.local import repair_journal
+
+                    repair_journal(sweep_dir)  # before anything is written: a refusal changes nothing
+                # As `train --resume`: the sweep's saved base config, the flags given now over it.
+                flag = f"--study {args.study}" if args.study else f"--resume {args.resume}"
+                saved = records.saved_config(base, sweep_dir, flag)
             sweep_id = args.sweep_id
             if args.engine == "wandb":
-                # Each engine's module is loaded once it is chosen: wandb and Optuna take a
-                # second to load, and --help or a refused option needs neither.
+                # Loaded once chosen: wandb takes a second to load, --help and a refusal need it not.
                 from src.sweep.wandb_sweep import create_wandb_sweep, require_wandb_login
 
                 if sweep_id is None:
@@ -98,15 +103,6 @@ def main(spec: SweepSpec, argv: Sequence[str] | None = None, prog: str | None = 
                 else:
                     require_wandb_login(base)
         if found is not None:
-            sweep_dir, state, lock = found
-            if not state.storage:
-                from src.sweep.local import repair_journal
-
-                # Before anything of the sweep is written: a journal it refuses changes nothing.
-                with exit_on_bad_input():
-                    repair_journal(sweep_dir)
-            # As `train --resume`: the sweep's saved base config, and the flags given now over it.
-            saved = saved_config(base, sweep_dir, args.study or args.resume)
             base, args = parse_command(
                 spec.configs, SweepOptions, argv, prog, description=SWEEP_DESCRIPTION, start_from=saved
             )
@@ -123,8 +119,8 @@ def main(spec: SweepSpec, argv: Sequence[str] | None = None, prog: str | None = 
             stamp = datetime.now().strftime(STAMP_FORMAT)
             sweep_dir = base.runs_dir() / "sweeps" / f"{base.name}_{stamp}_{os.getpid()}"
             sweep_dir.mkdir(parents=True)
-            lock = try_lock(sweep_dir)
-            state = SweepState(
+            lock = records.try_lock(sweep_dir)
+            state = records.SweepState(
                 engine=args.engine,
                 name=base.name,
                 config_class=type(base).__name__,
@@ -137,7 +133,7 @@ def main(spec: SweepSpec, argv: Sequence[str] | None = None, prog: str | None = 
             print(f"sweep directory: {sweep_dir}")
             if args.engine == "local":
                 print(f"more workers (one per GPU or machine) join it with --study {sweep_dir}")
-        write_text_atomic(sweep_dir / CONFIG_FILE, base.to_json() + "\n")
+        write_text_atomic(sweep_dir / records.CONFIG_FILE, base.to_json() + "\n")
         state.write(sweep_dir)
         sweep = Sweep(spec, base, sweep_dir, state.max_hours, state)
         if found is not None:
@@ -180,7 +176,7 @@ def _run(sweep: Sweep, engine: str, trials: int, seed: int, sweep_id: str | None
     if sweep.trials and all(trial.status == "failed" for trial in sweep.trials):
         # A script that runs the sweep must not read "every trial failed" as success;
         # status 2 when the values were to blame, as for a single run.
-        print(f"error: every trial failed; {sweep.dir / SUMMARY_FILE} says why", file=sys.stderr)
+        print(f"error: every trial failed; {sweep.dir / records.SUMMARY_FILE} says why", file=sys.stderr)
         raise SystemExit(2 if all(trial.bad_input for trial in sweep.trials) else 1)
 
 
@@ -216,7 +212,7 @@ def _check_options(spec: SweepSpec, args: SweepOptions) -> None:
             f"--storage {args.storage}: not a database URL; give one such as sqlite:///sweeps.db "
             "or postgresql://host/db, or leave it out for the journal file in the sweep's folder"
         )
-    optuna_distributions(spec.space)  # a bad search space fails before any trial
+    spec.distributions()  # a bad search space fails before any trial
 
 
 def _given(value: Any, default: Any) -> Any:

@@ -1,14 +1,12 @@
-"""The local engine: Optuna samples the search space, with no W&B server. Its study
-lives in storage that several processes can share (the sweep folder's journal file,
-or a database), so any number of workers, on one GPU each or on several machines,
-split one sweep's trials; each asks the study for its next trial."""
+"""The local engine: Optuna samples the search space, with no W&B server. Its study lives
+in storage several processes share (the sweep folder's journal file, or a database), so
+any number of workers, on one GPU each or on several machines, split one sweep's trials."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
 import json
-import math
 import os
 import socket
 import sys
@@ -18,7 +16,6 @@ from typing import Any
 
 import optuna
 import psutil
-from optuna.samplers import BaseSampler
 from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend, JournalFileSymlinkLock
 from optuna.trial import FrozenTrial, TrialState
@@ -26,7 +23,6 @@ from optuna.trial import FrozenTrial, TrialState
 from src.config import ConfigError, first_line
 from src.sweep.records import JOURNAL_FILE, TRIALS_FILE, Trial
 from src.sweep.runner import WORKER, Sweep
-from src.sweep.spec import fixed_values, optuna_distributions
 
 # The study's user attributes of a trial: its number in the sweep (runs are named after
 # it), the worker that runs it, and whether it ended through this engine. A trial of a
@@ -39,27 +35,28 @@ NUMBERS_LOCK = ".numbers.lock"
 
 
 def run_local(sweep: Sweep, trials: int, seed: int) -> None:
-    """Ask the study for trials (TPE, or random for method "random") until it holds
-    `trials` in all, every worker's and every attempt's included."""
+    """Ask the study for trials until it holds `trials` in all, every worker's and every
+    attempt's included."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    distributions = optuna_distributions(sweep.spec.space)
-    study = open_study(sweep, seed)
+    distributions = sweep.spec.distributions()
+    study = open_study(sweep)
     with numbering(sweep):
-        # RES-1: TPE goes on from what earlier attempts learned, also from trials a
-        # sweep from before the shared study ran, or whose lines a damaged journal lost.
-        for done in _missing_from_study(study, sweep.recorded_trials()):
-            _add_ended(study, done, distributions)
-        _queue_unfinished(study, sweep, distributions)
+        # RES-1: the study learns the trials of trials.jsonl it lacks: a journal moved aside
+        # as damaged is rebuilt from them.
+        in_study = {t.user_attrs.get(NUMBER) for t in study.get_trials(deepcopy=False)}
+        for done in sweep.recorded_trials():
+            if done.number not in in_study:
+                _add_ended(study, done, distributions)
     while True:
         with numbering(sweep):
             if sweep.hours_left() <= 0:
                 print("sweep: --max-hours reached, no new trial")
                 return
-            asked = _next_trial(study, sweep, distributions, trials)
+            asked = _next_trial(study, sweep, distributions, trials, seed)
         if asked is None:
             return
         number = asked.user_attrs[NUMBER]
-        params = {**fixed_values(sweep.spec.space), **asked.params}
+        params = {**sweep.spec.fixed_values(), **asked.params}
         try:
             trial = sweep.run_trial(params, number, resume=bool(asked.user_attrs.get(RESUME)))
         except BaseException:  # Ctrl-C, SIGTERM, a record that could not be written
@@ -83,7 +80,7 @@ def numbering(sweep: Sweep) -> Iterator[None]:
 
 
 def _next_trial(
-    study: optuna.Study, sweep: Sweep, distributions: dict[str, Any], trials: int
+    study: optuna.Study, sweep: Sweep, distributions: dict[str, Any], trials: int, seed: int
 ) -> optuna.Trial | None:
     """The next trial this worker runs, numbered; None once every number of the sweep
     is taken. Called under `numbering`."""
@@ -93,6 +90,12 @@ def _next_trial(
     free = sorted(set(range(trials)) - taken_numbers(existing, recorded))
     if not free and not any(t.state == TrialState.WAITING for t in existing):
         return None
+    # Seeded afresh from the sweep's seed and the number the study gives the trial: a
+    # sampler seeded once per process would draw a killed trial's values again after a
+    # resume, or in a second worker; the same seed still samples the same trials (RES-1).
+    trial_seed = (seed * 1_000_003 + len(existing)) % 2**32
+    random = sweep.spec.method == "random"
+    study.sampler = (optuna.samplers.RandomSampler if random else optuna.samplers.TPESampler)(seed=trial_seed)
     asked = study.ask(distributions)  # a trial queued again first, else new values
     asked.set_user_attr("worker", WORKER)
     if NUMBER not in asked.user_attrs:
@@ -116,50 +119,7 @@ def taken_numbers(trials: Sequence[FrozenTrial], recorded: Sequence[Trial]) -> s
     return held | {trial.number for trial in recorded}
 
 
-class PerTrialSeed(BaseSampler):
-    """TPE (or random sampling) seeded afresh for each trial from the sweep's seed and the
-    trial's number in the study, which the study hands out once. A sampler seeded once
-    per process would draw the same values again after a resume (the trial cut off by a
-    kill had drawn them) or in a second worker; this one draws on where the study is, and
-    the same seed still samples the same trials (RES-1)."""
-
-    def __init__(self, method: str, seed: int) -> None:
-        self._method, self._seed = method, seed
-        self._sampler = self._seeded(0)
-
-    def _seeded(self, trial_number: int) -> BaseSampler:
-        seed = (self._seed * 1_000_003 + trial_number) % 2**32
-        if self._method == "random":
-            return optuna.samplers.RandomSampler(seed=seed)
-        return optuna.samplers.TPESampler(seed=seed)
-
-    def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        self._sampler = self._seeded(trial.number)
-        self._sampler.before_trial(study, trial)
-
-    def infer_relative_search_space(self, study: optuna.Study, trial: FrozenTrial) -> dict[str, Any]:
-        return self._sampler.infer_relative_search_space(study, trial)
-
-    def sample_relative(
-        self, study: optuna.Study, trial: FrozenTrial, search_space: dict[str, Any]
-    ) -> dict[str, Any]:
-        return self._sampler.sample_relative(study, trial, search_space)
-
-    def sample_independent(
-        self, study: optuna.Study, trial: FrozenTrial, param_name: str, param_distribution: Any
-    ) -> Any:
-        return self._sampler.sample_independent(study, trial, param_name, param_distribution)
-
-    def after_trial(
-        self, study: optuna.Study, trial: FrozenTrial, state: TrialState, values: Sequence[float] | None
-    ) -> None:
-        self._sampler.after_trial(study, trial, state, values)
-
-    def reseed_rng(self) -> None:
-        self._sampler.reseed_rng()
-
-
-def open_study(sweep: Sweep, seed: int) -> optuna.Study:
+def open_study(sweep: Sweep) -> optuna.Study:
     """The sweep's study, created on first use, in sweep.json's database or the folder's
     journal file (which workers on several machines share through a shared filesystem)."""
     state = sweep.state
@@ -171,7 +131,6 @@ def open_study(sweep: Sweep, seed: int) -> optuna.Study:
             storage=storage,
             study_name=sweep.dir.name,
             direction=sweep.spec.goal,
-            sampler=PerTrialSeed(sweep.spec.method, seed),
             load_if_exists=True,
         )
     except Exception as error:  # a database that cannot be reached or used, say
@@ -262,50 +221,30 @@ def _queue_again(study: optuna.Study, optuna_number: int, params: dict[str, Any]
     study.enqueue_trial(params, user_attrs={NUMBER: number, RESUME: True})
 
 
-def _queue_unfinished(study: optuna.Study, sweep: Sweep, distributions: dict[str, Any]) -> None:
-    """A sweep from before the shared study kept its cut-off trial in sweep.json: it is
-    queued under its number, to be continued from its checkpoint like any other."""
-    unfinished = sweep.unfinished_trial()
-    if unfinished is None:
-        return
-    number, params = unfinished
-    if number not in taken_numbers(study.get_trials(deepcopy=False), sweep.recorded_trials()):
-        values = {name: params[name] for name in distributions if name in params}
-        study.enqueue_trial(values, user_attrs={NUMBER: number, RESUME: True})
-
-
 def _end(study: optuna.Study, asked: optuna.Trial, trial: Trial) -> None:
     asked.set_user_attr(ENDED, True)
     _tell(study, asked, trial)
 
 
 def _tell(study: optuna.Study, asked: optuna.Trial | int, trial: Trial) -> None:
-    """The study learns the trial's score; a failed trial's or a non-finite one is FAIL."""
-    if trial.status == "finished" and trial.value is not None and math.isfinite(trial.value):
-        study.tell(asked, trial.value)
-    else:
+    if trial.score is None:
         study.tell(asked, state=TrialState.FAIL)
-
-
-def _missing_from_study(study: optuna.Study, recorded: list[Trial]) -> list[Trial]:
-    in_study = {t.user_attrs.get(NUMBER) for t in study.get_trials(deepcopy=False)}
-    return [trial for trial in recorded if trial.number not in in_study]
+    else:
+        study.tell(asked, trial.score)
 
 
 def _add_ended(
     study: optuna.Study, trial: Trial, distributions: dict[str, optuna.distributions.BaseDistribution]
 ) -> None:
-    """Add a trial that ran outside study.ask(): one of a sweep from before the shared
-    study, or one whose lines a damaged journal lost."""
+    """Add a trial of trials.jsonl that the study lost with a damaged journal."""
     params = {name: trial.params[name] for name in distributions if name in trial.params}
-    ok = trial.status == "finished" and trial.value is not None and math.isfinite(trial.value)
     try:
         study.add_trial(
             optuna.trial.create_trial(
                 params=params,
                 distributions={name: distributions[name] for name in params},
-                value=trial.value if ok else None,
-                state=TrialState.COMPLETE if ok else TrialState.FAIL,
+                value=trial.score,
+                state=TrialState.FAIL if trial.score is None else TrialState.COMPLETE,
                 user_attrs={NUMBER: trial.number, ENDED: True},
             )
         )

@@ -1,20 +1,22 @@
-"""What a sweep's folder holds besides its trials' run directories: sweep.json (what
-the sweep is and how far it got), config.json (the base config), trials.jsonl (a line
-per ended trial, from every worker), summary.md, comparison/ (the best trials side by
-side) and optuna.journal (the Optuna study
-every worker shares, unless sweep.json names a database); `--resume` and `--study`
-read them back (RES-1)."""
+"""A sweep's folder besides its trials' run directories: sweep.json, config.json (the base
+config), trials.jsonl (a line per ended trial, from every worker), summary.md, comparison/
+and optuna.journal (the shared Optuna study, unless sweep.json names a database); and
+finding the sweep `--resume` or `--study` names, with its lock (RES-1)."""
 
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import json
+import math
 import os
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
+from src.config import BaseConfig, ConfigError
 from src.runs.atomic import write_text_atomic
 
 SWEEP_FILE = "sweep.json"
@@ -40,10 +42,16 @@ class Trial:
     resumed_from: str = ""  # the checkpoint a trial cut off by a kill went on from (RES-1)
     worker: str = ""  # host:pid of the process that ran it
 
+    @property
+    def score(self) -> float | None:
+        """What the study learns and the ranking uses: None for a failed or non-finite trial."""
+        ok = self.status == "finished" and self.value is not None and math.isfinite(self.value)
+        return self.value if ok else None
+
 
 @dataclass
 class SweepState:
-    """sweep.json: what the sweep is and how far it got, for `--resume` (RES-1)."""
+    """sweep.json: what the sweep is and how far it got."""
 
     engine: str
     name: str  # the base config's name: the folder's prefix, what --resume auto looks for
@@ -51,28 +59,104 @@ class SweepState:
     seed: int
     trials: int  # the local sweep's total over all its attempts; a W&B agent's count
     max_hours: float  # likewise the whole sweep's, over all its attempts (SWP-5)
-    # running | interrupted (Ctrl-C, SIGTERM) | finished | failed. A killed sweep stays
-    # "running": --resume auto takes any sweep that is not finished.
+    # running | interrupted | finished | failed; a killed sweep stays running.
     status: str = "running"
-    # {"number", "params"} of the trial under way, kept by sweeps from before the shared
-    # study; since, the study knows which trials are under way, and whose.
-    running_trial: dict[str, Any] | None = None
     storage: str = ""  # the database URL of the Optuna study; "" for the folder's optuna.journal
     wandb_sweep_id: str = ""
     pid: int = 0
     updated: str = ""
 
     @classmethod
-    def read(cls, sweep_dir: Path) -> SweepState:
-        record = json.loads((sweep_dir / SWEEP_FILE).read_text())
-        return cls(**{f.name: record[f.name] for f in dataclasses.fields(cls) if f.name in record})
+    def read(cls, sweep_dir: Path) -> SweepState | None:
+        try:
+            record = json.loads((sweep_dir / SWEEP_FILE).read_text())
+            return cls(**{f.name: record[f.name] for f in dataclasses.fields(cls) if f.name in record})
+        except (OSError, ValueError, TypeError, KeyError):
+            return None
 
     def write(self, sweep_dir: Path) -> None:
         self.pid, self.updated = os.getpid(), datetime.now().isoformat(timespec="seconds")
-        write_text_atomic(
-            sweep_dir / SWEEP_FILE, json.dumps(dataclasses.asdict(self), indent=2, default=str) + "\n"
-        )
+        text = json.dumps(dataclasses.asdict(self), indent=2, default=str) + "\n"
+        write_text_atomic(sweep_dir / SWEEP_FILE, text)
 
 
 def jsonl_line(trial: Trial) -> str:
     return json.dumps(dataclasses.asdict(trial), default=str) + "\n"
+
+
+def find_sweep(base: BaseConfig, resume: str) -> tuple[Path, SweepState, IO[str]] | None:
+    """The sweep --resume names, its state and its lock; None when `auto` finds none.
+    Another engine or config than this command's is refused: its trials would not fit."""
+    if resume == "auto":
+        sweeps = base.runs_dir() / "sweeps"
+        pattern = re.compile(re.escape(base.name) + r"_(\d{8}_\d{6})_\d+")
+        candidates = sorted(
+            (match[1], path.stat().st_mtime, path)
+            for path in sweeps.glob(f"{base.name}_*")
+            if (match := pattern.fullmatch(path.name)) and (path / SWEEP_FILE).is_file()
+        )
+        for *_, path in reversed(candidates):  # the newest first
+            state = SweepState.read(path)
+            if state is None or state.engine != "local" or state.status == "finished":
+                continue
+            if (lock := try_lock(path)) is not None:  # one another process runs is skipped
+                _check_same_sweep(state, base, "--resume auto")
+                return path, state, lock
+        print(f"--resume auto: no unfinished local '{base.name}' sweep in {sweeps}/, starting a new one")
+        return None
+    path, state = _named_sweep(base, "--resume", resume)
+    if (lock := try_lock(path)) is None:
+        raise ConfigError(
+            f"--resume {resume}: another process is running that sweep (pid {state.pid}); "
+            f"to run it on more processes, start each with --study {resume}"
+        )
+    return path, state, lock
+
+
+def join_sweep(base: BaseConfig, study: str) -> tuple[Path, SweepState, IO[str]]:
+    """The local sweep `--study` names, and this worker's share of its lock."""
+    path, state = _named_sweep(base, "--study", study)
+    file = open(path / LOCK_FILE, "a")  # noqa: SIM115 - held open while the sweep runs
+    fcntl.flock(file, fcntl.LOCK_SH)  # an exclusive holder only looks, for a moment
+    return path, state, file
+
+
+def _named_sweep(base: BaseConfig, flag: str, directory: str) -> tuple[Path, SweepState]:
+    if (state := SweepState.read(Path(directory))) is None:
+        raise ConfigError(f"{flag} {directory}: not a sweep directory (no readable {SWEEP_FILE})")
+    _check_same_sweep(state, base, f"{flag} {directory}")
+    return Path(directory), state
+
+
+def _check_same_sweep(state: SweepState, base: BaseConfig, flag: str) -> None:
+    if state.engine != "local":
+        raise ConfigError(
+            f"{flag}: that is a {state.engine} sweep; a W&B sweep goes on with "
+            f"--engine wandb --sweep-id {state.wandb_sweep_id or 'ID'}"
+        )
+    if (state.name, state.config_class) != (base.name, type(base).__name__):
+        raise ConfigError(
+            f"{flag}: that sweep is of config '{state.name}', this command's is "
+            f"'{base.name}' (give --config {state.name})"
+        )
+
+
+def saved_config(base: BaseConfig, sweep_dir: Path, flag: str) -> BaseConfig:
+    try:
+        return type(base).from_json((sweep_dir / CONFIG_FILE).read_text())
+    except (OSError, ValueError, TypeError) as error:
+        raise ConfigError(f"{flag}: its {CONFIG_FILE} cannot be read: {error}") from None
+
+
+def try_lock(sweep_dir: Path) -> IO[str] | None:
+    """A share of the sweep's lock for this process's lifetime, taken only where no other
+    process holds one: None while another worker runs the sweep. The kernel releases it
+    however the process ends, kill -9 included."""
+    file = open(sweep_dir / LOCK_FILE, "a")  # noqa: SIM115 - held open while the sweep runs
+    try:
+        fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)  # alone?
+    except BlockingIOError:
+        file.close()
+        return None
+    fcntl.flock(file, fcntl.LOCK_SH)  # then one worker among any that join
+    return file

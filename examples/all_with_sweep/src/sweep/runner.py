@@ -1,12 +1,10 @@
-"""A sweep under way: runs its trials in this process until the trial count or the
-wall clock (SWP-5) is spent, and keeps its record after each."""
+"""A sweep under way: runs its trials in this process and keeps its record after each."""
 
 from __future__ import annotations
 
 import dataclasses
 import gc
 import json
-import math
 import os
 import socket
 import time
@@ -27,8 +25,8 @@ COMPARED = 8  # the best trials that summary.md's comparison shows side by side
 
 
 class Sweep:
-    """Runs trials until the count or the wall clock (SWP-5) is spent, and keeps the
-    record: {sweep_dir}/trials.jsonl as they end, sweep.json and summary.md after each."""
+    """Runs trials until the count or the wall clock (SWP-5) is spent; trials.jsonl gets
+    each as it ends, then sweep.json and summary.md."""
 
     def __init__(
         self,
@@ -71,18 +69,9 @@ class Sweep:
             found.append(Trial(**{key: value for key, value in record.items() if key in names}))
         return found
 
-    def unfinished_trial(self) -> tuple[int, dict[str, Any]] | None:
-        """The number and values of the trial an earlier attempt was running when it was
-        killed or stopped, if it has no record yet."""
-        running = self.state.running_trial if self.state else None
-        if running is None or running["number"] in {trial.number for trial in self.trials}:
-            return None
-        return running["number"], running["params"]
-
     def trial_config(self, number: int, params: dict[str, Any]) -> BaseConfig:
         """The base config with the sampled values, its own name and run folder, and a
-        wall-clock budget that ends with the sweep's: at the deadline the running
-        trial stops as a STOP file would stop it, checkpoints kept (SWP-5)."""
+        wall-clock budget that ends with the sweep's (SWP-5)."""
         output = dataclasses.replace(self.base.output, base_dir=str(self.dir))
         return dataclasses.replace(
             self.base,
@@ -95,22 +84,18 @@ class Sweep:
         )
 
     def run_trial(self, params: dict[str, Any], number: int | None = None, resume: bool = False) -> Trial:
-        """Trial `number` (the next one when None); with `resume`, a trial a kill or a
-        stop left unfinished, continued from its run's last checkpoint or, without one,
-        run again (RES-1)."""
+        """Trial `number` (the next one when None); with `resume`, one a kill or a stop left
+        unfinished, continued from its run's last checkpoint or, without one, run again."""
         trial = Trial(self.next_number() if number is None else number, params, worker=WORKER)
         self.trials.append(trial)
         started = time.monotonic()
         try:
             cfg = self.trial_config(trial.number, params)
             checkpoint = self.last_checkpoint(trial.number) if resume else None
-            if checkpoint is None:
-                print(f"sweep trial {trial.number}: {params}")
-                trial.metrics = self.spec.train(cfg)
-            else:
-                trial.resumed_from = str(checkpoint)
-                print(f"sweep trial {trial.number}: {params}, resuming {checkpoint}")
-                trial.metrics = self.spec.train(cfg, checkpoint)
+            trial.resumed_from = str(checkpoint or "")
+            resuming = f", resuming {checkpoint}" if checkpoint else ""
+            print(f"sweep trial {trial.number}: {params}{resuming}")
+            trial.metrics = self.spec.train(cfg, checkpoint)
             trial.value = float(trial.metrics[self.spec.metric])
             trial.status = "finished"
         # SWP-7: any failure of a trial is caught here, so its stack unwinds now and the
@@ -150,7 +135,7 @@ class Sweep:
         # One write of one line: workers appending at once do not interleave.
         with open(self.dir / TRIALS_FILE, "a", encoding="utf-8") as file:
             file.write(jsonl_line(trial))
-        self.save(running_trial=None)
+        self.save()
         self.finish()  # after every trial, so a sweep killed later still has its summary
 
     def save(self, **changes: Any) -> None:
@@ -160,8 +145,7 @@ class Sweep:
 
     def end(self, status: str) -> str:
         """The sweep's status in sweep.json and its final summary; returns what the sweep
-        prints as it ends: the table, and where its summary and comparison are. A stopped
-        sweep keeps its running_trial, which --resume continues."""
+        prints as it ends: the table, and where its summary and comparison are."""
         for trial in self.trials:
             if trial.status == "running":
                 runs = self.run_dirs(trial.number)
@@ -173,9 +157,7 @@ class Sweep:
         return "\n".join(lines)
 
     def compare_best(self) -> Path | None:
-        """comparison/report.md: the best finished trials side by side (config values,
-        metrics, learning curves); its path. One that fails says so in one line; the sweep
-        goes on."""
+        """comparison/report.md, the best finished trials side by side; its path."""
         best = [trial for trial in self.ranked() if trial.status == "finished" and trial.run_dir][:COMPARED]
         if len(best) < 2:
             return None
@@ -196,8 +178,7 @@ class Sweep:
         sign = -1 if self.spec.goal == "maximize" else 1
 
         def key(trial: Trial) -> tuple[bool, float]:
-            value = trial.value if trial.value is not None and math.isfinite(trial.value) else None
-            return value is None, sign * value if value is not None else 0.0
+            return trial.score is None, sign * (trial.score or 0.0)
 
         ended = self.recorded_trials()
         numbers = {trial.number for trial in ended}

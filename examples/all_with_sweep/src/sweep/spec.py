@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import optuna
+from optuna import distributions as optuna_dist
 
 from src.config import BaseConfig, ConfigError
 
@@ -17,8 +17,6 @@ Goal = Literal["minimize", "maximize"]
 
 @dataclass
 class SweepSpec:
-    """What a part's sweep.py declares."""
-
     configs: Mapping[str, type[BaseConfig]]
     space: dict[str, dict[str, Any]]  # W&B sweep "parameters"
     architectures: dict[str, dict[str, Any]]  # SWP-4: presets the `architecture` parameter names
@@ -44,29 +42,25 @@ class SweepSpec:
         fields = {name: value for name, value in params.items() if name != "architecture"}
         return fields | self.architectures.get(params.get("architecture"), {})
 
+    def fixed_values(self) -> dict[str, Any]:
+        return {name: spec["value"] for name, spec in self.space.items() if "value" in spec}
 
-def optuna_distributions(
-    space: dict[str, dict[str, Any]],
-) -> dict[str, optuna.distributions.BaseDistribution]:
-    """W&B parameter specs as Optuna distributions: `values` lists, `min`/`max`
-    ranges (integer when both bounds are), `log_uniform_values`. Fixed `value`s are
-    not sampled."""
-    distributions: dict[str, optuna.distributions.BaseDistribution] = {}
-    for name, spec in space.items():
-        if "value" in spec:
-            continue
-        if "values" in spec:
-            distributions[name] = optuna.distributions.CategoricalDistribution(spec["values"])
-        elif spec.get("distribution") == "log_uniform_values":
-            distributions[name] = optuna.distributions.FloatDistribution(spec["min"], spec["max"], log=True)
-        elif isinstance(spec.get("min"), int) and isinstance(spec.get("max"), int):
-            distributions[name] = optuna.distributions.IntDistribution(spec["min"], spec["max"])
-        elif "min" in spec and "max" in spec:
-            distributions[name] = optuna.distributions.FloatDistribution(spec["min"], spec["max"])
-        else:
-            raise ConfigError(f"search space '{name}': use value, values, or min and max (got {spec})")
-    return distributions
-
-
-def fixed_values(space: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    return {name: spec["value"] for name, spec in space.items() if "value" in spec}
+    def distributions(self) -> dict[str, optuna_dist.BaseDistribution]:
+        """The sampled parameters as Optuna distributions: `values` lists, `min`/`max`
+        ranges (integer when both bounds are), `log_uniform_values`."""
+        found: dict[str, optuna_dist.BaseDistribution] = {}
+        for name, spec in self.space.items():
+            low, high = spec.get("min"), spec.get("max")
+            if "value" in spec:
+                continue
+            if "values" in spec:
+                found[name] = optuna_dist.CategoricalDistribution(spec["values"])
+            elif low is None or high is None:
+                raise ConfigError(f"search space '{name}': use value, values, or min and max (got {spec})")
+            elif spec.get("distribution") == "log_uniform_values":
+                found[name] = optuna_dist.FloatDistribution(low, high, log=True)
+            elif isinstance(low, int) and isinstance(high, int):
+                found[name] = optuna_dist.IntDistribution(low, high)
+            else:
+                found[name] = optuna_dist.FloatDistribution(low, high)
+        return found

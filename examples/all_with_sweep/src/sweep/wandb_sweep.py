@@ -13,7 +13,6 @@ from src.wandb_utils import api_key_configured, quiet_settings
 
 
 def run_wandb(sweep: Sweep, trials: int, sweep_id: str | None) -> None:
-    """W&B's sweep controller samples; this process is one agent of the sweep."""
     if sweep_id is None:
         sweep_id = create_wandb_sweep(sweep.spec, sweep.base)
 
@@ -54,9 +53,8 @@ def create_wandb_sweep(spec: SweepSpec, base: BaseConfig) -> str:
 
 
 def require_wandb_login(cfg: BaseConfig) -> None:
-    """A W&B sweep lives on a W&B server: without one (wandb not among the loggers, W&B
-    offline or disabled, no API key) say so in one line before wandb.sweep() or
-    wandb.agent() tries to reach it."""
+    """A W&B sweep needs a W&B server: say so in one line before wandb.sweep() or
+    wandb.agent() tries to reach none."""
     env_mode = os.environ.get("WANDB_MODE", "")
     if "wandb" not in cfg.loggers:
         found = f"--loggers is {' '.join(cfg.loggers)}, without wandb"

@@ -1,10 +1,15 @@
 """Training and testing a part's booster with XGBoost's native API (`xgb.train` on a
-QuantileDMatrix; no scikit-learn wrapper, no Lightning), or its Dask twin with --cluster."""
+QuantileDMatrix), or with xgboost.dask on a Dask cluster (--cluster): a LocalCluster of
+worker processes here, or a running scheduler. The round callbacks run on every worker
+(rounds.py), so the run directory must be on a filesystem the worker of rank 0 sees."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import logging
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +18,7 @@ import pandas as pd
 import xgboost as xgb
 from scipy.special import expit, softmax
 
-from src.config import ConfigError
+from src.config import ConfigError, first_line
 from src.ops.hardware import visible_gpus
 from src.predictions import (
     PREDICTIONS_FILE,
@@ -24,7 +29,6 @@ from src.predictions import (
 )
 from src.runs.atomic import write_text_atomic
 from src.runs.lifetime import training_stopped
-from src.trees.cluster import dask_client, partitioned
 from src.trees.config import CUDA_XGBOOST_INSTALL, SLTreeConfig
 from src.trees.data import ENCODING_ATTRIBUTE, Split, TableEncoding
 from src.trees.plots import feature_importance, shap_summary
@@ -32,10 +36,9 @@ from src.trees.rounds import RoundMetrics, stop_reason, train_seconds_so_far
 
 
 def training_params(cfg: SLTreeConfig, params: dict[str, Any], encoding: TableEncoding) -> dict[str, Any]:
-    """`params`, the part's model.booster_params(cfg), with what the pipeline sets: the
-    objective and metric of the config, which the label check and early stopping read
-    too, the classes of a multi:* objective, the hist tree method that QuantileDMatrix and
-    categorical features need, the device, threads and seed."""
+    """The part's model.booster_params(cfg) with what the pipeline sets: the config's objective
+    and metric, a multi:* objective's classes, the hist tree method QuantileDMatrix needs,
+    the device, threads and seed."""
     if cfg.device == "cuda" and not visible_gpus():
         raise ConfigError("device cuda: no CUDA GPU is visible here; use auto or cpu")
     cuda_build = xgb.build_info()["USE_CUDA"]  # False for xgboost-cpu, the cpu extra
@@ -73,9 +76,8 @@ def train_booster(
     callbacks: Sequence[xgb.callback.TrainingCallback] = (),
     previous: xgb.Booster | None = None,
 ) -> xgb.Booster:
-    """Boost up to cfg.num_boost_round trees in all with the part's `params` on the
-    split's rows, continuing the `previous` model if given; on the Dask cluster that
-    cfg.cluster names, if any."""
+    """Boost up to cfg.num_boost_round trees in all, continuing the `previous` model if given;
+    on the Dask cluster cfg.cluster names, if any."""
     first_round = previous.num_boosted_rounds() if previous else 0
     params = training_params(cfg, params, split.encoding)
     with dask_client(cfg.cluster) as client:
@@ -105,8 +107,8 @@ def train_booster(
 
 
 class KeepEncoding(xgb.callback.TrainingCallback):
-    """Keeps the table's encoding (classes, categories) in the model as a booster attribute,
-    which XGBoost saves with it: a model file is all predicting needs."""
+    """Keeps the table's encoding in the model, which XGBoost saves with it: a model file is
+    all predicting needs."""
 
     def __init__(self, encoding: TableEncoding) -> None:
         self.encoding = encoding
@@ -117,16 +119,14 @@ class KeepEncoding(xgb.callback.TrainingCallback):
 
 
 def best_rounds(booster: xgb.Booster) -> xgb.Booster:
-    """The model early stopping chose: the trees up to its best validation round (all
-    of them if it recorded none)."""
+    """The trees up to the best validation round early stopping recorded (all if none)."""
     best = booster.attr("best_iteration")
     return booster[: int(best) + 1] if best is not None else booster
 
 
 def summary_and_plots(cfg: SLTreeConfig, booster: xgb.Booster, split: Split, run_dir: Path) -> dict:
-    """OUT-5: the test predictions of the trees up to the best round in the run's
-    PREDICTIONS_FILE (the report draws them), their metrics with how `booster` was trained
-    in metrics.json (returned too), and the plots in plots/."""
+    """OUT-5: the best rounds' test predictions (PREDICTIONS_FILE), their metrics with how
+    `booster` was trained in metrics.json (returned too), and plots/."""
     model, encoding = best_rounds(booster), split.encoding
     truth = encoding.label_values(split.test_labels)
     table = predictions_table(model, encoding, split.test_features, truth)
@@ -150,8 +150,8 @@ def summary_and_plots(cfg: SLTreeConfig, booster: xgb.Booster, split: Split, run
 def predictions_table(
     model: xgb.Booster, encoding: TableEncoding, features: pd.DataFrame, truth: np.ndarray | None
 ) -> pd.DataFrame:
-    """The model's predictions of `features` (as TableEncoding.features reads them, indexed by
-    their rows in the table) as src/predictions.py's table, with the true labels where known."""
+    """The model's predictions of `features` (TableEncoding.features) as src/predictions.py's
+    table, with the true labels where known."""
     rows = features.index.to_numpy()
     if encoding.classes is None:
         return regression_table(rows, model.inplace_predict(features), [encoding.label_column], truth)
@@ -160,9 +160,9 @@ def predictions_table(
 
 
 def class_probabilities(model: xgb.Booster, features: pd.DataFrame) -> np.ndarray:
-    """A column per class: what multi:softprob and binary:logistic predict; the softmax or
-    sigmoid of the margins of those that predict a class or a margin (multi:softmax,
-    binary:logitraw); binary:hinge's class as a certainty."""
+    """A column per class: the softmax or sigmoid of the margins, which is what multi:softprob
+    and binary:logistic predict, and gives multi:softmax and binary:logitraw probabilities
+    too; binary:hinge's class as a certainty."""
     objective = json.loads(model.save_config())["learner"]["objective"]["name"]
     # In float64: float32 probabilities do not sum to 1 as closely as metrics ask.
     margins = model.inplace_predict(features, predict_type="margin").astype(np.float64)
@@ -170,3 +170,60 @@ def class_probabilities(model: xgb.Booster, features: pd.DataFrame) -> np.ndarra
         return softmax(margins, axis=1)
     positive = (margins > 0).astype(float) if objective == "binary:hinge" else expit(margins)
     return np.column_stack([1 - positive, positive])
+
+
+@contextmanager
+def dask_client(cluster: str) -> Iterator[Any]:
+    """A client of the cluster `cluster` names (SLTreeConfig.cluster), closed on the way out
+    with a LocalCluster's workers; None for an empty `cluster`."""
+    if not cluster:
+        yield None
+        return
+    from dask.distributed import Client, LocalCluster
+
+    if cluster.startswith("local"):
+        workers = int(cluster.partition(":")[2] or 0) or None  # None: Dask's choice for the cores here
+        threads = max(1, (os.cpu_count() or 1) // workers) if workers else None
+        # No dashboard and random ports: other users' clusters may share the machine.
+        with (
+            LocalCluster(
+                n_workers=workers,
+                threads_per_worker=threads,
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
+            ) as local,
+            Client(local) as client,
+        ):
+            print(f"Dask: {len(local.workers)} local worker processes")
+            yield client
+        return
+    try:
+        client = Client(cluster, timeout="30s")
+    except OSError as error:  # distributed's connection timeout is an OSError too
+        message = f"cluster {cluster}: cannot reach a Dask scheduler there: {first_line(error)}"
+        raise ConfigError(message) from None
+    with client:
+        print(f"Dask: scheduler {cluster}, {len(client.scheduler_info()['workers'])} workers")
+        yield client
+
+
+def partitioned(client: Any, *frames: pd.DataFrame | pd.Series) -> list:
+    """The frames, which share one index, as Dask collections of one partition per worker,
+    the same rows of every frame on the same worker. XGBoost trains each worker on the
+    partitions it holds; left to the scheduler, a small table's often all land on one, and
+    the others train on nothing ("has an empty DMatrix")."""
+    import dask.dataframe as dd
+
+    workers = sorted(client.nthreads())
+    # Fewer rows than workers: a worker without rows gets no partition, not an empty one.
+    shares = [rows for rows in np.array_split(np.arange(len(frames[0])), len(workers)) if len(rows)]
+    collections = []
+    for frame in frames:
+        # Unhashed: equal shares scattered again would share a key, and releasing the first
+        # would lose the data of the second.
+        held = [
+            client.scatter(frame.iloc[rows], workers=[worker], hash=False)
+            for worker, rows in zip(workers, shares, strict=False)
+        ]
+        collections.append(dd.from_delayed(held, meta=frame.iloc[:0]))
+    return collections

@@ -1,8 +1,5 @@
-"""`python -m partN.predict` for trees: a trained run's model.ubj on a table, new rows or the
-run's own (src/predict.py). The model file keeps what reading a table needs (TableEncoding:
-the feature columns, the categories of text columns, a classifier's classes), so new rows
-are read as training read its own.
-"""
+"""`python -m partN.predict` for trees: a run's model.ubj on a table, new rows or the run's own
+(src/predict.py), read as training read its own by the model's TableEncoding."""
 
 from __future__ import annotations
 
@@ -26,9 +23,8 @@ def predict_run(
     source: ModuleType,
     load_model: Callable[[Path], xgb.Booster],
 ) -> dict[str, float]:
-    """Predict the table `options` name with the run's model and write the predictions;
-    the task's metrics of the rows with a known label, printed and returned. `source` is
-    the part's data module, `load_model` its model.load_model."""
+    """Predict and write the table `options` name; the metrics of the rows with a known label,
+    printed and returned. `source` is the part's data module, `load_model` its model.load_model."""
     import pandas as pd
     import xgboost as xgb
 

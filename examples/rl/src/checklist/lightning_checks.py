@@ -65,8 +65,8 @@ def not_a_clock(value: ast.expr | None) -> bool:  # monitoring "step" keeps the 
 
 
 def a_profiler(project: Project, part: Part) -> None:
-    found = project.uses("SimpleProfiler", part) or project.uses("AdvancedProfiler", part)
-    require(found, "no SimpleProfiler or AdvancedProfiler")
+    used = {name for path in project.code(part) for name in names(project.tree(path))}
+    require(used & {"SimpleProfiler", "AdvancedProfiler"}, "no SimpleProfiler or AdvancedProfiler")
 
 
 def clips(value: ast.expr | None) -> bool:
@@ -147,16 +147,14 @@ def timing_callback(project: Project, part: Part) -> None:
     require(found, f"no callback in use has {', '.join(TIMED)}")
 
 
-@check("PRC-1", 'bf16-mixed, never fp16: no GradScaler, no "16-mixed"', "nn")
-def bf16(project: Project) -> str:
-    for part in project.parts_of({"sl_neural", "rl"}):
-        require(passes(project, part, "precision"), f"{part.name}: no Trainer(precision=...)")
-        require(project.has_constant("bf16-mixed", part), f'{part.name}: no "bf16-mixed"')
-    for path in project.code():
+@each_part("PRC-1", 'bf16-mixed, never fp16: no GradScaler, no "16-mixed"', "nn")
+def bf16(project: Project, part: Part) -> None:
+    require(passes(project, part, "precision"), "no Trainer(precision=...)")
+    require(project.has_constant("bf16-mixed", part), 'no "bf16-mixed"')
+    for path in project.code(part):
         require("GradScaler" not in names(project.tree(path)), f"{path} uses a GradScaler")
         fp16 = {"16-mixed", "fp16"} & constants(project.tree(path))
         require(not fp16, f'{path} asks for fp16 ("16-mixed")')
-    return "bf16-mixed picked for the Trainer; no GradScaler, no fp16"
 
 
 @each_part("PRC-2", "no manual autocast in the part's code", "nn")
@@ -165,17 +163,16 @@ def no_autocast(project: Project, part: Part) -> None:
     never_uses(project, own, "autocast", "the Trainer's precision setting does it")
 
 
-@check("MEM-1", 'BatchSizeFinder(mode="binsearch"); no hand-written batch-size probing', "nn")
-def batch_size_finder(project: Project) -> str:
+@each_part("MEM-1", 'BatchSizeFinder(mode="binsearch"); no hand-written batch-size probing', "nn")
+def batch_size_finder(project: Project, part: Part) -> None:
     # PPO's batch is its rollout and minibatch, which no finder sizes: RL passes on the
     # absence of hand-written probing alone.
-    for part in project.parts_of({"sl_neural"}):
+    if part.kind == "sl_neural":
         call_with(project, part, "BatchSizeFinder", mode=equals("binsearch"))
-    for path, handler in project.find(ast.ExceptHandler):
+    for path, handler in project.find(ast.ExceptHandler, part):
         said = any("out of memory" in str(v) for v in constants(handler))
         oom = said or "OutOfMemoryError" in source(handler.type)
         require(not oom, f"{path}:{handler.lineno}: catches out-of-memory errors: hand-written probing?")
-    return 'BatchSizeFinder(mode="binsearch"), no OutOfMemoryError probing'
 
 
 @each_part("MEM-2", "the LightningModule sets self.batch_size, which BatchSizeFinder can change", "nn")
@@ -188,8 +185,7 @@ def batch_size_attribute(project: Project, part: Part) -> None:
 @each_part("MEM-3", "Trainer(accumulate_grad_batches=cfg.gradient_accumulation_steps)", "nn")
 def accumulation(project: Project, part: Part) -> None:
     accumulates = passes(project, part, "accumulate_grad_batches", mentions("gradient_accumulation_steps"))
-    wanted = "Trainer(accumulate_grad_batches=cfg.gradient_accumulation_steps)"
-    require(part.kind != "sl_neural" or accumulates, f"no {wanted}")
+    require(part.kind != "sl_neural" or accumulates, "no Trainer(accumulate_grad_batches=...)")
 
 
 @each_part("MEM-4", "del model, trainer; cleanup_vram() empties the cache, then collects", "nn")
@@ -250,8 +246,8 @@ rules("OUT-1", "Trainer(default_root_dir=run_dir)", "nn", gives("default_root_di
 # Run checks: what a Lightning run wrote.
 
 
-@check("OUT-3", "checkpoints/best.ckpt and last.ckpt exist and load", "nn", mode="run")
-def checkpoints_load(run: RunDir) -> str:
+@check("OUT-3", "checkpoints/best.ckpt and last.ckpt load on the CPU, weights only", "nn", mode="run")
+def checkpoints_load(run: RunDir) -> None:
     import torch
 
     for name in ("best.ckpt", "last.ckpt"):
@@ -262,28 +258,21 @@ def checkpoints_load(run: RunDir) -> str:
         except Exception as error:  # noqa: BLE001 - a checkpoint that does not load is the finding
             raise Failed(f"checkpoints/{name} does not load: {str(error).splitlines()[0]}") from None
         require("state_dict" in checkpoint, f"checkpoints/{name} holds no state_dict")
-    return "best.ckpt and last.ckpt load on the CPU with weights_only=True"
 
 
 @check("DDP-1", "run.json records the launch; rank zero alone writes metrics.jsonl", "nn", mode="run")
 def one_writer(run: RunDir) -> str:
-    lacks(
-        "run.json",
-        ("launcher", "world_size", "num_nodes"),
-        {k for k, v in run.record.items() if v is not None},
-    )
+    recorded = {k for k, v in run.record.items() if v is not None}
+    lacks("run.json", ("launcher", "world_size", "num_nodes"), recorded)
     # Several processes writing would log each metric of a step once per process.
     keys = [(e.get("step"), k) for e in run.metrics() for k in e]
     logged = Counter(key for key in keys if key[1] not in {"time", "event", "step", "epoch"})
     for (step, key), count in logged.items():
         require(count == 1, f"metrics.jsonl logs {key} at step {step} {count} times: several processes wrote")
-    processes = f"{run.record['world_size']} process(es) on {run.record['num_nodes']} node(s)"
-    return f"{processes}, started by {run.record['launcher']}; each metric once per step"
+    return f"{run.record['world_size']} process(es), started by {run.record['launcher']}"
 
 
-@check(
-    "LIT-4", "AdamW decays dim >= 2 parameters only, fused unless clipping mixed precision", "nn", mode="run"
-)
+@check("LIT-4", "AdamW decays dim >= 2 parameters only, fused unless clipping in mixed", "nn", mode="run")
 def optimizer_groups(run: RunDir) -> str:
     optimizers = [o for o in run.fact("optimizers") if o.get("name") == "AdamW"]
     require(optimizers, "no AdamW among the optimizers logged at the start")
@@ -304,12 +293,11 @@ def precision_used(run: RunDir) -> str:
     return f"precision {precision}"
 
 
-def active(wanted: str) -> Callable[[RunDir], str]:
-    def check_active(run: RunDir) -> str:
+def active(wanted: str) -> Callable[[RunDir], None]:
+    def check_active(run: RunDir) -> None:
         callbacks = run.fact("callbacks")
         found = any(c == wanted or c.endswith(f"({wanted})") for c in callbacks)
         require(found, f"no {wanted} in this run: {callbacks}")
-        return f"{wanted} was active"
 
     return check_active
 
@@ -391,18 +379,16 @@ def profiler_active(run: RunDir) -> str:
 
 
 @check("PRF-2", "timing/ data (or env_step), inference, backward and overhead seconds", "nn", mode="run")
-def timing_keys(run: RunDir) -> str:
+def timing_keys(run: RunDir) -> None:
     fetch = "env_step" if run.kind == "rl" else "data"
     wanted = [f"timing/{name}_seconds" for name in (fetch, "inference", "backward", "overhead")]
     lacks("metrics.jsonl", wanted, run.metric_keys())
-    return ", ".join(wanted)
 
 
-@check("PRF-4", "timing/*_pct add up to 100 in each epoch", "nn", mode="run")
-def timing_shares(run: RunDir) -> str:
+@check("PRF-4", "timing/*_pct add up to 100 (+-1) in each epoch", "nn", mode="run")
+def timing_shares(run: RunDir) -> None:
     shares = [[v for k, v in e.items() if k.startswith("timing/") and k.endswith("_pct")] for e in run.events]
     totals = [(e.get("step"), sum(share)) for e, share in zip(run.events, shares, strict=True) if share]
     require(totals, "metrics.jsonl has no timing/*_pct")
     for step, total in totals:
         require(abs(total - 100) <= 1, f"step {step}: timing/*_pct add up to {total:.1f}")
-    return f"timing/*_pct add up to 100 (+-1) in all {len(totals)} epoch(s)"

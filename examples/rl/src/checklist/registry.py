@@ -28,7 +28,6 @@ MANUAL = {  # items of every part kind that no program checks here, and why
 
 
 def id_order(item: str) -> tuple[int, int]:
-    """Sort key of an item ID in the checklist's order: CFG-1, CFG-2, ..., DATA-1."""
     section, _, number = item.partition("-")
     return SECTIONS.index(section), int(number)
 
@@ -38,8 +37,6 @@ class BadInput(ValueError):
 
 
 class Failed(Exception):
-    """A check found the item not satisfied; the message says where and why."""
-
     status = "fail"
 
 
@@ -55,7 +52,6 @@ def require(condition: object, message: str) -> None:
 
 
 def lacks(what: str, wanted: Iterable[str], present: Any) -> None:
-    """Failed, "`what` lacks a, b", unless `present` holds everything `wanted`."""
     missing = [key for key in wanted if key not in present]
     require(not missing, f"{what} lacks {', '.join(missing)}")
 
@@ -63,10 +59,10 @@ def lacks(what: str, wanted: Iterable[str], present: Any) -> None:
 @dataclass(frozen=True)
 class Check:
     id: str
-    title: str
+    title: str  # also what a pass reports, unless the check returns more
     applies_to: str  # a key of TAGS
     mode: str  # static (given the Project) or run (given a RunDir)
-    function: Callable[..., str]  # returns why it passed; raises Failed or Skipped
+    function: Callable[..., str | None]  # raises Failed or Skipped
     sweep_only: bool = False
 
     def applies(self, kinds: set[str], has_sweep: bool) -> bool:
@@ -74,7 +70,7 @@ class Check:
 
     def outcome(self, *args: Any) -> tuple[str, str]:
         try:
-            return "pass", self.function(*args)
+            return "pass", self.function(*args) or self.title
         except (Failed, Skipped) as found:
             return found.status, str(found)
 

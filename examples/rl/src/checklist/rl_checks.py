@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from src.checklist.code_checks import main_with_config, never, never_uses
+from src.checklist.code_checks import main_with_config, makes_call, never, never_uses
 from src.checklist.project import (
     Part,
     Project,
@@ -35,7 +35,7 @@ RENAMED_SPECS = {  # RL-10: old spec names and their current ones
     "BinaryDiscreteTensorSpec": "Binary",
 }
 THREAD_VARIABLES = {"OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"}
-EPISODE_KEYS = {"reward", "done", "terminated", "truncated", "episode_reward"}
+EPISODE_KEYS = {"reward", "done", "terminated", "truncated"}  # and episode_reward: read from batch["next"]
 
 
 def the_call(project: Project, part: Part, name: str) -> tuple[str, ast.Call]:
@@ -52,10 +52,6 @@ def update_code(project: Project, part: Part) -> tuple[str, ast.Module]:
     """The PPO module's name and its methods, inherited ones included, as one tree."""
     cls = project.the_class("LightningModule", part)
     return f"{part.name}: {cls.name}", ast.Module(list(project.methods(cls, part).values()), [])
-
-
-def custom_envs(project: Project) -> list[tuple[str, ast.ClassDef]]:
-    return [env for part in project.parts_of({"rl"}) for env in project.classes("EnvBase", part)]
 
 
 @each_part("RL-1", "ParallelEnv(<a config field>, ...) for worker processes, never SerialEnv", "rl")
@@ -91,33 +87,25 @@ def env_closed(project: Project, part: Part) -> None:
     require(teardown and project.reaches(teardown, "close", part), f"{data.name}.teardown() closes nothing")
 
 
-@check("RL-5", "every field a custom env emits has a spec (diagnostics: Unbounded)", "rl")
-def diagnostic_specs(project: Project) -> str:
-    for path, cls in custom_envs(project):
+@each_part("RL-5", "every field a custom env emits has a spec (diagnostics: Unbounded)", "rl")
+def diagnostic_specs(project: Project, part: Part) -> None:
+    for path, cls in project.classes("EnvBase", part):
         dicts = [c.args[0] for c in calls(cls, "TensorDict") if c.args and isinstance(c.args[0], ast.Dict)]
-        emitted = {constant(k) for d in dicts for k in d.keys} - {
-            None,
-            "done",
-            "terminated",
-            "truncated",
-            "reward",
-        }
+        emitted = {constant(k) for d in dicts for k in d.keys} - {None, *EPISODE_KEYS}
         specs = [n.value for n in of_type(cls, ast.Assign) if "observation_spec" in map(name_of, n.targets)]
         missing = sorted(map(str, emitted - {kw.arg for s in specs for kw in getattr(s, "keywords", [])}))
         require(
             not missing, f"{path}: {cls.name} emits {', '.join(missing)} without an observation_spec entry"
         )
-    return f"{len(custom_envs(project))} custom env(s): every emitted field is in observation_spec"
 
 
-@check("RL-7", "a custom env's device is a torch.device", "rl")
-def env_device(project: Project) -> str:
-    for path, cls in custom_envs(project):
+@each_part("RL-7", "a custom env's device is a torch.device", "rl")
+def env_device(project: Project, part: Part) -> None:
+    for path, cls in project.classes("EnvBase", part):
         init = [c for c in calls(cls, "__init__") if keyword(c, "device")]
         device = keyword(init[0], "device") if init else None
         torch_device = isinstance(device, ast.Call) and name_of(device) == "device"
         require(torch_device, f"{path}: {cls.name} passes device={source(device)!r}, not torch.device(...)")
-    return f"{len(custom_envs(project))} custom env(s) built on torch.device"
 
 
 @each_part("RL-8", "thread variables set to 1 with os.environ.setdefault before numpy/torch imports", "rl")
@@ -131,11 +119,8 @@ def thread_variables(project: Project, part: Part) -> None:
                 "__future__",
             }:
                 break
-            seen |= {
-                constant(c.args[0])
-                for c in calls(node, "setdefault")
-                if len(c.args) == 2 and constant(c.args[1]) == "1"
-            }
+            ones = [c for c in calls(node, "setdefault") if len(c.args) == 2 and constant(c.args[1]) == "1"]
+            seen |= {constant(c.args[0]) for c in ones}
         missing = ", ".join(sorted(THREAD_VARIABLES - seen))
         require(not missing, f"{path}: {missing} not set to 1 before the first other import")
 
@@ -149,11 +134,11 @@ def next_keys(project: Project, part: Part) -> None:
     }
     for node in of_type(tree, ast.Subscript):
         inner, read = node.value, f"{where}: {source(node)} reads the batch root, not batch['next']"
-        if constant(node.slice) in EPISODE_KEYS:
+        if constant(node.slice) in {*EPISODE_KEYS, "episode_reward"}:
             nested = isinstance(inner, ast.Subscript) and "next" in constants(inner.slice)
             require(source(inner) in from_next or nested, read)
         if isinstance(node.slice, ast.Tuple) and node.slice.elts:
-            require(constant(node.slice.elts[0]) not in EPISODE_KEYS, read)
+            require(constant(node.slice.elts[0]) not in {*EPISODE_KEYS, "episode_reward"}, read)
 
 
 @each_part("RL-10", "current TorchRL spec names only (Bounded, Composite, Unbounded, ...)", "rl")
@@ -180,24 +165,21 @@ def finite_updates(project: Project, part: Part) -> None:
     where, tree = update_code(project, part)
 
     def checks_loss_first(method: ast.AST) -> bool:
-        steps = in_order(method)
-        first = next(
-            (c.lineno for c in steps if project.reaches(c, {"backward", "manual_backward"}, part)), None
-        )
-        return first is not None and any(
-            "loss" in source(c) and c.lineno < first for c in calls(method, "isfinite")
+        backward = [
+            c.lineno for c in in_order(method) if project.reaches(c, {"backward", "manual_backward"}, part)
+        ]
+        return any(
+            "loss" in source(c) and c.lineno < backward[0] for c in calls(method, "isfinite") if backward
         )
 
     require(any(map(checks_loss_first, tree.body)), f"{where}: isfinite(loss) is not checked before backward")
-    norms = {
-        source(t) for n in of_type(tree, ast.Assign) if calls(n.value, "clip_grad_norm_") for t in n.targets
-    }
+    clipping = [n for n in of_type(tree, ast.Assign) if calls(n.value, "clip_grad_norm_")]
+    norms = {source(t) for n in clipping for t in n.targets}
     checked = {source(c.args[0]) for c in calls(tree, "isfinite") if c.args}
     require(norms & checked, f"{where}: the clipped gradient norms are not checked with isfinite")
     breaks = [n.test for n in of_type(tree, ast.If) if any(isinstance(s, ast.Break) for s in n.body)]
     require(
-        any("kl" in source(test) for test in breaks),
-        f"{where}: no KL early stopping (`if ...kl... > target: break`)",
+        any("kl" in source(test) for test in breaks), f"{where}: no KL early stopping (`if kl > ...: break`)"
     )
 
 
@@ -207,35 +189,26 @@ def clipping(project: Project, part: Part) -> None:
     clipped = sorted({source(c.args[0]) for c in calls(tree, "clip_grad_norm_") if c.args})
     require(
         len(clipped) >= 2,
-        f"{where}: clip_grad_norm_ clips {clipped or 'nothing'}, want actor and critic apart",
+        f"{where}: clip_grad_norm_ clips {clipped or 'nothing'}, not actor and critic apart",
     )
 
 
-def rewards_summed(project: Project, part: Part) -> None:
-    the_call(project, part, "RewardSum")
-
-
-rules("RL-4", "RewardSum() on the environments, so episode rewards are tracked", "rl", rewards_summed)
 rules(
-    "RL-6",
-    "no manual step_mdp(): the collector steps with step_and_maybe_reset()",
-    "rl",
-    never("step_mdp", "use env.step_and_maybe_reset()"),
+    "RL-4", "RewardSum() on the environments, so episode rewards are tracked", "rl", makes_call("RewardSum")
 )
+step_mdp = never("step_mdp", "use env.step_and_maybe_reset()")
+rules("RL-6", "no manual step_mdp(): the collector steps with step_and_maybe_reset()", "rl", step_mdp)
 
 
-@check("PRF-3", "timing/env_step_seconds covers the rollouts", "rl", mode="run")
-def env_step_time(run: RunDir) -> str:
+@check("PRF-3", "timing/env_step_seconds > 0 in every epoch: the rollouts are timed", "rl", mode="run")
+def env_step_time(run: RunDir) -> None:
     values = [e["timing/env_step_seconds"] for e in run.events if "timing/env_step_seconds" in e]
     require(values, "metrics.jsonl has no timing/env_step_seconds")
     require(
         all(v > 0 for v in values), "timing/env_step_seconds is 0 in some epoch: the rollout is not timed"
     )
-    return f"timing/env_step_seconds > 0 in {len(values)} epoch(s)"
 
 
 @check("RL-11", "batch/actual_updates logged", "rl", mode="run")
-def updates_logged(run: RunDir) -> str:
-    values = [e["batch/actual_updates"] for e in run.events if "batch/actual_updates" in e]
-    require(values, "metrics.jsonl has no batch/actual_updates")
-    return f"batch/actual_updates in {len(values)} step(s)"
+def updates_logged(run: RunDir) -> None:
+    require(any("batch/actual_updates" in e for e in run.events), "metrics.jsonl has no batch/actual_updates")

@@ -1,12 +1,6 @@
-"""Play a trained policy: a part's `python -m partN.evaluate RUN_DIR --episodes N [--output FILE]`.
-
-The run's saved policy (model.pt, else checkpoints/best.ckpt) is loaded onto the CPU,
-wherever it was trained, and plays whole episodes of the run's env, taking the action it
-finds likeliest, as the run's validation and test do. Episode i starts from seed
-`seed + i`, and the seed defaults to the run's test seed: `--episodes` equal to the run's
-test_episodes plays its test again. A path that is not a run of the part is one line on
-stderr and exit status 2.
-"""
+"""Play a run's saved policy (model.pt, else checkpoints/best.ckpt) on the CPU: a part's
+`python -m partN.evaluate RUN_DIR`. Its episodes are those of the run's test unless told
+otherwise; a path that is not a run of the part is one line on stderr, exit status 2."""
 
 from __future__ import annotations
 
@@ -33,7 +27,7 @@ class EvaluateOptions:
     Attributes:
         run_dir: The training run's directory.
         episodes: Episodes to play; None plays as many as the run's test did.
-        seed: Seed of the first episode; None takes the run's test seed.
+        seed: Seed of the first episode (episode i starts from seed + i); None takes the run's test seed.
         output: Also write each episode's reward and length here, as JSON.
     """
 
@@ -45,18 +39,23 @@ class EvaluateOptions:
 
 def evaluate_run(
     options: EvaluateOptions, source: ModuleType, load_model: Callable[[Path, str], Any]
-) -> dict[str, Any]:
-    """Play the episodes `options` ask for with the run's policy, print what they scored and
-    write it where --output says; the results. `source` is the part's data module,
-    `load_model` its model.load_model_from_checkpoint."""
+) -> None:
+    """Play the episodes `options` ask for, print what they scored and write it to --output.
+    `source` is the part's data module, `load_model` its model.load_model_from_checkpoint."""
     results = play_saved_policy(options.run_dir, source, load_model, options.episodes, options.seed)
-    print(summary(results))
+    rewards, lengths = results["rewards"], results["lengths"]
+    played = f"{results['episodes']} episode(s) from seed {results['seed']}"
+    print(f"{results['policy']} on {results['env_name']}: {played}")
+    print(
+        f"episode reward: mean {results['mean_reward']:.6g}, std {results['std_reward']:.6g}, "
+        f"min {min(rewards):.6g}, max {max(rewards):.6g}"
+    )
+    print(f"episode length: mean {statistics.fmean(lengths):.6g}, min {min(lengths)}, max {max(lengths)}")
     if options.output is not None:
         from src.runs.atomic import write_text_atomic
 
         write_text_atomic(options.output, json.dumps(results, indent=2) + "\n")
         print(f"written: {options.output}")
-    return results
 
 
 def play_saved_policy(
@@ -69,30 +68,30 @@ def play_saved_policy(
     """The rewards and lengths of `episodes` episodes of the run's saved policy, on the CPU."""
     import torch
 
-    from src.rl.data import EvaluationEpisodes, env_maker, evaluation_width, make_envs, test_seed
+    from src.rl.data import EvaluationEpisodes, env_maker, evaluation_envs, test_seed
 
     path = saved_policy(run_dir)
     try:
         model = load_model(path, "cpu")
     except (KeyError, TypeError, ValueError, RuntimeError) as error:  # another part's model, say
         raise ConfigError(f"{path} is not a policy of this part ({first_line(error)})") from None
-    cfg = model.cfg
-    episodes = cfg.test_episodes if episodes is None else episodes
+    episodes = model.cfg.test_episodes if episodes is None else episodes
     if not 1 <= episodes <= MAX_EPISODES:
         raise ConfigError(f"--episodes {episodes}: give 1 to {MAX_EPISODES}")
-    seed = test_seed(cfg) if seed is None else seed
-    make_env = env_maker(source)
-    env = make_envs(make_env, cfg.env_name, evaluation_width(make_env, episodes))
+    seed = test_seed(model.cfg) if seed is None else seed
+    env = evaluation_envs(env_maker(source), model.cfg.env_name, episodes)
     try:
         batches = list(EvaluationEpisodes(env, model.greedy_policy(), seed, episodes))
     finally:
         env.close()
-    rewards = torch.cat([batch["next", "episode_reward"].flatten() for batch in batches]).tolist()
-    lengths = torch.cat([batch["next", "step_count"].flatten() for batch in batches]).tolist()
+    rewards, lengths = (
+        torch.cat([batch["next", key].flatten() for batch in batches]).tolist()
+        for key in ("episode_reward", "step_count")
+    )
     return {
         "run_dir": str(run_dir),
         "policy": str(path),
-        "env_name": cfg.env_name,
+        "env_name": model.cfg.env_name,
         "seed": seed,
         "episodes": episodes,
         "mean_reward": statistics.fmean(rewards),
@@ -116,17 +115,3 @@ def saved_policy(run_dir: Path) -> Path:
             return run_dir / name
         problems.append(f"{name} is {problem}")
     raise ConfigError(f"{run_dir} holds no policy to play: {'; '.join(problems)}")
-
-
-def summary(results: dict[str, Any]) -> str:
-    """Three lines: what was played, the rewards, the lengths."""
-    lengths = results["lengths"]
-    return "\n".join(
-        [
-            f"{results['policy']} on {results['env_name']}: {results['episodes']} episode(s) from seed "
-            f"{results['seed']}",
-            f"episode reward: mean {results['mean_reward']:.6g}, std {results['std_reward']:.6g}, "
-            f"min {min(results['rewards']):.6g}, max {max(results['rewards']):.6g}",
-            f"episode length: mean {statistics.fmean(lengths):.6g}, min {min(lengths)}, max {max(lengths)}",
-        ]
-    )

@@ -104,19 +104,14 @@ class Project:
         return (self.root / relative).read_text(encoding="utf-8")
 
     def find(self, node_type: type[N], part: Where = None) -> list[tuple[str, N]]:
-        """Every node of a type in the code a part (or any part) runs."""
         return [(p, n) for p in self.code(part) for n in nodes(self.tree(p)) if isinstance(n, node_type)]
 
     def calls(self, name: str, part: Where = None) -> list[tuple[str, ast.Call]]:
-        """Every call of something named `name` in the code a part (or any part) runs."""
         return [(path, call) for path in self.code(part) for call in calls(self.tree(path), name)]
 
     def made(self, part: Where = None) -> set[str]:
         """The names of everything the code calls, classes it instantiates included."""
         return {name for path in self.code(part) for name in _calls(self.tree(path))}
-
-    def uses(self, name: str, part: Where = None) -> bool:
-        return any(name in names(self.tree(path)) for path in self.code(part))
 
     def has_constant(self, value: object, part: Where = None) -> bool:
         return any(value in constants(self.tree(path)) for path in self.code(part))
@@ -226,7 +221,6 @@ def nodes(tree: ast.AST) -> tuple[ast.AST, ...]:
 
 
 def in_order(tree: ast.AST) -> list[ast.Call]:
-    """Every call in source order."""
     return sorted((n for n in nodes(tree) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
 
 
@@ -238,8 +232,7 @@ def _calls(tree: ast.AST) -> dict[str, list[ast.Call]]:
     return index
 
 
-def calls(tree: ast.AST, name: str) -> list[ast.Call]:
-    """Every call of something named `name`, in source order."""
+def calls(tree: ast.AST, name: str) -> list[ast.Call]:  # in source order
     return list(_calls(tree).get(name, []))
 
 

@@ -82,6 +82,13 @@ def main(argv: list[str] | None = None) -> int:
     except BadInput as error:
         print(f"checklist: {error}", file=sys.stderr)
         return 2
+    except ModuleNotFoundError as error:  # run checks load the run's config and model: static ones need none
+        print(
+            f"checklist: checking a run directory needs the project's packages ({error.name} is not "
+            "installed for this Python): run it with the Python the project is installed in",
+            file=sys.stderr,
+        )
+        return 2
     print(FORMATS[args.format](report))
     return 1 if report.failed else 0
 

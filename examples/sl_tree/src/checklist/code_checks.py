@@ -1,4 +1,4 @@
-"""Static checks of every part kind, and the rules they are made of."""
+"""Static checks of every part kind, and the rules the checks of each kind are made of."""
 
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ from src.checklist.project import (
 from src.checklist.registry import Failed, check, each_part, lacks, require
 
 LEVELS = {"sl_neural": "SLNeuralConfig", "sl_tree": "SLTreeConfig", "rl": "RLConfig"}
-Test = Callable[[ast.expr | None], bool]
-Rule = Callable[[Project, Part], object]
+Test = Callable[[ast.expr | None], bool]  # of a keyword's value
+Rule = Callable[[Project, Part], object]  # raises Failed
 
 
 def given(value: ast.expr | None) -> bool:
@@ -40,13 +40,12 @@ def mentions(text: str) -> Test:
     return lambda value: text in source(value)
 
 
-def call_with(project: Project, part: Part, name: str, /, **tests: Test) -> str:
+def call_with(project: Project, part: Part, name: str, /, **tests: Test) -> None:
     """Fail unless the part's code calls `name` (or a subclass of it) with keywords that pass `tests`."""
     subclasses = [cls.name for _, cls in project.classes(name, part)]
     made = [c for called in (name, *subclasses) for _, c in project.calls(called, part)]
     found = [c for c in made if all(test(keyword(c, k)) for k, test in tests.items())]
     require(found, f"no {name}({', '.join(f'{k}=...' for k in tests)}) as the checklist asks")
-    return source(found[0])
 
 
 def passes(project: Project, part: Part | None, name: str, test: Test = given) -> bool:
@@ -105,8 +104,9 @@ def config_hierarchy(project: Project, part: Part) -> None:
         bases = [name_of(b) for b in cls.bases] if cls else []
         return bool(cls and is_dataclass(cls)) and (name == "BaseConfig" or any(map(reaches_base, bases)))
 
-    level = LEVELS[part.kind]
-    require(reaches_base(level), f"src/: {level} is not a @dataclass reaching BaseConfig")
+    require(
+        reaches_base(LEVELS[part.kind]), f"src/: {LEVELS[part.kind]} is not a @dataclass reaching BaseConfig"
+    )
     for cls in config_classes(project, part):
         require(cls.name not in shared, f"{part.name}/config.py redefines {cls.name} of src/")
         require(is_dataclass(cls), f"{part.name}/config.py: {cls.name} is not a @dataclass")
@@ -119,19 +119,17 @@ def config_by_name(project: Project, part: Part) -> None:
     require(len(config_classes(project, part)) > 1, f"{part.name}/config.py: one config, nothing to pick")
 
 
-@check("CFG-4", "max_wall_clock_hours bounds every run")
-def wall_clock(project: Project) -> str:
+@each_part("CFG-4", "max_wall_clock_hours, given to a Timer or an XGBoost callback, bounds every run")
+def wall_clock(project: Project, part: Part) -> None:
     base = shared_classes(project).get("BaseConfig")
     require(base and "max_wall_clock_hours" in fields(base), "BaseConfig has no max_wall_clock_hours field")
-    for part in project.parts:  # Lightning's Timer, or an XGBoost callback, given the budget
-        subclasses = [
-            c.name for base in ("Timer", "TrainingCallback") for _, c in project.classes(base, part)
-        ]
-        stoppers = {"Timer", *subclasses}
-        given = [c for _, c in project.find(ast.Call, part) if name_of(c) in stoppers]
-        bounded = any("max_wall_clock_hours" in source(c) for c in given)
-        require(bounded, f"{part.name}: no Timer or XGBoost callback is given cfg.max_wall_clock_hours")
-    return "BaseConfig.max_wall_clock_hours, enforced by a Timer or an XGBoost callback in every part"
+    stoppers = {
+        "Timer",
+        *(c.name for b in ("Timer", "TrainingCallback") for _, c in project.classes(b, part)),
+    }
+    given = [c for _, c in project.find(ast.Call, part) if name_of(c) in stoppers]
+    bounded = any("max_wall_clock_hours" in source(c) for c in given)
+    require(bounded, "no Timer or XGBoost callback is given cfg.max_wall_clock_hours")
 
 
 @each_part("CFG-6", ">= 3 variants overriding only fields, one changing several")
@@ -145,23 +143,19 @@ def variants(project: Project, part: Part) -> None:
     require(several, f"{where}: no variant changes several fields at once (an aggressive one)")
 
 
-@check("STR-1", "partN/ holds config.py, data.py, model.py, train.py (and sweep.py)")
-def part_layout(project: Project) -> str:
+@each_part("STR-1", "partN/ holds config.py, data.py, model.py, train.py (and sweep.py)")
+def part_layout(project: Project, part: Part) -> None:
     wanted = ["config.py", "data.py", "model.py", "train.py"] + (["sweep.py"] if project.has_sweep else [])
-    for part in project.parts:
-        present = [path.name for path in (project.root / part.name).glob("*.py") if path.is_file()]
-        lacks(f"{part.name}/", wanted, present)
-    return f"{len(project.parts)} part(s), each with {', '.join(wanted)}"
+    lacks(f"{part.name}/", wanted, [path.name for path in (project.root / part.name).glob("*.py")])
 
 
 @check("STR-2", "shared code (configs, W&B, GPU lock, callbacks) lives once in src/")
-def shared_code(project: Project) -> str:
+def shared_code(project: Project) -> None:
     project.text("src/wandb_utils.py")
     shared = shared_classes(project)
     require({"BaseConfig", "GpuLock"} <= set(shared), "src/ lacks BaseConfig or GpuLock")
     for path, cls in project.find(ast.ClassDef):
         require(path.startswith("src/") or cls.name not in shared, f"{path} defines {cls.name} of src/ again")
-    return "src/wandb_utils.py, the configs and GpuLock in src/; no part redefines a class of src/"
 
 
 @each_part("STR-3", "train.py defines main()")
@@ -186,46 +180,39 @@ def model_artifact(project: Project, part: Part) -> None:
     require(saved and saved[0] <= logged[0], "the artifact is logged before save_model()")
 
 
-@check("OPS-1", 'main() runs inside GpuLock() under if __name__ == "__main__"')
-def gpu_lock(project: Project) -> str:
+@check("OPS-1", 'main() runs inside GpuLock() (flock on /tmp/gpu-task.lock) under if __name__ == "__main__"')
+def gpu_lock(project: Project) -> None:
     path, lock = next(((p, c) for p, c in project.find(ast.ClassDef) if c.name == "GpuLock"), ("", None))
     require(lock and calls(lock, "flock"), "no GpuLock class that takes an fcntl.flock")
-    default = "/tmp/gpu-task.lock" in constants(project.tree(path))
-    require(default, f"{path}: the default lock is not /tmp/gpu-task.lock")
-    for part in project.parts:
-        train = f"{part.name}/train.py"
+    require("/tmp/gpu-task.lock" in constants(project.tree(path)), f"{path}: the default lock is elsewhere")
+    for train in (f"{part.name}/train.py" for part in project.parts):
         tree = project.tree(train)
-        guard = [n for n in tree.body if isinstance(n, ast.If) and "__name__" in source(n.test)]
-        guard = [n for n in guard if calls(n, "main")]
-        require(guard, f'{train}: no `if __name__ == "__main__": main()`')
+        guards = [n for n in tree.body if isinstance(n, ast.If) and "__name__" in source(n.test)]
+        require([n for n in guards if calls(n, "main")], f'{train}: no `if __name__ == "__main__": main()`')
         locks = [i.context_expr for w in of_type(function(tree, "main") or tree, ast.With) for i in w.items]
         require("GpuLock" in map(name_of, locks), f"{train}: main() runs outside `with GpuLock()`")
-    return "every main() runs under GpuLock(), flock on /tmp/gpu-task.lock"
 
 
 @check("OPS-2", "one command starts a long run detached: PYTHONUNBUFFERED=1 nohup ... &")
 def detached(project: Project) -> str:
     scripts = sorted([*project.root.glob("*.sh"), *project.root.glob("*/*.sh")])
     for script in scripts:
-        if {"PYTHONUNBUFFERED=1", "nohup"} <= set(
-            shlex.split(script.read_text(encoding="utf-8"), comments=True)
-        ):
+        words = shlex.split(script.read_text(encoding="utf-8"), comments=True)
+        if {"PYTHONUNBUFFERED=1", "nohup"} <= set(words):
             return f"{script.relative_to(project.root)} runs PYTHONUNBUFFERED=1 nohup ... &"
     raise Failed(f"no shell script runs PYTHONUNBUFFERED=1 nohup (looked at {len(scripts)})")
 
 
-@check("OUT-1", "runs write to {base_dir}/{name}_{YYYYMMDD_HHMMSS}/")
-def run_dir_names(project: Project) -> str:
+@check("OUT-1", 'runs write to {base_dir}/{name}_{YYYYMMDD_HHMMSS}/: a "%Y%m%d_%H%M%S" stamp')
+def run_dir_names(project: Project) -> None:
     require(project.has_constant("%Y%m%d_%H%M%S"), 'no "%Y%m%d_%H%M%S" stamp')
-    return "{name}_{YYYYMMDD_HHMMSS} run directories"
 
 
 @check("RES-3", "checkpoints load onto any device: torch.load(map_location=...)")
-def map_location(project: Project) -> str:
-    loads = [(p, c) for p, c in project.calls("load") if source(c.func) == "torch.load"]
-    for path, call in loads:
-        require(keyword(call, "map_location"), f"{path}:{call.lineno}: torch.load without map_location=")
-    return f"{len(loads)} torch.load call(s), all with map_location="
+def map_location(project: Project) -> None:
+    for path, call in project.calls("load"):
+        missing = source(call.func) == "torch.load" and not keyword(call, "map_location")
+        require(not missing, f"{path}:{call.lineno}: torch.load without map_location=")
 
 
 @each_part("DATA-1", "the table is validated against a pandera schema before training", "sl")

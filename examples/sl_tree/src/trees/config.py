@@ -25,61 +25,49 @@ class SLTreeConfig(BaseConfig):
     """Supervised tree parts (XGBoost's native API).
 
     Attributes:
-        data_path: Your own CSV or Parquet table, one row per example; empty means the part's
-            bundled data.
-        label_column: Column of the table that holds the label: numbers for a regression,
-            class values (text or numbers) for a classification.
-        feature_columns: Columns of the table the model reads, in order; empty reads every
-            column but label_column. Text columns are categorical features; empty cells are
-            missing values, which XGBoost handles itself.
-        drop_unlabelled_rows: Train on the rows that have a label and leave out those whose
-            label is empty, instead of refusing the table.
-        objective: XGBoost learning objective; it sets the task: reg:squarederror (or another
-            reg:*, count:*) a regression, binary:logistic a classification into two classes,
-            multi:softprob into several (the label's distinct values are the classes).
-        eval_metric: XGBoost metric that early stopping watches on the validation set, e.g.
-            rmse, mae, logloss, auc, mlogloss, merror; empty is rmse for a regression,
-            logloss for binary:logistic, mlogloss for multi:* (error for binary:hinge, auc for
-            binary:logitraw, whose predictions are no probabilities).
-        num_boost_round: Upper bound on boosting rounds; set high so that early stopping ends
-            training.
-        early_stopping_rounds: Rounds without improvement of the validation metric before
-            training stops.
+        data_path: Your own CSV or Parquet table, a row per example; empty: the part's bundled data.
+        label_column: Column holding the label: numbers for a regression, class values for a
+            classification.
+        feature_columns: Columns the model reads, in order; empty: all but label_column. Text
+            columns are categorical features; empty cells are missing values.
+        drop_unlabelled_rows: Leave out rows whose label is empty instead of refusing the table.
+        objective: XGBoost learning objective, which sets the task: reg:squarederror (or another
+            reg:*, count:*) a regression, binary:logistic two classes, multi:softprob several.
+        eval_metric: XGBoost metric early stopping watches on validation (rmse, mae, logloss, auc,
+            mlogloss...); empty: the task's own (OBJECTIVE_METRICS, DEFAULT_METRICS).
+        num_boost_round: Upper bound on boosting rounds; set high so that early stopping ends training.
+        early_stopping_rounds: Rounds without improvement of the validation metric before training stops.
         val_fraction: Share of the rows held out for validation (early stopping).
         test_fraction: Share of the rows held out for the final test.
-        split_seed: Seed of the train/val/test split, apart from seed so that changing seed
-            keeps the split.
-        checkpoint_minutes: Minutes between rewrites of checkpoints/last.ubj, the model a
-            resume starts from.
-        keep_last_n: Earlier checkpoints to keep beside last.ubj, as checkpoints/round=R.ubj,
-            one per checkpoint_minutes; the oldest goes once a newer one is written.
-        device: Where XGBoost trains: auto is cuda where a GPU is present and XGBoost is its
-            CUDA build (the cuda extra), else cpu.
+        split_seed: Seed of the train/val/test split, apart from seed so that changing seed keeps it.
+        checkpoint_minutes: Minutes between rewrites of checkpoints/last.ubj, which a resume starts from.
+        keep_last_n: Earlier checkpoints kept beside last.ubj as checkpoints/round=R.ubj, one per
+            checkpoint_minutes.
+        device: Where XGBoost trains: auto is cuda where a GPU and XGBoost's CUDA build (the cuda
+            extra) are present, else cpu.
         num_threads: CPU threads XGBoost uses; 0 uses every core.
-        cluster: Train on a Dask cluster through xgboost.dask: local (or local:N) starts N
-            worker processes here, tcp://host:8786 joins a running scheduler; empty trains in
-            this process.
-        wandb_every_n_rounds: W&B charts every this many rounds (a W&B call costs about a
-            small round); every round still reaches metrics.jsonl and, at the end, W&B's
-            `rounds` table.
+        cluster: Train on a Dask cluster: local (or local:N) starts N worker processes here,
+            tcp://host:8786 joins a running scheduler; empty trains in this process.
+        wandb_every_n_rounds: W&B charts every this many rounds (a W&B call costs about a small
+            round); every round still reaches metrics.jsonl and W&B's `rounds` table.
     """
 
     data_path: str = ""
     label_column: str = "label"
-    feature_columns: tuple[str, ...] = ()  # empty: every column but the label
+    feature_columns: tuple[str, ...] = ()
     drop_unlabelled_rows: bool = False
     objective: str = "reg:squarederror"
-    eval_metric: str = ""  # empty: the task's own (DEFAULT_METRICS)
+    eval_metric: str = ""
     # The tree reading of CFG-5: a high round cap; early stopping is the binding limit.
     num_boost_round: int = 10_000
     early_stopping_rounds: int = 50
     val_fraction: float = 0.15
     test_fraction: float = 0.15
     split_seed: int = 0
-    checkpoint_minutes: float = 5.0  # RES-1: how often checkpoints/last.ubj is rewritten
+    checkpoint_minutes: float = 5.0  # RES-1
     keep_last_n: int = 0
-    device: Literal["auto", "cpu", "cuda"] = "auto"  # auto: cuda where a GPU and CUDA XGBoost are present
-    num_threads: int = 0  # 0: every core
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    num_threads: int = 0
     cluster: str = ""
     wandb_every_n_rounds: int = 10
 
@@ -114,15 +102,13 @@ class SLTreeConfig(BaseConfig):
 
     @property
     def task(self) -> Task:
-        """What the objective makes of the label: binary:* and multi:* classify, the rest
-        (reg:*, count:*, survival:*...) predict a number."""
+        """binary:* and multi:* classify; the rest (reg:*, count:*...) predict a number."""
         kind = self.objective.partition(":")[0]
         return "binary" if kind == "binary" else "multiclass" if kind == "multi" else "regression"
 
     @property
     def watched_metric(self) -> str:
-        """The metric early stopping, the best round and a sweep follow: eval_metric, or the
-        task's own."""
+        """The metric early stopping, the best round and a sweep follow."""
         return self.eval_metric or OBJECTIVE_METRICS.get(self.objective) or DEFAULT_METRICS[self.task]
 
     def booster_fields(self) -> dict[str, float]:
@@ -133,10 +119,9 @@ class SLTreeConfig(BaseConfig):
 
 
 def xgboost_problems(objective: str, eval_metric: str, numbers: dict[str, float]) -> list[str]:
-    """CFG-3: objective, eval_metric and a part's numbers as the installed XGBoost sees
-    them. XGBoost is asked, not a list kept here: it checks them while configuring a
-    booster, which on one empty row takes about a millisecond and trains nothing. A name
-    XGBoost does not know passes: it is not one of its parameters."""
+    """CFG-3: objective, eval_metric and a part's numbers as the installed XGBoost sees them,
+    asked by configuring a booster on one row (about a millisecond). A name XGBoost does not
+    know passes: it is not one of its parameters."""
     found = []
     for name, value in numbers.copy().items():
         try:
@@ -173,28 +158,24 @@ def xgboost_problems(objective: str, eval_metric: str, numbers: dict[str, float]
 
 
 def _configure(params: dict) -> dict:
-    """The learner's config XGBoost makes of `params`; its XGBoostError, a ValueError,
-    where it refuses them."""
-    # Here, not at the top: --help and a mistyped flag answer without XGBoost's seconds of import.
+    """The learner's config XGBoost makes of `params`; a ValueError where it refuses them."""
+    # Here, not at the top: --help answers without XGBoost's seconds of import.
     import numpy as np
     import xgboost as xgb
 
-    # One thread: starting XGBoost's pool would take longer than the check. Named: the
-    # booster needs the row alive while it configures.
+    # One thread: a pool would take longer than the check. Named: the booster needs it alive.
     row = xgb.DMatrix(np.zeros((1, 1)), nthread=1)
     with warnings.catch_warnings(action="ignore"):  # "parameters not used": a part's other numbers
         return json.loads(xgb.Booster(params, [row]).save_config())["learner"]
 
 
 def xgboost_says(error: ValueError) -> str:
-    """The first line of XGBoost's message, without its time stamp and source file."""
     first_line = str(error).strip().splitlines()[0]
     return "XGBoost: " + re.sub(r"^\[[0-9:]+\] \S+:\d+: ", "", first_line).strip(" :")
 
 
 DASK_INSTALL = "pip install -c constraints.txt '.[distributed]'"
-# XGBoost comes in two builds, one extra each (pyproject.toml); both install the module xgboost,
-# so an environment has one: cpu (xgboost-cpu, no NCCL) or cuda (xgboost, with CUDA and NCCL).
+# XGBoost's two builds, one extra each (pyproject.toml): cpu (xgboost-cpu) or cuda (xgboost).
 XGBOOST_INSTALL = "pip install -c constraints.txt '.[cpu]', or '.[cuda]' on a machine with a CUDA GPU"
 CUDA_XGBOOST_INSTALL = "pip uninstall -y xgboost-cpu && pip install -c constraints.txt '.[cuda]'"
 

@@ -1,12 +1,7 @@
-"""Any table, checked, encoded and split for a tree part (DATA-1).
-
-A part's data.py says where its rows come from (`load_table`) and, for data it knows,
-which values are valid (`column_checks`, optional). This module checks the rows by what
-they hold, the same way for every table; reads them as XGBoost takes them (text columns
-as categories, empty cells as missing values, a classifier's labels as 0..K-1); and
-splits them. A row keeps its position in the loaded table as its index: the `row` of
-the predictions files.
-"""
+"""Any table, checked, encoded and split for a tree part (DATA-1). A part's data.py says
+where its rows come from (`load_table`) and, for data it knows, which values are valid
+(`column_checks`, optional). Rows are read as XGBoost takes them (text as categories, empty
+cells missing, a classifier's labels 0..K-1) and keep their place in the table as index."""
 
 from __future__ import annotations
 
@@ -32,10 +27,9 @@ ENCODING_ATTRIBUTE = "table_encoding"  # the booster attribute that keeps a mode
 
 @dataclass(frozen=True)
 class TableEncoding:
-    """How a model reads a table, kept with the model (its ENCODING_ATTRIBUTE) so that
-    predicting reads new rows as training read its own: the feature columns in order, the
-    categories training saw in each text column (any other value reads as missing), and a
-    classifier's classes (label code i is classes[i]; None for a regression)."""
+    """How a model reads a table, kept in the model so that predicting reads new rows as
+    training did: the categories training saw in each text column (others read as missing),
+    and a classifier's classes (label code i is classes[i]; None for a regression)."""
 
     label_column: str
     feature_columns: tuple[str, ...]
@@ -43,8 +37,7 @@ class TableEncoding:
     classes: list[Any] | None = None
 
     def features(self, table: pd.DataFrame, where: str) -> pd.DataFrame:
-        """The feature columns of `table` as XGBoost takes them, its index kept: text as pandas
-        categories, numbers as floats, empty cells missing."""
+        """The feature columns of `table` as XGBoost takes them, its index kept."""
         columns = {}
         for name in self.feature_columns:
             if name in self.categories:
@@ -60,13 +53,11 @@ class TableEncoding:
         return pd.DataFrame(columns, index=table.index)
 
     def label_codes(self, labels: pd.Series) -> pd.Series:
-        """What XGBoost trains on: a class's position in `classes`, or the number itself."""
         if self.classes is None:
             return labels.astype(float)
         return pd.Series(pd.Categorical(class_values(labels), self.classes).codes, index=labels.index)
 
     def label_values(self, codes: pd.Series) -> np.ndarray:
-        """The labels the codes stand for."""
         if self.classes is None:
             return codes.to_numpy(dtype=float)
         return np.asarray(self.classes, dtype=object)[codes.to_numpy(dtype=int)]
@@ -76,7 +67,6 @@ class TableEncoding:
 
     @classmethod
     def of(cls, model: xgb.Booster, where: str) -> TableEncoding:
-        """The encoding a model was trained with."""
         if (text := model.attr(ENCODING_ATTRIBUTE)) is None:
             raise DataValidationError(
                 f"{where}: the model holds no {ENCODING_ATTRIBUTE} (an earlier release trained it); "
@@ -88,9 +78,6 @@ class TableEncoding:
 
 @dataclass
 class Split:
-    """Features as XGBoost takes them and encoded labels (TableEncoding.label_codes), each
-    row indexed by its position in the loaded table."""
-
     train_features: pd.DataFrame
     train_labels: pd.Series
     val_features: pd.DataFrame
@@ -101,11 +88,9 @@ class Split:
 
 
 def load_split(cfg: SLTreeConfig, source: ModuleType) -> Split:
-    """The rows of `source`, a part's data module, checked and split into train /
-    validation / test with their own seed, so every run of every config sees the same
-    rows. Its `load_table(cfg)` returns one row per example with cfg.label_column and the
-    feature columns; its `column_checks(cfg)`, where it defines one, pandera checks by
-    column name for data whose valid values it knows."""
+    """The rows of `source`, a part's data module, checked and split by cfg.split_seed. Its
+    `load_table(cfg)` returns a row per example; its `column_checks(cfg)`, where defined,
+    pandera checks by column name for data whose valid values it knows."""
     table = part_function(source, "load_table", cfg, pd.DataFrame).reset_index(drop=True)
     known = part_function(source, "column_checks", cfg, dict) if hasattr(source, "column_checks") else {}
     where = cfg.data_path or f"{source.__name__}.load_table(cfg)"
@@ -139,8 +124,7 @@ def load_split(cfg: SLTreeConfig, source: ModuleType) -> Split:
 
 
 def part_function(source: ModuleType, name: str, cfg: SLTreeConfig, returns: type) -> Any:
-    """What `name(cfg)` of the part's module returns, once it is known to be a function
-    of the config that returns a `returns`; otherwise one line that says what is wrong."""
+    """What `name(cfg)` of the part's module returns; one line where it breaks that contract."""
     function, wanted = getattr(source, name, None), f"{source.__name__}.{name}(cfg)"
     if not callable(function):
         raise DataValidationError(f"{source.__file__}: no function {name}; the pipeline calls {wanted}")
@@ -155,7 +139,6 @@ def part_function(source: ModuleType, name: str, cfg: SLTreeConfig, returns: typ
 
 
 def labelled_rows(table: pd.DataFrame, label: str, drop_unlabelled: bool, where: str) -> pd.DataFrame:
-    """The rows that have a label; rows without one refuse the table unless `drop_unlabelled`."""
     empty = table[label].isna()
     if not empty.any():
         return table
@@ -170,8 +153,8 @@ def labelled_rows(table: pd.DataFrame, label: str, drop_unlabelled: bool, where:
 
 
 def label_classes(labels: pd.Series, cfg: SLTreeConfig, where: str) -> list[Any] | None:
-    """A classifier's classes, the label's distinct values in order; None for a regression.
-    A label that does not fit the task is refused, saying which objective would fit it."""
+    """A classifier's classes in order, None for a regression; a label that does not fit the
+    task is refused, saying which objective would."""
     name, numbers = cfg.label_column, pd.to_numeric(labels, errors="coerce")
     if cfg.task == "regression":
         if (text := labels[numbers.isna()]).size:
@@ -202,8 +185,7 @@ def label_classes(labels: pd.Series, cfg: SLTreeConfig, where: str) -> list[Any]
 
 
 def class_values(labels: pd.Series) -> pd.Series:
-    """Class values as a table holds them: whole numbers as integers (a label column with an
-    empty cell reads as floats), anything else as it is."""
+    """Whole numbers as integers (a label column with an empty cell reads as floats)."""
     numbers = pd.to_numeric(labels, errors="coerce")
     if numbers.notna().all() and (numbers % 1 == 0).all():
         return numbers.astype("int64")
@@ -211,9 +193,8 @@ def class_values(labels: pd.Series) -> pd.Series:
 
 
 def column_kind(column: pd.Series, name: str, where: str) -> str:
-    """numbers or text (categories) by what the column holds; one that mixes the two, text
-    in a few cells of a column of numbers, is refused: a typo, or missing values spelled as
-    words pandas does not read as empty."""
+    """numbers or text by what the column holds; a few words in a column of numbers are
+    refused: a typo, or missing values spelled as pandas does not read them."""
     if pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
         return "numbers"
     values = column.dropna()
@@ -231,9 +212,8 @@ def column_kind(column: pd.Series, name: str, where: str) -> str:
 def table_schema(
     cfg: SLTreeConfig, features: list[str], text: list[str], known: dict[str, list[pa.Check]]
 ) -> pa.DataFrameSchema:
-    """DATA-1: numeric features finite where not empty (an empty cell is a missing value),
-    a regression's label numeric, finite and not the same in every row, and every column
-    valid by the `known` checks of its name. Columns the model does not read are dropped."""
+    """DATA-1: numeric features finite where not empty, a regression's label finite and not
+    the same in every row, every column valid by the `known` checks of its name."""
 
     def numbers(name: str, *checks: pa.Check, nullable: bool = True) -> pa.Column:
         return pa.Column(float, [finite(), *known.get(name, []), *checks], nullable=nullable, coerce=True)
@@ -258,8 +238,7 @@ def table_schema(
 def split_rows(
     table: pd.DataFrame, cfg: SLTreeConfig, stratified: bool, where: str
 ) -> tuple[pd.Index, pd.Index, pd.Index]:
-    """The rows of train, validation and test, by split_seed; a classifier's in each class's
-    proportions where every class has rows enough."""
+    """Train, validation and test rows; a classifier's stratified where classes allow."""
     held_out, labels = cfg.val_fraction + cfg.test_fraction, class_values(table[cfg.label_column])
 
     def divide(rows: pd.Index, share: float) -> list[pd.Index]:
@@ -287,10 +266,9 @@ def split_rows(
 
 
 def labels_suit_objective(cfg: SLTreeConfig, split: Split, source: str) -> None:
-    """DATA-1: the labels are ones cfg.objective trains on and its metric scores
-    (count:poisson no negatives, rank:* integers, survival:aft label bounds...). XGBoost
-    says so itself after one round on the labels with a constant feature: milliseconds
-    here, where mid-run it would be a traceback."""
+    """DATA-1: labels cfg.objective trains on and its metric scores (count:poisson no
+    negatives, survival:aft bounds...), as XGBoost says after one round on a constant
+    feature: milliseconds here, a traceback mid-run."""
     train, val = split.train_labels, split.val_labels
     labels = pd.concat([train, val])
     metric, classes = cfg.watched_metric, split.encoding.classes
@@ -325,14 +303,12 @@ def labels_suit_objective(cfg: SLTreeConfig, split: Split, source: str) -> None:
 
 
 def _as_text(column: pd.Series) -> pd.Series:
-    """A column's values as the text a CSV holds, empty cells kept empty: 3, not 3.0, for a
-    whole number pandas read as a float."""
+    """Values as a CSV holds them: 3, not 3.0, for a whole number pandas read as a float."""
     if pd.api.types.is_float_dtype(column) and (column.dropna() % 1 == 0).all():
         column = column.astype("Int64")
     return column.astype("string")
 
 
 def _examples(values: pd.Series) -> str:
-    """'x' at row 3, 'y' at row 9 ...: a few values with their rows."""
     shown = ", ".join(f"{value!r} at row {row}" for row, value in values.head(3).items())
     return shown + (" ..." if len(values) > 3 else "")

@@ -1,8 +1,5 @@
-"""OUT-5: the plots every tree part leaves in {run_dir}/plots/.
-
-Drawn on matplotlib Figure objects rather than pyplot: no display, backend or
-global state involved, so they work the same on a headless server.
-"""
+"""OUT-5: the plots every tree part leaves in {run_dir}/plots/, drawn on matplotlib Figures,
+not pyplot: no display, backend or global state, the same on a headless server."""
 
 from __future__ import annotations
 
@@ -37,11 +34,9 @@ def shap_summary(
     top: int = 20,
     max_rows: int = 2000,
 ) -> Path:
-    """SHAP values on at most `max_rows` rows (a fixed sample), which is plenty for the
-    picture. They come from XGBoost itself (pred_contribs: exact TreeSHAP), so the shap
-    package and its compiled dependencies are not needed. A model of one output (a
-    regression, two classes) gets a beeswarm; a multi:* model, whose SHAP values are a
-    matrix per class, each feature's mean |SHAP value| per class."""
+    """SHAP values of at most `max_rows` rows, from XGBoost itself (pred_contribs: exact
+    TreeSHAP, no shap package): a beeswarm for a model of one output; for a multi:* model,
+    each feature's mean |SHAP value| per class."""
     if len(features) > max_rows:
         features = features.sample(max_rows, random_state=0)
     contributions = model.predict(xgb.DMatrix(features, enable_categorical=True), pred_contribs=True)
@@ -73,7 +68,7 @@ def shap_summary(
 
 
 def _colour_scale(column: pd.Series) -> np.ndarray:
-    """A feature's values scaled to 0..1 for colour; a category by its place; missing NaN."""
+    """A feature's values scaled to 0..1; a category by its place; missing NaN."""
     if isinstance(column.dtype, pd.CategoricalDtype):
         values = column.cat.codes.to_numpy(dtype=float)
         values[values < 0] = np.nan
@@ -88,7 +83,7 @@ def _colour_scale(column: pd.Series) -> np.ndarray:
 def _mean_shap_by_class(
     importance: np.ndarray, names: Sequence[str], classes: Sequence[Any] | None, path: Path, top: int
 ) -> Path:
-    """Bars of each feature's mean |SHAP value|, a segment per class (`importance`: classes x features)."""
+    """Bars of each feature's mean |SHAP value|, a segment per class (classes x features)."""
     order = np.argsort(importance.sum(axis=0))[-top:]
     classes = list(classes) if classes is not None else list(range(len(importance)))
     figure = Figure(figsize=(7, 0.35 * len(order) + 1.5))

@@ -1,14 +1,10 @@
-"""What every tree part runs between boosting rounds (a round is a tree's epoch):
-early stopping (CB-1), the STOP file (CB-4), the wall-clock budget (CFG-4), the
-latest model for resuming (RES-1), per-round logging (LOG-1, LOG-4, OUT-4) and alerts.
+"""XGBoost callbacks between boosting rounds: early stopping (CB-1), the STOP file (CB-4),
+the wall-clock budget (CFG-4), the latest model (RES-1), per-round logging (LOG-1, LOG-4,
+OUT-4) and alerts. The best round, its score and the training time so far travel in the
+saved model as booster attributes, so a resumed run goes on where the saved one stopped.
 
-A resumed run goes on where the saved one stopped: the best round, its score and
-the training time so far travel inside the saved model as booster attributes, and
-each callback takes them back in `before_training`.
-
-On a Dask cluster (xgboost.dask) every worker runs these callbacks on its share of the
-data: the worker of rank 0 writes the files, and a stop decided by a file or a clock
-is rank 0's, sent to all, so that every worker stops after the same round.
+On a Dask cluster every worker runs these on its share of the rows: rank 0 writes the
+files, and its stop decisions are broadcast, so every worker stops after the same round.
 """
 
 from __future__ import annotations
@@ -49,15 +45,12 @@ def train_seconds_so_far(model: xgb.Booster) -> float:
 
 
 def writes_files() -> bool:
-    """True in the process that writes the run's files: the only one on one machine, the
-    worker of rank 0 on a Dask cluster."""
-    return collective.get_rank() == 0
+    return collective.get_rank() == 0  # the only process, or the Dask worker of rank 0
 
 
 def rank_zero_decision(decision: Any) -> Any:
-    """Rank 0's decision, on every worker. A STOP file or a clock read at different
-    moments would stop the workers after different rounds, and the one still training
-    would wait forever for the others."""
+    """Rank 0's decision, on every worker: a worker that stopped a round later than the
+    others would wait for them forever."""
     if collective.get_world_size() == 1:
         return decision
     return collective.broadcast([decision], root=0)[0]  # wrapped: None is a decision too
@@ -65,22 +58,18 @@ def rank_zero_decision(decision: Any) -> Any:
 
 def stop_reason(model: xgb.Booster) -> tuple[str, str] | None:
     """Why the training call that made `model` stopped before its last round, as one of
-    END_REASONS and a line: early stopping, a STOP file or the wall-clock budget. Read in
-    the training process: on a Dask cluster the callbacks run on the workers, whose output
-    the run's console.log lacks."""
+    END_REASONS and a line; from the model, since on a Dask cluster the workers decided."""
     said = model.attr(STOP_REASON)
     return None if said is None else (model.attr(STOP_KIND) or "budget", said)
 
 
 def _record_stop(model: xgb.Booster, kind: str, said: str) -> None:
-    """Record in the model why training stops after this round."""
+    said += f": stopping after round {model.num_boosted_rounds() - 1}"
     model.set_attr(**{STOP_KIND: kind, STOP_REASON: said})
 
 
 def save_booster(model: xgb.Booster, path: Path) -> Path:
-    """Save in XGBoost's own format, atomically: a kill mid-write leaves the previous
-    file, never a broken one."""
-    # Bytes written by Python, so a full disk is an OSError and not an XGBoostError.
+    """XGBoost's own format, written atomically by Python: a full disk is an OSError."""
     with atomic_path(path) as temporary:
         temporary.write_bytes(model.save_raw(raw_format="ubj"))
     return path
@@ -91,11 +80,10 @@ def _improves(score: float, best: float | None, maximize: bool) -> bool:
 
 
 class EarlyStoppingRounds(xgb.callback.TrainingCallback):
-    """CB-1 for trees: stops after `rounds` rounds without improvement of `metric` on
-    the `data_name` set and records the best round in XGBoost's own `best_iteration`
-    and `best_score` attributes. Unlike xgb.callback.EarlyStopping, which counts afresh
-    when training continues a saved model, it takes the best round back from the
-    model, so a resumed run stops where an uninterrupted one does."""
+    """CB-1: stops after `rounds` rounds without improvement of `metric` on `data_name`,
+    keeping the best round in XGBoost's `best_iteration` and `best_score` attributes. Unlike
+    xgb.callback.EarlyStopping, which counts afresh when training continues a saved model,
+    it takes the best round back from the model: a resumed run stops where one run would."""
 
     def __init__(self, rounds: int, data_name: str, metric: str) -> None:
         self.rounds, self.data_name, self.metric = rounds, data_name, metric
@@ -118,14 +106,13 @@ class EarlyStoppingRounds(xgb.callback.TrainingCallback):
         if round_number - self.best_round < self.rounds:
             return False
         said = f"val_{self.metric} {score:.6g}, no better than {self.best_score:.6g} for {self.rounds} rounds"
-        _record_stop(model, "patience", f"{said}: stopping after round {round_number}")
+        _record_stop(model, "patience", said)
         return True
 
 
 class StopFileRounds(xgb.callback.TrainingCallback):
-    """CB-4: `touch STOP` ends training after the current round; the model so far is
-    kept and evaluated, as in the Lightning parts. Rounds can take microseconds, so
-    the files are looked at once a second at most."""
+    """CB-4: `touch STOP` ends training after the current round, the model so far kept and
+    tested. Rounds can take microseconds: the files are looked at once a second at most."""
 
     def __init__(self, paths: Sequence[Path], interval_seconds: float = 1.0) -> None:
         self.paths = list(paths)
@@ -143,14 +130,12 @@ class StopFileRounds(xgb.callback.TrainingCallback):
             stopper = stop_requested(self.paths)
         if (stopper := rank_zero_decision(stopper)) is None:
             return False
-        rounds = model.num_boosted_rounds()
-        _record_stop(model, "stop_file", f"STOP file {stopper}: stopping after round {rounds - 1}")
+        _record_stop(model, "stop_file", f"STOP file {stopper}")
         return True
 
 
 class WallClockRounds(xgb.callback.TrainingCallback):
-    """CFG-4: ends training once the run's wall-clock budget is spent, counting the
-    training time of the sessions a resumed run continues."""
+    """CFG-4: ends training once the run's wall-clock budget, earlier sessions' included, is spent."""
 
     def __init__(self, hours: float) -> None:
         self.seconds = hours * 3600
@@ -163,17 +148,14 @@ class WallClockRounds(xgb.callback.TrainingCallback):
     def after_iteration(self, model: xgb.Booster, epoch: int, evals_log: dict) -> bool:
         if not rank_zero_decision(time.monotonic() - self.started >= self.seconds):
             return False
-        rounds = model.num_boosted_rounds()
-        said = f"wall-clock budget of {self.seconds / 3600:g} h spent: stopping after round {rounds - 1}"
-        _record_stop(model, "budget", said)
+        _record_stop(model, "budget", f"wall-clock budget of {self.seconds / 3600:g} h spent")
         return True
 
 
 class AlertRounds(xgb.callback.TrainingCallback):
-    """Alerts while trees grow (src.ops.alerts): a score on the `data_name` set that is not a
-    number, or one that has not improved for `stalled_evaluations` rounds since the best
-    round, which EarlyStoppingRounds, acting before it, records in the model; and, where
-    XGBoost trains on a GPU, a reading of it every `gpu_every_seconds`."""
+    """src.ops.alerts while trees grow: each round's score on `data_name` with its rounds since
+    the best (which EarlyStoppingRounds, acting before, keeps in the model); on a GPU, a
+    reading of it every `gpu_every_seconds`."""
 
     def __init__(
         self, alerts: Alerts, data_name: str, metric: str, on_gpu: bool, gpu_every_seconds: float = 60.0
@@ -196,12 +178,11 @@ class AlertRounds(xgb.callback.TrainingCallback):
 
 
 class LatestModel(xgb.callback.TrainingCallback):
-    """RES-1: checkpoints/last.ubj, every tree with the early-stopping state and the
-    training time so far, rewritten every `every_minutes` and when training ends. A
-    kill loses at most `every_minutes`. `before_save` runs first (the metrics still
-    buffered are written), so a resumed run's metrics.jsonl neither misses a round
-    nor repeats one. With `keep_last_n`, each save also leaves round=R.ubj beside it,
-    and the oldest of those goes once there are more than `keep_last_n`."""
+    """RES-1: checkpoints/last.ubj, every tree with the early-stopping state and the training
+    time so far, rewritten every `every_minutes` and when training ends. `before_save` runs
+    first (it writes the buffered metrics), so a resumed run's metrics.jsonl neither misses
+    nor repeats a round. With `keep_last_n`, each save also leaves round=R.ubj, the newest
+    `keep_last_n` of them kept."""
 
     def __init__(
         self,
@@ -249,10 +230,9 @@ class LatestModel(xgb.callback.TrainingCallback):
 
 @dataclass
 class RoundLoggers:
-    """Where a tree run's rounds go beside metrics.jsonl (LOG-1): the W&B run, with every
-    `wandb_every`-th round (and the last of each batch written) at its round as its step,
-    and every round in a `rounds` table at the end; and the TensorBoard and CSV loggers of
-    src.runs.loggers, every round. A W&B call costs about as much as a small round."""
+    """Where rounds go beside metrics.jsonl (LOG-1): the W&B run, every `wandb_every`-th round
+    (and the last of each batch) charted at its round, and all in a `rounds` table at the
+    end; and the TensorBoard and CSV loggers of src.runs.loggers, every round."""
 
     wandb_run: Any | None = None
     lightning: list[Logger] = field(default_factory=list)
@@ -275,8 +255,7 @@ class RoundLoggers:
             logger.log_hyperparams(facts)
 
     def finish(self, summary: dict[str, float], last_round: int, jsonl_path: Path) -> None:
-        """The run's summary, as the last round's metrics outside W&B; in W&B, every round
-        of metrics.jsonl (a resumed run's earlier sessions included) as the `rounds` table."""
+        """The summary; in W&B also every round of metrics.jsonl, as the `rounds` table."""
         if self.wandb_run is not None:
             self.wandb_run.log({"rounds": _rounds_table(jsonl_path)}, step=last_round)
             self.wandb_run.summary.update(summary)
@@ -295,14 +274,10 @@ def _rounds_table(jsonl_path: Path) -> Any:
 
 class RoundMetrics(xgb.callback.TrainingCallback):
     """LOG-4, OUT-4: every round's train/val metrics, with tracking/ and timing/, to
-    metrics.jsonl and the run's RoundLoggers; system/ at every flush.
-
-    Rounds can take well under a millisecond, so a round only records its duration;
-    lines are built from XGBoost's own evaluation log and written every
-    `flush_every` rounds, before each checkpoint and at the end, each with its own
-    round as its step. A resumed run first drops the lines of rounds its checkpoint
-    does not hold.
-    """
+    metrics.jsonl and the RoundLoggers; system/ at every flush. A round can take well under
+    a millisecond, so it only records its duration; the lines are built from XGBoost's
+    evaluation log every `flush_every` rounds, before each checkpoint and at the end. A
+    resumed run first drops the lines of rounds its checkpoint does not hold."""
 
     def __init__(self, jsonl_path: Path, loggers: RoundLoggers, monitor: str, flush_every: int = 100) -> None:
         self.jsonl_path, self.loggers = jsonl_path, loggers
@@ -353,17 +328,14 @@ class RoundMetrics(xgb.callback.TrainingCallback):
         self._seconds.clear()
 
     def replay(self, first_round: int) -> None:
-        """The rounds from `first_round` on, as metrics.jsonl has them, to the loggers: the
-        workers of a Dask cluster wrote the file, but cannot reach this process's loggers."""
+        """Metrics.jsonl's rounds from `first_round` on, to the loggers the Dask workers lacked."""
         events = read_jsonl(self.jsonl_path) if self.jsonl_path.is_file() else []
         events = [e for e in events if e.get("event") == "metrics" and e["step"] >= first_round]
         self.loggers.log_rounds(events)
 
     def _progress_line(self, event: dict[str, Any]) -> str:
         """`round 99 | train_rmse 45.1 | val_rmse 61.23 | best 61.07 at round 25 | median 0.31
-        ms/round`: the console's and console.log's view of training, every `flush_every` rounds. The
-        median of the rounds since the last line: a mean would count the first rounds' start-up
-        (XGBoost builds its histograms then) as if every round took it."""
+        ms/round`; a median, since the first rounds' start-up would weigh on a mean."""
         metrics = [f"{key} {value:.4g}" for key, value in event.items() if key.startswith(("train_", "val_"))]
         best = f"best {self.best:.4g} at round {self.best_round}" if self.best is not None else "no best yet"
         milliseconds = 1000 * statistics.median(self._seconds)
@@ -388,7 +360,6 @@ class RoundMetrics(xgb.callback.TrainingCallback):
 def round_callbacks(
     cfg: SLTreeConfig, run_dir: Path, loggers: RoundLoggers
 ) -> list[xgb.callback.TrainingCallback]:
-    """The callbacks of a tree run, in the order they act after each round."""
     metrics = RoundMetrics(run_dir / "metrics.jsonl", loggers, monitor=f"val_{cfg.watched_metric}")
     latest = run_dir / "checkpoints" / "last.ubj"
     on_gpu = cfg.device != "cpu" and bool(visible_gpus())
@@ -403,7 +374,6 @@ def round_callbacks(
 
 
 def log_start_of_run(jsonl_path: Path, loggers: RoundLoggers, facts: dict[str, Any]) -> None:
-    """LOG-5 for trees: one metrics.jsonl line, the W&B run's config and the other loggers'
-    hyperparameters."""
+    """LOG-5: a metrics.jsonl line, the W&B run's config and the other loggers' hyperparameters."""
     append_jsonl(jsonl_path, {"event": "hyperparams", **facts})
     loggers.log_hyperparams(facts)
