@@ -9,9 +9,9 @@ from torch import nn
 
 def adamw(module: nn.Module, learning_rate: float, weight_decay: float) -> torch.optim.AdamW:
     """AdamW that decays only matrices (dim >= 2), never biases or norm scales. Fused on CUDA
-    and the CPU (torch >= 2.4), except when the Trainer clips
-    gradients under mixed precision: Lightning refuses to clip for an optimizer that unscales
-    its own gradients, as fused AdamW does, even in bf16."""
+    and the CPU, except when the Trainer clips gradients under mixed precision: Lightning
+    refuses to clip for an optimizer that unscales its own gradients, as fused AdamW does,
+    even in bf16."""
     params = [p for p in module.parameters() if p.requires_grad]
     groups = [
         {"name": "decay", "params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
@@ -27,4 +27,5 @@ def adamw(module: nn.Module, learning_rate: float, weight_decay: float) -> torch
         and trainer.gradient_clip_val
         and isinstance(trainer.precision_plugin, MixedPrecision)
     )
-    return torch.optim.AdamW(groups, lr=learning_rate, fused=(fusable and not clips) or None)
+    fused = fusable and not clips
+    return torch.optim.AdamW(groups, lr=learning_rate, fused=fused or None)

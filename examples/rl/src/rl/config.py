@@ -66,7 +66,8 @@ class RLConfig(LightningConfig):
         for name in ("eval_episodes", "test_episodes"):
             if getattr(self, name) > MAX_EPISODES:
                 found.append(
-                    f"{name} {getattr(self, name)}: at most {MAX_EPISODES} (evaluation is not timed)"
+                    f"{name} {getattr(self, name)}: must be at most {MAX_EPISODES} "
+                    "(evaluation ignores the time budget)"
                 )
         for name in ("target_kl", "max_grad_norm", "critic_coef", "ppo_epochs"):
             if getattr(self, name) <= 0:
