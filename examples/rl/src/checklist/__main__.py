@@ -82,7 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     except BadInput as error:
         print(f"checklist: {error}", file=sys.stderr)
         return 2
-    except ModuleNotFoundError as error:  # run checks load the run's config and model: static ones need none
+    except ModuleNotFoundError as error:
+        if not args.run_dirs:  # the static checks need nothing beyond the standard library
+            raise
         print(
             f"checklist: checking a run directory needs the project's packages ({error.name} is not "
             "installed for this Python): run it with the Python the project is installed in",

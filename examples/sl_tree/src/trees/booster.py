@@ -194,6 +194,9 @@ def dask_client(cluster: str) -> Iterator[Any]:
             ) as local,
             Client(local) as client,
         ):
+            # XGBoost trains on every worker the scheduler knows: one that registers after the
+            # rows are shared out would train on none of them ("has an empty DMatrix").
+            client.wait_for_workers(len(local.workers))
             print(f"Dask: {len(local.workers)} local worker processes")
             yield client
         return
