@@ -19,7 +19,7 @@ import nox
 
 ROOT = Path(__file__).parent
 CONSTRAINTS = ROOT / "template" / "constraints.txt"  # the one file that pins tested versions
-TOOLS = ["copier", "pytest-copie", "pytest", "ruff", "pyyaml", "pre-commit-hooks"]
+TOOLS = ["copier", "pytest-copie", "pytest", "pytest-xdist", "ruff", "pyyaml", "pre-commit-hooks"]
 # What a rendered project needs; versions come from the constraints file.
 PROJECT_DEPS = [
     "lightning",
@@ -106,7 +106,7 @@ def variant(session: nox.Session) -> None:
             "give one variant, its part kinds joined by '+' and '-sweep' for sweeps: sl_tree+rl-sweep"
         )
     kinds, sweep = session.posargs[0].removesuffix("-sweep").split("+"), session.posargs[0].endswith("-sweep")
-    install(session, "copier", "ruff", "pytest")
+    install(session, "copier", "ruff", "pytest", "pytest-xdist")
     project = render(session, Path(tempfile.mkdtemp()) / "variant", json.dumps(kinds), sweep=sweep)
     session.install("-c", str(CONSTRAINTS), f"{project}[{extras(kinds)}]")
     session.chdir(project)
@@ -114,7 +114,7 @@ def variant(session: nox.Session) -> None:
     session.run("ruff", "format", "--check", "--no-cache", ".")
     for number in range(1, len(kinds) + 1):
         session.run("python", "-m", f"part{number}.train", "--config", "smoke", env={"WANDB_MODE": "offline"})
-    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider")
+    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "auto")
 
 
 @nox.session(default=False)

@@ -105,9 +105,11 @@ INSTALLED = {
 # The slug each one's distribution and W&B project take.
 SLUGS = {"defaults": "ml-pipeline", "all-parts-with-sweep": "mi-proyecto-nandu-2-beta"}
 # The pytest options of each one's own suite. The all-parts project runs every test of every
-# part kind; the default project, whose one part it contains, its fast tier, which checks
+# part kind, two at a time (pytest-xdist): most of its tests wait on one Python process at a
+# time, and the suite outlasts everything else CI runs, so one worker would leave a core idle.
+# The default project, whose one part the other contains, runs its fast tier, which checks
 # its own rendering and configs without training that part a second time.
-OWN_SUITE_OPTIONS = {"defaults": ["-m", "not slow"], "all-parts-with-sweep": []}
+OWN_SUITE_OPTIONS = {"defaults": ["-m", "not slow"], "all-parts-with-sweep": ["-n", "2"]}
 # Each suite's log ends with its slowest tests: that suite is most of CI's time.
 SUITE_REPORT = ["--durations=25"]
 

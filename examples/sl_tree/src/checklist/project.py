@@ -104,7 +104,7 @@ class Project:
         return (self.root / relative).read_text(encoding="utf-8")
 
     def find(self, node_type: type[N], part: Where = None) -> list[tuple[str, N]]:
-        return [(p, n) for p in self.code(part) for n in nodes(self.tree(p)) if isinstance(n, node_type)]
+        return [(p, n) for p in self.code(part) for n in of_type(self.tree(p), node_type)]
 
     def calls(self, name: str, part: Where = None) -> list[tuple[str, ast.Call]]:
         return [(path, call) for path in self.code(part) for call in calls(self.tree(path), name)]
@@ -220,6 +220,19 @@ def nodes(tree: ast.AST) -> tuple[ast.AST, ...]:
     return tuple(ast.walk(tree))
 
 
+@per_tree
+def _by_type(tree: ast.AST) -> dict[type, list[ast.AST]]:
+    return {}
+
+
+def of_type(tree: ast.AST, node_type: type[ast.AST]) -> list[Any]:
+    """The tree's nodes of a type, in walk order; kept, since every check asks again."""
+    found = _by_type(tree)
+    if node_type not in found:
+        found[node_type] = [node for node in nodes(tree) if isinstance(node, node_type)]
+    return found[node_type]
+
+
 def in_order(tree: ast.AST) -> list[ast.Call]:
     return sorted((n for n in nodes(tree) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
 
@@ -261,10 +274,6 @@ def keyword_constant(call: ast.Call, name: str, default: object = None) -> objec
 
 def source(node: ast.AST | None) -> str:
     return ast.unparse(node) if node is not None else ""
-
-
-def of_type(tree: ast.AST, node_type: type[ast.AST]) -> list[Any]:
-    return [node for node in nodes(tree) if isinstance(node, node_type)]
 
 
 def function(tree: ast.AST, name: str) -> ast.FunctionDef | None:
