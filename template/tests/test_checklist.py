@@ -278,6 +278,7 @@ def test_the_command_line_needs_no_torch():
     )
 
 
+@slow  # each about a second or two, and there are dozens
 @pytest.mark.parametrize("entry", STATIC_BREAKS, ids=break_id)
 def test_a_broken_copy_fails_the_static_check(tmp_path, entry):
     item, kind, where, edit = entry

@@ -37,6 +37,12 @@ TRAINS_ON = {
     ],
 }
 LIGHTNING_KINDS = sorted(kind for kind in PARTS if kind != "sl_tree")
+# The Lightning part that takes the faults whose handling both Lightning parts share
+# (src/runs/, src/training/): the neural part, or the RL part where it is alone. An RL run
+# costs more than a neural one.
+THOROUGH = "sl_neural" if "sl_neural" in PARTS else "rl"
+# That part and the tree part, which has run code of its own.
+EACH_ENGINE = sorted({THOROUGH, "sl_tree"} & set(PARTS)) or sorted(PARTS)
 
 
 def command(kind: str, base_dir: Path, *args: str) -> list[str]:
@@ -136,7 +142,7 @@ def fill(disk: Path) -> Path:
 
 
 @slow
-@pytest.mark.parametrize("kind", sorted(PARTS))
+@pytest.mark.parametrize("kind", EACH_ENGINE)
 def test_a_full_disk_fails_the_run_clearly_and_keeps_its_checkpoints(kind, small_disk):
     base_dir = small_disk / "out"
     process = start(kind, base_dir, *TRAINS_ON[kind], "--max-wall-clock-hours", "0.05")
@@ -226,9 +232,7 @@ def test_a_temporary_file_left_by_a_killed_writer_goes_with_the_next_write(tmp_p
 
 
 # Every damage on the neural part (the RL part where it is alone), one on the other:
-# telling a damaged file is shared code (src/runs/checkpoint_checks.py), and an RL run
-# costs more than a neural one.
-THOROUGH = "sl_neural" if "sl_neural" in PARTS else "rl"
+# telling a damaged file is shared code (src/runs/checkpoint_checks.py).
 DAMAGES = [
     (kind, how)
     for kind in LIGHTNING_KINDS
@@ -250,7 +254,7 @@ def test_a_damaged_last_checkpoint_falls_back_to_best(kind, how, copied_run):
 
 
 @slow
-@pytest.mark.parametrize("kind", LIGHTNING_KINDS)
+@pytest.mark.parametrize("kind", [THOROUGH])
 def test_a_damaged_best_checkpoint_is_not_tested(kind, copied_run):
     """Killed during its final test, with best.ckpt left cut: the resumed run tests
     last.ckpt and says so; with last.ckpt damaged too, one line."""
@@ -276,7 +280,7 @@ def test_a_damaged_best_checkpoint_is_not_tested(kind, copied_run):
 
 
 @slow
-@pytest.mark.parametrize("kind", sorted(PARTS))
+@pytest.mark.parametrize("kind", EACH_ENGINE)
 def test_a_run_with_no_intact_checkpoint_is_one_line(kind, copied_run):
     run_dir = copied_run(kind)
     for checkpoint in (run_dir / "checkpoints").iterdir():
@@ -301,7 +305,7 @@ def test_a_cut_model_file_is_reported_never_loaded(kind, smoke_runs, tmp_path):
 
 
 @slow
-@pytest.mark.parametrize("kind", sorted(PARTS))
+@pytest.mark.parametrize("kind", EACH_ENGINE)
 def test_a_damaged_config_or_another_parts_run_is_one_line(kind, copied_run):
     run_dir = copied_run(kind)
     others = [other for other in sorted(PARTS) if other != kind]
@@ -482,11 +486,18 @@ def test_metrics_jsonl_has_each_step_once_after_a_resume(kind, tmp_path):
 # no partial file, run.json "interrupted".
 
 
+SIGNALS = [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)]
+# Every part and every signal, each signal on a part of its own where there are three: the
+# handlers are shared (src/runs/lifetime.py), each part's way to stop is its own.
+KINDS_AND_SIGNALS = [
+    (kind, *SIGNALS[(number + offset) % len(SIGNALS)])
+    for number, kind in enumerate(sorted(PARTS))
+    for offset in range(1 if len(PARTS) == len(SIGNALS) else len(SIGNALS))
+]
+
+
 @slow
-@pytest.mark.parametrize("kind", sorted(PARTS))
-@pytest.mark.parametrize(
-    ("signal_number", "exit_status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)]
-)
+@pytest.mark.parametrize(("kind", "signal_number", "exit_status"), KINDS_AND_SIGNALS)
 def test_ctrl_c_sigterm_and_sighup_end_a_run_quietly(kind, signal_number, exit_status, tmp_path, webhook):
     alerts = ["--alerts.webhook-url", webhook.url]
     process = start(kind, tmp_path, *TRAINS_ON[kind], "--max-wall-clock-hours", "0.05", *alerts)
