@@ -105,8 +105,8 @@ INSTALLED = {
 # The slug each one's distribution and W&B project take.
 SLUGS = {"defaults": "ml-pipeline", "all-parts-with-sweep": "mi-proyecto-nandu-2-beta"}
 # The pytest options of each one's own suite. The all-parts project runs every test of every
-# part kind, two at a time (pytest-xdist): most of its tests wait on one Python process at a
-# time, and the suite outlasts everything else CI runs, so one worker would leave a core idle.
+# part kind, two at a time (pytest-xdist): most of its tests run one Python process at a time,
+# so on a machine with a core to spare it takes half as long (on CI's two busy cores, as long).
 # The default project, whose one part the other contains, runs its fast tier, which checks
 # its own rendering and configs without training that part a second time.
 OWN_SUITE_OPTIONS = {"defaults": ["-m", "not slow"], "all-parts-with-sweep": ["-n", "2"]}

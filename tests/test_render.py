@@ -64,8 +64,8 @@ KIND_FILES = {
         "{part}/predict.py",
         "src/predict.py",
         "src/checklist/lightning_checks.py",
-        *(f"src/neural/{name}.py" for name in ["__init__", "config", "data", "encoding"]),
-        *(f"src/neural/{name}.py" for name in ["module", "predict"]),
+        "src/neural/predict.py",
+        *(f"src/neural/{name}.py" for name in ("__init__", "config", "data", "encoding", "module")),
     ],
     "sl_tree": [
         "src/checklist/tree_checks.py",

@@ -489,11 +489,11 @@ def test_metrics_jsonl_has_each_step_once_after_a_resume(kind, tmp_path):
 SIGNALS = [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)]
 # Every part and every signal, each signal on a part of its own where there are three: the
 # handlers are shared (src/runs/lifetime.py), each part's way to stop is its own.
-KINDS_AND_SIGNALS = [
-    (kind, *SIGNALS[(number + offset) % len(SIGNALS)])
-    for number, kind in enumerate(sorted(PARTS))
-    for offset in range(1 if len(PARTS) == len(SIGNALS) else len(SIGNALS))
-]
+KINDS_AND_SIGNALS = (
+    [(kind, *SIGNALS[number]) for number, kind in enumerate(sorted(PARTS))]
+    if len(PARTS) == len(SIGNALS)
+    else [(kind, *signal_and_status) for kind in sorted(PARTS) for signal_and_status in SIGNALS]
+)
 
 
 @slow

@@ -234,7 +234,7 @@ def of_type(tree: ast.AST, node_type: type[ast.AST]) -> list[Any]:
 
 
 def in_order(tree: ast.AST) -> list[ast.Call]:
-    return sorted((n for n in nodes(tree) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
+    return sorted(of_type(tree, ast.Call), key=lambda n: (n.lineno, n.col_offset))
 
 
 @per_tree
