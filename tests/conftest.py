@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import signal
 import subprocess
 import sys
 import sysconfig
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,12 +106,13 @@ INSTALLED = {
 }
 # The slug each one's distribution and W&B project take.
 SLUGS = {"defaults": "ml-pipeline", "all-parts-with-sweep": "mi-proyecto-nandu-2-beta"}
-# The pytest options of each one's own suite. The all-parts project runs every test of every
-# part kind, two at a time (pytest-xdist): most of its tests run one Python process at a time,
-# so on a machine with a core to spare it takes half as long (on CI's two busy cores, as long).
-# The default project, whose one part the other contains, runs its fast tier, which checks
-# its own rendering and configs without training that part a second time.
-OWN_SUITE_OPTIONS = {"defaults": ["-m", "not slow"], "all-parts-with-sweep": ["-n", "2"]}
+# The pytest options of each one's own suite. The all-parts project runs its slow tier, two
+# tests at a time (pytest-xdist): most of them run one Python process at a time, so on a machine
+# with a core to spare it takes half as long (on CI's two busy cores, as long). Its fast tier
+# runs in test_update.py, in the same project of this release with a user's edits (the usual
+# edits test, from the last release). The default project, whose one part the other contains,
+# runs its fast tier, which checks its own rendering and configs without training that part again.
+OWN_SUITE_OPTIONS = {"defaults": ["-m", "not slow"], "all-parts-with-sweep": ["-m", "slow", "-n", "2"]}
 # Each suite's log ends with its slowest tests: that suite is most of CI's time.
 SUITE_REPORT = ["--durations=25"]
 
@@ -161,6 +164,33 @@ def start(command: list[str], cwd: Path, output: IO[str]) -> subprocess.Popen:
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
+
+
+# What a smoke run of each part kind leaves in its run directory, beyond config.json and console.log.
+SMOKE_OUTPUTS = {
+    "sl_neural": ["checkpoints/best.ckpt", "checkpoints/last.ckpt", "model.pt", "report.md"],
+    "sl_tree": ["model.ubj", "metrics.json", "plots/shap_summary.png", "report.md"],
+    "rl": ["checkpoints/best.ckpt", "checkpoints/last.ckpt", "model.pt", "report.md"],
+}
+NAMESPACES = ("timing/", "tracking/", "system/")
+
+
+def assert_each_part_smoke_trains(python: str, project_dir: Path, parts: list[str], slug: str) -> None:
+    """`python -m partN.train --config smoke` of each part, as the README says, leaves a whole
+    run directory logged to the project's W&B project, with every metric namespace (OUT-1..5, LOG-4)."""
+    for number, kind in enumerate(parts, start=1):
+        started = time.monotonic()
+        result = run([python, "-m", f"part{number}.train", "--config", "smoke"], project_dir)
+        print(f"\npart{number} ({kind}) smoke run: {time.monotonic() - started:.1f} s wall")
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+        run_dir = max((project_dir / "output" / f"part{number}").glob("smoke_*"))
+        for name in ["config.json", "console.log", "metrics.jsonl", *SMOKE_OUTPUTS[kind]]:
+            assert (run_dir / name).stat().st_size > 0, f"{kind}: {name}"
+        assert json.loads((run_dir / "config.json").read_text())["wandb_project"] == slug
+        events = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+        keys = set().union(*events)
+        for namespace in NAMESPACES:
+            assert any(key.startswith(namespace) for key in keys), f"{kind}: {namespace}"
 
 
 def install_into_venv(project_dir: Path, venv: Path) -> str:

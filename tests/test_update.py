@@ -17,7 +17,7 @@ from pathlib import Path
 import copier
 import pytest
 import yaml
-from conftest import AVAILABLE_PARTS, TEMPLATE, install_into_venv, run
+from conftest import AVAILABLE_PARTS, TEMPLATE, assert_each_part_smoke_trains, install_into_venv, run
 
 # Release headings in CHANGELOG.md, newest first: "## v0.2.0 (2026-11-22[, commit abc1234])".
 RELEASE_HEADING = re.compile(
@@ -285,9 +285,7 @@ def test_a_project_with_the_usual_edits_updates_then_passes_its_own_tests(templa
     fast_tier = [python, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "not slow"]
     result = run(fast_tier, project)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    for number in range(1, len(AVAILABLE_PARTS) + 1):
-        result = run([python, "-m", f"part{number}.train", "--config", "smoke"], project)
-        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert_each_part_smoke_trains(python, project, AVAILABLE_PARTS, "ml-pipeline")
     wide = run(
         [python, "-c", "from part3.config import CONFIGS; print(CONFIGS['wide']().hidden_sizes)"], project
     )

@@ -48,9 +48,12 @@ class OutputConfig:
     Attributes:
         base_dir: Folder of the run directories, relative to the working directory; {part} stands
             for the part's folder (part1, ...), so each part keeps to its own runs.
+        report: Draw report.md and its figures when the run ends (about 2 s on a CPU); without
+            it, `python -m src.report RUN_DIR` draws them later.
     """
 
     base_dir: str = f"output/{PART}"
+    report: bool = True
 
 
 @dataclass

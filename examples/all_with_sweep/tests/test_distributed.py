@@ -31,7 +31,7 @@ from src.runs.metrics_jsonl import read_jsonl
 LIGHTNING_KINDS = [kind for kind in ("sl_neural", "rl") if kind in PARTS]
 pytestmark = pytest.mark.skipif(not LIGHTNING_KINDS, reason="this project has no Lightning part")
 KIND = (LIGHTNING_KINDS or ["none"])[0]
-QUIET = ["--wandb-mode", "disabled"]
+QUIET = ["--wandb-mode", "disabled", "--output.no-report"]
 
 
 def free_port() -> int:

@@ -46,18 +46,9 @@ EACH_ENGINE = sorted({THOROUGH, "sl_tree"} & set(PARTS)) or sorted(PARTS)
 
 
 def command(kind: str, base_dir: Path, *args: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        f"{PARTS[kind]}.train",
-        "--config",
-        "smoke",
-        "--wandb-mode",
-        "disabled",
-        "--output.base-dir",
-        str(base_dir),
-        *args,
-    ]
+    """A smoke run without W&B and, but where a test passes --output.report, without its report."""
+    smoke = ["--config", "smoke", "--wandb-mode", "disabled", "--output.no-report"]
+    return [sys.executable, "-m", f"{PARTS[kind]}.train", *smoke, "--output.base-dir", str(base_dir), *args]
 
 
 def train(kind: str, base_dir: Path, *args: str) -> subprocess.CompletedProcess:
@@ -499,7 +490,7 @@ KINDS_AND_SIGNALS = (
 @slow
 @pytest.mark.parametrize(("kind", "signal_number", "exit_status"), KINDS_AND_SIGNALS)
 def test_ctrl_c_sigterm_and_sighup_end_a_run_quietly(kind, signal_number, exit_status, tmp_path, webhook):
-    alerts = ["--alerts.webhook-url", webhook.url]
+    alerts = ["--alerts.webhook-url", webhook.url, "--output.report"]
     process = start(kind, tmp_path, *TRAINS_ON[kind], "--max-wall-clock-hours", "0.05", *alerts)
     assert wait_until(lambda: last_checkpoint(tmp_path) is not None, process)
     time.sleep(0.5)

@@ -69,9 +69,10 @@ def configured_ppo(cfg):
     return ppo
 
 
-def smoke_config(tmp_path, **overrides):
+def smoke_config(tmp_path, report=False, **overrides):
+    """The smoke config, writing into tmp_path without W&B; with its report only where a test reads it."""
     base = config.CONFIGS["smoke"]()
-    output = dataclasses.replace(base.output, base_dir=str(tmp_path))
+    output = dataclasses.replace(base.output, base_dir=str(tmp_path), report=report)
     return dataclasses.replace(base, output=output, **{"wandb_mode": "disabled", **overrides})
 
 
@@ -236,7 +237,7 @@ def test_a_continuous_run_resumes_with_its_observation_statistics(pendulum_run, 
 def test_stop_file_ends_the_run_and_closes_the_workers(tmp_path):  # CB-4, RL-3
     stop = tmp_path / "STOP"
     stop.touch()
-    train.main_with_config(smoke_config(tmp_path, num_epochs=50, stop_file=str(stop), **WORKERS))
+    train.main_with_config(smoke_config(tmp_path, report=True, num_epochs=50, stop_file=str(stop), **WORKERS))
     (run_dir,) = tmp_path.glob("smoke_*")
     assert [e["epoch"] for e in read_jsonl(run_dir / "metrics.jsonl") if "val_episode_reward" in e] == [0]
     assert worker_processes() == []
@@ -259,7 +260,7 @@ def test_a_run_that_raises_closes_the_workers(tmp_path, monkeypatch):  # RL-3
 
     monkeypatch.setattr(PPO, "training_step", failing_step)
     with pytest.raises(RuntimeError, match="broken update"):
-        train.main_with_config(smoke_config(tmp_path, **WORKERS))
+        train.main_with_config(smoke_config(tmp_path, report=True, **WORKERS))
     (run_dir,) = tmp_path.glob("smoke_*")
     assert worker_processes() == []
     assert_ended(run_dir, "failed", "error", "RuntimeError: broken update")

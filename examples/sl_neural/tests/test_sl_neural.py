@@ -56,9 +56,10 @@ def datamodule_of(cfg):
     return TableDataModule(cfg, data)
 
 
-def smoke_config(tmp_path, **overrides):
+def smoke_config(tmp_path, report=False, **overrides):
+    """The smoke config, writing into tmp_path without W&B; with its report only where a test reads it."""
     base = config.CONFIGS["smoke"]()
-    output = dataclasses.replace(base.output, base_dir=str(tmp_path))
+    output = dataclasses.replace(base.output, base_dir=str(tmp_path), report=report)
     return dataclasses.replace(base, output=output, **{"wandb_mode": "disabled", **overrides})
 
 
@@ -135,7 +136,7 @@ def test_saved_model_and_best_checkpoint_load_outside_lightning(smoke_run):  # L
 def test_stop_file_ends_the_run_after_one_epoch_with_checkpoints_and_test(tmp_path):  # CB-4
     stop = tmp_path / "STOP"
     stop.touch()
-    cfg = smoke_config(tmp_path, stop_file=str(stop), num_epochs=5)
+    cfg = smoke_config(tmp_path, report=True, stop_file=str(stop), num_epochs=5)
     test_metrics = train.main_with_config(cfg)
     (run_dir,) = tmp_path.glob("smoke_*")
     epochs = {e["epoch"] for e in read_jsonl(run_dir / "metrics.jsonl") if "val_loss" in e}
@@ -652,7 +653,7 @@ def table_runs(tmp_path_factory):
 
     def table_run(task):
         if task not in done:
-            cfg = smoke_config(folder / task, data_path=str(table), **TABLE_RUN, **TASKS[task])
+            cfg = smoke_config(folder / task, report=True, data_path=str(table), **TABLE_RUN, **TASKS[task])
             test_metrics = train.main_with_config(cfg)
             (run_dir,) = (folder / task).glob("smoke_*")
             done[task] = run_dir, test_metrics, table

@@ -39,9 +39,10 @@ def run_part(command: str, *args, **options) -> subprocess.CompletedProcess:
     return subprocess.run(command_line, cwd=ROOT, capture_output=True, text=True, timeout=300, **options)
 
 
-def smoke_config(tmp_path, **overrides):
+def smoke_config(tmp_path, report=False, **overrides):
+    """The smoke config, writing into tmp_path without W&B; with its report only where a test reads it."""
     base = config.CONFIGS["smoke"]()
-    output = dataclasses.replace(base.output, base_dir=str(tmp_path))
+    output = dataclasses.replace(base.output, base_dir=str(tmp_path), report=report)
     return dataclasses.replace(base, output=output, **{"wandb_mode": "disabled", **overrides})
 
 
@@ -253,7 +254,7 @@ def test_a_run_killed_between_checkpoints_resumes_without_losing_or_repeating_a_
 def test_stop_file_ends_training_after_the_round_and_keeps_the_outputs(tmp_path):  # CB-4
     stop = tmp_path / "STOP"
     stop.touch()
-    test_metrics = train.main_with_config(smoke_config(tmp_path, stop_file=str(stop)))
+    test_metrics = train.main_with_config(smoke_config(tmp_path, report=True, stop_file=str(stop)))
     (run_dir,) = tmp_path.glob("smoke_*")
     assert json.loads((run_dir / "metrics.json").read_text())["rounds_trained"] == 1
     assert (run_dir / "model.ubj").is_file()
@@ -638,7 +639,7 @@ def task_runs(tmp_path_factory):
     runs = {}
     for task in TASKS:
         folder = tmp_path_factory.mktemp(task)
-        summary = train.main_with_config(task_config(folder, task))
+        summary = train.main_with_config(task_config(folder, task, report=True))
         (run_dir,) = folder.glob("smoke_*")
         runs[task] = run_dir, summary
     return runs

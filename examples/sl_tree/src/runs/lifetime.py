@@ -92,7 +92,8 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
                         print(f"warning: run.json not updated ({failure})", file=sys.stderr)
                     stopped_by = signal.Signals(_stop_signals[-1]).name if _stop_signals else None
                     Alerts(cfg.alerts, run_dir).run_ended(error, stopped_by)  # before W&B's run ends
-                    _write_report(run_dir)  # a run cut short gets one too, for what it did
+                    if cfg.output.report:  # a run cut short gets one too, for what it did
+                        _write_report(run_dir)
                 if (wandb_run := current_run()) is not None:
                     wandb_run.finish(exit_code=1)
                 if _ctrl_c(error):
@@ -110,7 +111,8 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
                 with signals_wait_for_cleanup() as deferred:
                     end = _why_training_stopped(run_dir)
                     _write_status(run_dir, "finished", resume_from, **end)
-                    _write_report(run_dir)
+                    if cfg.output.report:
+                        _write_report(run_dir)
                     Alerts(cfg.alerts, run_dir).run_ended(None)
                     _say_why(end)
                 if deferred:  # the run finished, and then its owner asked it to stop
