@@ -141,8 +141,8 @@ def bench(session: nox.Session) -> None:
     benchmarks/sl_tree_rounds.py with W&B off and offline, on the bundled table and 50
     times its rows, and a whole run against a bare script; benchmarks/tree_dask.py, a
     1,000,000-row table on a local Dask cluster against one process; benchmarks/rl_frames.py), then
-    start-up and smoke walls (benchmarks/startup.py) and the CartPole race against
-    stable-baselines3 (see race); figures land in build/bench/*.json. Not part of CI: the
+    start-up and smoke walls (benchmarks/startup.py) and the CartPole and Pendulum races
+    against stable-baselines3 (see race); figures land in build/bench/*.json. Not part of CI: the
     figures need a quiet machine. `nox -s bench -- --no-race` skips the race."""
     install(session, "copier")
     project = render(session, ROOT / "build" / "bench" / "project", ALL_PARTS)
@@ -169,20 +169,21 @@ def bench(session: nox.Session) -> None:
     startup = ["--project", str(project), "--python", python, "--json", str(results / "startup.json")]
     session.run("python", str(ROOT / "benchmarks" / "startup.py"), *startup)
     if "--no-race" not in session.posargs:
-        _race(session, project, results / "race.json")
+        _race(session, project, results, [])
 
 
 @nox.session(default=False)
 def race(session: nox.Session) -> None:
-    """Time to solve CartPole-v1: the RL part against stable-baselines3 PPO (RL-Zoo's tuned
-    hyperparameters), whole processes, five seeds (benchmarks/cartpole_race.py)."""
+    """Time to solve CartPole-v1, then Pendulum-v1 (-250 within 300k frames): the RL part
+    against stable-baselines3 PPO (RL-Zoo's tuned hyperparameters), whole processes, five
+    seeds each (benchmarks/rl_race.py); `nox -s race -- --seeds 0 1 2` runs fewer."""
     install(session, "copier")
     project = render(session, ROOT / "build" / "bench" / "project", ALL_PARTS)
     session.install("-c", str(CONSTRAINTS), f"{project}[{extras(json.loads(ALL_PARTS))}]")
-    _race(session, project, ROOT / "build" / "bench" / "race.json")
+    _race(session, project, ROOT / "build" / "bench", session.posargs)
 
 
-def _race(session: nox.Session, project: Path, output: Path) -> None:
+def _race(session: nox.Session, project: Path, results: Path, options: list[str]) -> None:
     # stable-baselines3 gets a venv of its own: it is no dependency of a rendered project.
     sb3 = Path(session.create_tmp()).resolve() / "sb3-venv"  # absolute: the race runs elsewhere
     if not (sb3 / "bin" / "python").exists():
@@ -191,18 +192,25 @@ def _race(session: nox.Session, project: Path, output: Path) -> None:
         session.run(*pip, "torch", external=True)
         # Pinned here, not in the constraints file every project gets: only this race uses it.
         session.run(*pip, "stable-baselines3==2.9.2", "gymnasium", external=True)
-    session.run(
-        "python",
-        str(ROOT / "benchmarks" / "cartpole_race.py"),
-        "--project",
-        str(project),
+    pythons = [
         "--project-python",
         session.virtualenv.bin + "/python",
         "--sb3-python",
         str(sb3 / "bin" / "python"),
-        "--json",
-        str(output),
-    )
+    ]
+    for env, name in (("CartPole-v1", "race"), ("Pendulum-v1", "race-pendulum")):
+        session.run(
+            "python",
+            str(ROOT / "benchmarks" / "rl_race.py"),
+            "--project",
+            str(project),
+            *pythons,
+            "--env",
+            env,
+            "--json",
+            str(results / f"{name}.json"),
+            *options,
+        )
 
 
 # What the GPU machines `gpu_check` was written for already hold: Python 3.12 with torch 2.11,

@@ -5,8 +5,10 @@
 
 For each part it times `python -m PART.train --help` (the goal: under 1.5 s) and
 `python -m PART.train --config smoke` (W&B off, a run directory of its own each time),
-the parts taking turns, and prints the medians beside two floors measured in the same
-turns: `python -c pass` and `python -c "import lightning"`. The load average before and
+and from a smoke run's start to its first trained step (the first metrics line of its
+metrics.jsonl: for RL, the first collection and its update), the parts taking turns,
+and prints the medians beside two floors measured in the same turns: `python -c pass`
+and `python -c "import lightning"`. The load average before and
 after goes with the figures, as in every part's benchmark. `nox -s bench` runs it.
 """
 
@@ -30,6 +32,13 @@ def wall(command: list[str], cwd: Path) -> float:
     if result.returncode != 0:
         sys.exit(f"error: {' '.join(command)} exited {result.returncode}:\n{result.stderr[-2000:]}")
     return seconds
+
+
+def to_first_step(output: Path, started: float) -> float:
+    """Seconds from `started` (time.time()) to the run's first metrics line: its first trained step."""
+    (metrics,) = output.glob("*/metrics.jsonl")
+    lines = (json.loads(line) for line in metrics.read_text().splitlines() if line)
+    return next(line["time"] for line in lines if line.get("event") == "metrics") - started
 
 
 def main() -> None:
@@ -59,8 +68,11 @@ def main() -> None:
         for repeat in range(args.smoke_repeats):
             for part in parts:
                 command = [args.python, "-m", f"{part}.train", "--config", "smoke", "--wandb-mode=disabled"]
-                output = ["--output.base-dir", str(Path(scratch) / f"{part}-{repeat}")]
-                seconds.setdefault(f"{part} smoke run", []).append(wall([*command, *output], args.project))
+                output = Path(scratch) / f"{part}-{repeat}"
+                started = time.time()
+                whole = wall([*command, "--output.base-dir", str(output)], args.project)
+                seconds.setdefault(f"{part} smoke run", []).append(whole)
+                seconds.setdefault(f"{part} to first step", []).append(to_first_step(output, started))
     load_after = os.getloadavg()
 
     median = {name: statistics.median(times) for name, times in seconds.items()}

@@ -109,8 +109,8 @@ SLUGS = {"defaults": "ml-pipeline", "all-parts-with-sweep": "mi-proyecto-nandu-2
 # The pytest options of each one's own suite. The all-parts project runs its slow tier, two
 # tests at a time (pytest-xdist): most of them run one Python process at a time, so on a machine
 # with a core to spare it takes half as long (on CI's two busy cores, as long). Its fast tier
-# runs in test_update.py, in the same project of this release with a user's edits (the usual
-# edits test, from the last release). The default project, whose one part the other contains,
+# runs in test_update.py, in all-parts projects of this release with a user's edits (the usual
+# edits test). The default project, whose one part the other contains,
 # runs its fast tier, which checks its own rendering and configs without training that part again.
 OWN_SUITE_OPTIONS = {"defaults": ["-m", "not slow"], "all-parts-with-sweep": ["-m", "slow", "-n", "2"]}
 # Each suite's log ends with its slowest tests: that suite is most of CI's time.

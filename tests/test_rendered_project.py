@@ -11,8 +11,8 @@ pytestmark = pytest.mark.slow
 
 
 def test_every_part_smoke_trains_from_the_command_line(installed_projects):
-    # The default project's part; every kind's in test_update.py, in the all-parts project of
-    # this release updated with a user's edits.
+    # The default project's part; every kind's in test_update.py, in an all-parts project of
+    # the last release with a user's edits, updated to this one.
     project = installed_projects["defaults"]
     assert_each_part_smoke_trains(project.python, project.dir, project.parts, project.slug)
 

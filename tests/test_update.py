@@ -262,7 +262,9 @@ def release_next(template: Path) -> None:
 def test_a_project_with_the_usual_edits_updates_then_passes_its_own_tests(template_repo, tmp_path, start):
     # From the previous release to this one, and from this one to the next: a wider layer,
     # a dependency, a module and README notes of the user's own merge without conflict, and
-    # the project's fast tier and a smoke run of every part pass afterwards.
+    # the project's fast tier (which trains a smoke run of every part) passes afterwards; the
+    # project from the previous release, whose data.py and envs.py are that release's, also
+    # smoke-trains every part from the command line.
     template, target = (
         (template_repo, LATEST) if start != LATEST else (next_release(template_repo, tmp_path), NEXT)
     )
@@ -285,7 +287,8 @@ def test_a_project_with_the_usual_edits_updates_then_passes_its_own_tests(templa
     fast_tier = [python, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "not slow"]
     result = run(fast_tier, project)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert_each_part_smoke_trains(python, project, AVAILABLE_PARTS, "ml-pipeline")
+    if start != LATEST:
+        assert_each_part_smoke_trains(python, project, AVAILABLE_PARTS, "ml-pipeline")
     wide = run(
         [python, "-c", "from part3.config import CONFIGS; print(CONFIGS['wide']().hidden_sizes)"], project
     )

@@ -341,6 +341,7 @@ def test_a_budget_spent_before_the_first_validation_is_one_line(kind, tmp_path):
     (line,) = error_lines(result.stderr)
     assert "stopped before its first validation" in line and "max_wall_clock_hours" in line
     assert status(run_dir_in(tmp_path))["status"] == "failed"
+    assert not (run_dir_in(tmp_path) / "report.md").exists()  # --output.no-report, on a failed run too
 
 
 # A checkpoint taken after an epoch's last batch and before its validation (SLURM's
@@ -413,6 +414,7 @@ def test_a_run_killed_after_training_resumes_without_training_more(kind, tmp_pat
     assert trained_so_far(kind, run_dir) == trained
     model = next(path for path in run_dir.iterdir() if path.stem == "model")
     assert checkpoint_problem(model) is None
+    assert not (run_dir / "report.md").exists() and not (run_dir / "report").exists()  # --output.no-report
 
 
 def training_ended(base_dir: Path) -> bool:

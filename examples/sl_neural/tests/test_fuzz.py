@@ -39,7 +39,7 @@ SWEEP_SHARE = 0.24  # of a part's lines, where it has a sweep
 # Random lines that pass the checks and so train, per part: what bounds the test's time.
 # RL's are few: a line that asks for environment workers waits seconds for them to start.
 TRAINING_LINES = {"rl": 1}
-TRAINING_LINES_DEFAULT = 4
+TRAINING_LINES_DEFAULT = 2
 BUDGET = ["--max-wall-clock-hours", "0.0003"]  # about a second of training
 SWEEP_BUDGET = ["--trials", "1", "--max-hours", "0.0003"]
 LINE_SECONDS = 120  # a line still running then was not bounded by its budget
@@ -164,8 +164,10 @@ class Part:
     sweep_flags: list[Flag]
 
     def command(self, sweep: bool) -> list[str]:
-        """The start of every line: the smoke config, this part's folder, no W&B, the budget."""
+        """The start of every line: the smoke config, this part's folder, no W&B and no report
+        (the lines are about the command line; a report's figures cost seconds), the budget."""
         start = ["--config", "smoke", "--output.base-dir", str(self.base), "--wandb-mode", "disabled"]
+        start += ["--output.no-report"]
         return start + BUDGET + (SWEEP_BUDGET if sweep else [])
 
 

@@ -1,14 +1,16 @@
-"""Time to solve CartPole-v1: a rendered project's RL part against stable-baselines3.
+"""Time to solve an env: a rendered project's RL part against stable-baselines3.
 
-    python benchmarks/cartpole_race.py --project DIR --project-python PY --sb3-python PY
-        [--part part3] [--seeds 0 1 2 3 4] [--json race.json]
+    python benchmarks/rl_race.py --project DIR --project-python PY --sb3-python PY
+        [--env CartPole-v1|Pendulum-v1] [--part part3] [--seeds 0 1 2 3 4] [--json race.json]
 
 For each seed, alternating which goes first, it times two whole processes from start
-to exit: `python -m PART.train --config baseline --seed S` in the project (W&B off),
-and benchmarks/sb3_cartpole.py (RL-Zoo's tuned PPO) in a venv with stable-baselines3.
-A run counts as solved when its final test reaches a mean reward of 475. It prints
-both walls per seed, their medians and the load average before and after, and
-writes them as JSON. `nox -s race` renders the project and makes both venvs.
+to exit: `python -m PART.train --config CONFIG --seed S` in the project (W&B and the
+report's figures off: the reference draws none), and benchmarks/sb3_ppo.py (RL-Zoo's
+tuned PPO) in a venv with stable-baselines3. Both stop at the env's target mean
+evaluation reward (CartPole-v1: 475, its registered threshold; Pendulum-v1: -250, within
+300k frames), and a run counts as solved when its final test reaches it. It prints both
+walls and frames per second per seed, their medians and the load average before and
+after, and writes them as JSON. `nox -s race` renders the project and makes both venvs.
 """
 
 from __future__ import annotations
@@ -23,8 +25,13 @@ import tempfile
 import time
 from pathlib import Path
 
-SOLVED = 475.0
 HERE = Path(__file__).resolve().parent
+# Per env: the RL part's config, what it adds to that config for the race, and the target.
+RACES = {
+    "CartPole-v1": ("baseline", [], 475.0),
+    # 36 epochs of 8192 frames: 294,912, within the 300k frames sb3_ppo.py gets.
+    "Pendulum-v1": ("pendulum", ["--target-reward", "-250", "--num-epochs", "36"], -250.0),
+}
 
 
 def timed(command: list[str], cwd: Path) -> tuple[float, subprocess.CompletedProcess]:
@@ -34,8 +41,24 @@ def timed(command: list[str], cwd: Path) -> tuple[float, subprocess.CompletedPro
 
 
 def ours(args: argparse.Namespace, seed: int, output: Path) -> dict:
-    command = [args.project_python, "-m", f"{args.part}.train", "--config", "baseline", "--seed", str(seed)]
-    command += ["--wandb-mode", "disabled", "--output.base-dir", str(output / f"seed{seed}")]
+    config, extra, target = RACES[args.env]
+    command = [
+        args.project_python,
+        "-m",
+        f"{args.part}.train",
+        "--config",
+        config,
+        "--seed",
+        str(seed),
+        *extra,
+    ]
+    command += [
+        "--wandb-mode",
+        "disabled",
+        "--output.no-report",
+        "--output.base-dir",
+        str(output / f"seed{seed}"),
+    ]
     wall, result = timed(command, args.project)
     if result.returncode != 0:
         sys.exit(f"error: {' '.join(command)} exited {result.returncode}:\n{result.stderr[-2000:]}")
@@ -43,13 +66,14 @@ def ours(args: argparse.Namespace, seed: int, output: Path) -> dict:
     events = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line]
     test = next(e["test_episode_reward"] for e in reversed(events) if "test_episode_reward" in e)
     frames = max(e.get("frames", 0) for e in events)
-    return {"wall_s": wall, "frames": int(frames), "test_reward": test, "solved": test >= SOLVED}
+    return {"wall_s": wall, "frames": int(frames), "test_reward": test, "solved": test >= target}
 
 
 def sb3(args: argparse.Namespace, seed: int) -> dict:
-    wall, result = timed([args.sb3_python, str(HERE / "sb3_cartpole.py"), "--seed", str(seed)], HERE)
+    command = [args.sb3_python, str(HERE / "sb3_ppo.py"), "--env", args.env, "--seed", str(seed)]
+    wall, result = timed(command, HERE)
     if result.returncode != 0:
-        sys.exit(f"error: sb3_cartpole.py --seed {seed} exited {result.returncode}:\n{result.stderr[-2000:]}")
+        sys.exit(f"error: {' '.join(command)} exited {result.returncode}:\n{result.stderr[-2000:]}")
     line = json.loads(result.stdout.strip().splitlines()[-1])
     return {"wall_s": wall, **{key: line[key] for key in ("frames", "test_reward", "solved")}}
 
@@ -59,6 +83,7 @@ def main() -> None:
     parser.add_argument("--project", type=Path, required=True, help="a rendered project with an RL part")
     parser.add_argument("--project-python", required=True, help="the Python of the project's venv")
     parser.add_argument("--sb3-python", required=True, help="a Python with stable-baselines3 installed")
+    parser.add_argument("--env", choices=sorted(RACES), default="CartPole-v1")
     parser.add_argument("--part", default="part3", help="the RL part's folder in the project")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--json", type=Path, default=Path("race.json"))
@@ -75,24 +100,33 @@ def main() -> None:
             rows.append({"seed": seed, **results})
             o, s = results["ours"], results["sb3"]
             print(
-                f"seed {seed}: ours {o['wall_s']:6.1f} s {o['frames']:>7} frames test {o['test_reward']:6.1f}"
-                f" | sb3 {s['wall_s']:6.1f} s {s['frames']:>7} frames test {s['test_reward']:6.1f}",
+                f"{args.env} seed {seed}: ours {o['wall_s']:6.1f} s {o['frames']:>7} frames"
+                f" ({o['frames'] / o['wall_s']:5.0f}/s) test {o['test_reward']:7.1f}"
+                f" | sb3 {s['wall_s']:6.1f} s {s['frames']:>7} frames"
+                f" ({s['frames'] / s['wall_s']:5.0f}/s) test {s['test_reward']:7.1f}",
                 flush=True,
             )
     load_after = os.getloadavg()
     medians = {name: statistics.median(row[name]["wall_s"] for row in rows) for name in ("ours", "sb3")}
+    rates = {
+        name: statistics.median(row[name]["frames"] / row[name]["wall_s"] for row in rows)
+        for name in ("ours", "sb3")
+    }
     faster = sum(row["ours"]["wall_s"] < row["sb3"]["wall_s"] and row["ours"]["solved"] for row in rows)
     summary = {
+        "env": args.env,
         "rows": rows,
         "median_wall_s": medians,
+        "median_frames_per_s": rates,
         "ours_over_sb3": medians["ours"] / medians["sb3"],
         "seeds_ours_solved_faster": faster,
         "load_before": load_before,
         "load_after": load_after,
     }
     print(
-        f"median wall: ours {medians['ours']:.1f} s, sb3 {medians['sb3']:.1f} s "
+        f"{args.env} median wall: ours {medians['ours']:.1f} s, sb3 {medians['sb3']:.1f} s "
         f"(ours / sb3 = {summary['ours_over_sb3']:.2f}); "
+        f"frames/s ours {rates['ours']:.0f}, sb3 {rates['sb3']:.0f}; "
         f"ours solved faster on {faster} of {len(rows)} seeds; "
         f"load {load_before[0]:.2f} before, {load_after[0]:.2f} after"
     )
