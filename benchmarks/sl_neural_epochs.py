@@ -120,14 +120,15 @@ def plain_loop_epochs(cfg) -> list[float]:
     L.seed_everything(cfg.seed)
     datamodule = TableDataModule(cfg, PART.data)
     datamodule.setup("fit")
-    model = PART.model.build_network(cfg, datamodule.num_features, len(datamodule.classes))
+    encoding = datamodule.encoding  # the table's encoding, fitted on the training rows
+    model = PART.model.build_network(cfg, encoding.features.width, encoding.num_outputs)
     optimizer = adamw(model, cfg.learning_rate, cfg.weight_decay)
     train_loader, val_loader = datamodule.train_dataloader(), datamodule.val_dataloader()
     marks = []
     for _ in range(cfg.num_epochs):
         marks.append(time.perf_counter())
         model.train()
-        for features, labels in train_loader:
+        for features, labels, _ in train_loader:  # the rows' places in the table, for test predictions
             optimizer.zero_grad(set_to_none=True)
             F.cross_entropy(model(features), labels).backward()
             if cfg.gradient_clip_val:  # as the Trainers do
@@ -135,7 +136,7 @@ def plain_loop_epochs(cfg) -> list[float]:
             optimizer.step()
         model.eval()
         with torch.no_grad():
-            for features, labels in val_loader:
+            for features, labels, _ in val_loader:
                 F.cross_entropy(model(features), labels)
     marks.append(time.perf_counter())
     return [end - start for start, end in itertools.pairwise(marks[1:])]  # the first is warm-up
