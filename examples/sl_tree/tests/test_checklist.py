@@ -578,16 +578,8 @@ def refactor(project: Path, part: str) -> None:
 
 def train_and_check(project: Path, part: str, output: Path) -> subprocess.CompletedProcess:
     """A smoke run of the part in `project`, then its checker on the code and that run."""
-    train = [
-        sys.executable,
-        "-m",
-        f"{part}.train",
-        "--config",
-        "smoke",
-        "--wandb-mode",
-        "offline",
-        "--output.no-report",
-    ]
+    train = [sys.executable, "-m", f"{part}.train", "--config", "smoke", "--wandb-mode", "offline"]
+    train += ["--output.no-report"]
     trained = subprocess.run([*train, "--output.base-dir", str(output)], cwd=project, capture_output=True)
     assert trained.returncode == 0, trained.stderr.decode()[-3000:]
     (run_dir,) = output.iterdir()
