@@ -106,12 +106,10 @@ class Alerts:
         try:
             if channel == "email":
                 self._email(payload)
-            else:
+            else:  # urlopen raises on 4xx and 5xx
                 headers = {"Content-Type": "application/json"}
                 request = urllib.request.Request(self._webhook_url(), json.dumps(payload).encode(), headers)
-                urllib.request.urlopen(
-                    request, timeout=self.cfg.timeout_seconds
-                ).close()  # raises on 4xx, 5xx
+                urllib.request.urlopen(request, timeout=self.cfg.timeout_seconds).close()
         except Exception as error:  # noqa: BLE001 - whatever the server did, training goes on
             _warn(payload["kind"], channel, error)
 
@@ -131,8 +129,7 @@ class Alerts:
         with server(host, int(port), timeout=self.cfg.timeout_seconds) as smtp:
             smtp.ehlo()
             if server is smtplib.SMTP and smtp.has_extn("starttls"):
-                smtp.starttls()
-                smtp.ehlo()
+                smtp.starttls()  # login and send_message greet the server again, over TLS
             if user:
                 smtp.login(user, os.environ.get("ALERT_SMTP_PASSWORD", ""))
             smtp.send_message(message)

@@ -20,10 +20,8 @@ from src.runs.metrics_jsonl import higher_is_better
 
 
 def save_figure(figure: Figure, path: Path) -> Path:
-    if not figure.get_layout_engine():
-        figure.tight_layout()
     with atomic_path(path) as temporary:
-        figure.savefig(temporary, dpi=110)
+        figure.savefig(temporary, dpi=110, bbox_inches="tight")  # long tick labels stay on the canvas
     return path
 
 
