@@ -21,8 +21,7 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModuleBase
 from torchrl.collectors import Collector
 from torchrl.data import Bounded
-from torchrl.envs import EnvBase, ExplorationType, ParallelEnv, RewardSum, StepCounter, TransformedEnv
-from torchrl.envs.utils import set_exploration_type
+from torchrl.envs import EnvBase, ParallelEnv, RewardSum, StepCounter, TransformedEnv
 
 from src.config import ConfigError
 from src.rl.config import RLConfig
@@ -188,7 +187,7 @@ def first_episodes(env: EnvBase, policy: TensorDictModuleBase, count: int) -> Te
     device = next(policy.parameters()).device
     returns, lengths = torch.zeros(count), torch.zeros(count, dtype=torch.int64)
     ended = torch.zeros(count, dtype=torch.bool)
-    with set_exploration_type(ExplorationType.DETERMINISTIC), torch.no_grad():
+    with torch.no_grad():  # the greedy policy: no exploration to turn off
         state = env.reset()
         for _ in range(EVAL_MAX_STEPS):
             # The envs step on the CPU: a policy elsewhere acts on a copy; only its action comes back.
