@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -231,16 +230,11 @@ def dask_client(cluster: str) -> Iterator[Any]:
     from dask.distributed import Client, LocalCluster
 
     if cluster.startswith("local"):
-        workers = int(cluster.partition(":")[2] or 0) or None  # None: Dask's choice for the cores here
-        threads = max(1, (os.cpu_count() or 1) // workers) if workers else None
+        # None: Dask's choice for the cores here, which shares them out among the workers too.
+        workers = int(cluster.partition(":")[2] or 0) or None
         # No dashboard and random ports: other users' clusters may share the machine.
         with (
-            LocalCluster(
-                n_workers=workers,
-                threads_per_worker=threads,
-                dashboard_address=None,
-                silence_logs=logging.ERROR,
-            ) as local,
+            LocalCluster(n_workers=workers, dashboard_address=None, silence_logs=logging.ERROR) as local,
             Client(local) as client,
         ):
             # XGBoost trains on every worker the scheduler knows: one that registers after the

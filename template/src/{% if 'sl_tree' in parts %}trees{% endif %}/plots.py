@@ -59,10 +59,8 @@ def shap_summary(
     )
     axes.set_yticks(range(len(order)), [features.columns[i] for i in order])
     axes.axvline(0, color="grey", linewidth=0.8)
-    title = (
-        "SHAP values\n(colour: feature value, low blue to high red; a category's by its place; grey: missing)"
-    )
-    axes.set_title(title, fontsize="medium")
+    colours = "colour: feature value, low blue to high red; a category's by its place; grey: missing"
+    axes.set_title(f"SHAP values\n({colours})", fontsize="medium")
     axes.set(xlabel="SHAP value")
     return save_figure(figure, path)
 
@@ -81,11 +79,10 @@ def _colour_scale(column: pd.Series) -> np.ndarray:
 
 
 def _mean_shap_by_class(
-    importance: np.ndarray, names: Sequence[str], classes: Sequence[Any] | None, path: Path, top: int
+    importance: np.ndarray, names: Sequence[str], classes: Sequence[Any], path: Path, top: int
 ) -> Path:
     """Bars of each feature's mean |SHAP value|, a segment per class (classes x features)."""
     order = np.argsort(importance.sum(axis=0))[-top:]
-    classes = list(classes) if classes is not None else list(range(len(importance)))
     figure = Figure(figsize=(7, 0.35 * len(order) + 1.5))
     axes = figure.subplots()
     left = np.zeros(len(order))
