@@ -30,8 +30,9 @@ from src.predictions import (
     write_predictions,
 )
 from src.runs.atomic import write_text_atomic
+from src.runs.checkpoint_checks import checkpoint_problem
 from src.runs.lifetime import training_stopped
-from src.trees.config import CUDA_XGBOOST_INSTALL, SLTreeConfig, xgboost_says
+from src.trees.config import CUDA_XGBOOST_INSTALL, SLTreeConfig
 from src.trees.data import ENCODING_ATTRIBUTE, Split, TableEncoding, class_values, part_function
 from src.trees.plots import feature_importance, shap_summary
 from src.trees.rounds import RoundMetrics, stop_reason, train_seconds_so_far
@@ -179,23 +180,22 @@ def predict_run(
     """`python -m partN.predict`: a run's model.ubj on the table `options` name, read as training
     read its own by the model's TableEncoding, written; the metrics of the rows with a known
     label, printed and returned. `source` is the part's data module, `load_model` its model's."""
-    run_dir = options.run_dir
-    config_path, model_path = run_dir / "config.json", run_dir / "model.ubj"
-    for needed in (config_path, model_path):
-        if not needed.is_file():
-            raise DataValidationError(
-                f"{run_dir}: has no {needed.name}; give the directory of a finished run"
-            )
+    config_path, model_path = options.run_dir / "config.json", options.run_dir / "model.ubj"
+    if not config_path.is_file():
+        raise DataValidationError(
+            f"{options.run_dir}: has no config.json; give the directory of a finished run"
+        )
+    if problem := checkpoint_problem(model_path):  # in a process of its own: XGBoost can crash on a cut file
+        raise DataValidationError(
+            f"{model_path} is {problem}: a run saves it as it ends; give a finished run"
+        )
     try:
         cfg = config_cls.from_json(config_path.read_text())
     except (ValueError, TypeError) as error:
         raise DataValidationError(
             f"{config_path}: not a {config_cls.__name__}: {first_line(error)}"
         ) from None
-    try:
-        model = load_model(model_path)
-    except xgb.core.XGBoostError as error:
-        raise DataValidationError(f"{model_path}: does not load: {xgboost_says(error)}") from None
+    model = load_model(model_path)
     model.set_param({"device": "cpu", "nthread": cfg.num_threads})  # a model a GPU trained, too
     encoding = TableEncoding.of(model, str(model_path))
     table, where = rows_to_predict(

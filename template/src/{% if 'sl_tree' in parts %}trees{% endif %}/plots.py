@@ -68,14 +68,9 @@ def shap_summary(
 def _colour_scale(column: pd.Series) -> np.ndarray:
     """A feature's values scaled to 0..1; a category by its place; missing NaN."""
     if isinstance(column.dtype, pd.CategoricalDtype):
-        values = column.cat.codes.to_numpy(dtype=float)
-        values[values < 0] = np.nan
-    else:
-        values = column.to_numpy(dtype=float)
-    if np.isnan(values).all():
-        return values
-    low, high = np.nanmin(values), np.nanmax(values)
-    return (values - low) / ((high - low) or 1.0)
+        column = column.cat.codes.where(column.cat.codes >= 0)
+    values = column.astype(float)
+    return ((values - values.min()) / ((values.max() - values.min()) or 1.0)).to_numpy()
 
 
 def _mean_shap_by_class(
