@@ -69,8 +69,7 @@ KIND_FILES = {
     ],
     "sl_tree": [
         "src/checklist/tree_checks.py",
-        *(f"src/trees/{name}.py" for name in ("__init__", "booster", "config", "data")),
-        *(f"src/trees/{name}.py" for name in ("plots", "predict", "rounds")),
+        *(f"src/trees/{name}.py" for name in ("__init__", "booster", "config", "data", "plots", "rounds")),
         "{part}/predict.py",
         "src/predict.py",
     ],
