@@ -22,10 +22,9 @@ from src.runs.atomic import write_text_atomic
 from src.runs.directory import STAMP_FORMAT
 from src.runs.lifetime import hangup_and_sigterm_unwind, signals_wait_for_cleanup
 from src.sweep import records
+from src.sweep.records import DEFAULT_MAX_HOURS, DEFAULT_SEED, DEFAULT_TRIALS
 from src.sweep.runner import Sweep
 from src.sweep.spec import SweepSpec
-
-DEFAULT_TRIALS, DEFAULT_MAX_HOURS, DEFAULT_SEED = 20, 24.0, 0
 
 
 def _default_hint(metavar: str, default: object) -> Any:
@@ -74,70 +73,60 @@ class SweepOptions:
 
 def main(spec: SweepSpec, argv: Sequence[str] | None = None, prog: str | None = None) -> Sweep:
     base, args = parse_command(spec.configs, SweepOptions, argv, prog, description=SWEEP_DESCRIPTION)
-    spec = spec.for_config(base)
     lock: IO[str] | None = None
     try:
         with exit_on_bad_input():
             _check_options(spec, args)
-            found = None
-            if args.study is not None:
-                found = records.join_sweep(base, args.study)
-            elif args.resume is not None:
-                found = records.find_sweep(base, args.resume)
+            flag, named = ("--study", args.study) if args.study is not None else ("--resume", args.resume)
+            found = None if named is None else records.find_sweep(base, flag, named)
             if found is not None:
                 sweep_dir, state, lock = found
                 if not state.storage:
                     from src.sweep.local import repair_journal
 
                     repair_journal(sweep_dir)  # before anything is written: a refusal changes nothing
+                try:
+                    saved = type(base).from_json((sweep_dir / records.CONFIG_FILE).read_text())
+                except (OSError, ValueError, TypeError) as error:
+                    raise ConfigError(
+                        f"{flag} {named}: its {records.CONFIG_FILE} cannot be read: {error}"
+                    ) from None
                 # As `train --resume`: the sweep's saved base config, the flags given now over it.
-                flag = f"--study {args.study}" if args.study else f"--resume {args.resume}"
-                saved = records.saved_config(base, sweep_dir, flag)
+                base, args = parse_command(
+                    spec.configs, SweepOptions, argv, prog, description=SWEEP_DESCRIPTION, start_from=saved
+                )
+            spec = spec.for_config(base)
             sweep_id = args.sweep_id
             if args.engine == "wandb":
                 # Loaded once chosen: wandb takes a second to load, --help and a refusal need it not.
                 from src.sweep.wandb_sweep import create_wandb_sweep, require_wandb_login
 
-                if sweep_id is None:
-                    sweep_id = create_wandb_sweep(spec, base)
-                else:
-                    require_wandb_login(base)
+                require_wandb_login(base)
+                sweep_id = sweep_id or create_wandb_sweep(spec, base)
         if found is not None:
-            base, args = parse_command(
-                spec.configs, SweepOptions, argv, prog, description=SWEEP_DESCRIPTION, start_from=saved
-            )
-            spec = spec.for_config(base)
-            state = dataclasses.replace(
-                state,
-                status="running",
-                trials=_given(args.trials, state.trials),
-                max_hours=_given(args.max_hours, state.max_hours),
-                seed=_given(args.sweep_seed, state.seed),
-            )
             print(f"sweep directory: {sweep_dir} ({'joined' if args.study else 'resumed'})")
         else:
             stamp = datetime.now().strftime(STAMP_FORMAT)
             sweep_dir = base.runs_dir() / "sweeps" / f"{base.name}_{stamp}_{os.getpid()}"
             sweep_dir.mkdir(parents=True)
-            lock = records.try_lock(sweep_dir)
+            lock = records.lock_sweep(sweep_dir)
             state = records.SweepState(
                 engine=args.engine,
                 name=base.name,
                 config_class=type(base).__name__,
-                seed=_given(args.sweep_seed, DEFAULT_SEED),
-                trials=_given(args.trials, DEFAULT_TRIALS),
-                max_hours=_given(args.max_hours, DEFAULT_MAX_HOURS),
                 wandb_sweep_id=sweep_id or "",
                 storage=args.storage or "",
             )
             print(f"sweep directory: {sweep_dir}")
             if args.engine == "local":
                 print(f"more workers (one per GPU or machine) join it with --study {sweep_dir}")
+        given = {"trials": args.trials, "max_hours": args.max_hours, "seed": args.sweep_seed}
+        state = dataclasses.replace(
+            state, status="running", **{k: v for k, v in given.items() if v is not None}
+        )
         write_text_atomic(sweep_dir / records.CONFIG_FILE, base.to_json() + "\n")
         state.write(sweep_dir)
         sweep = Sweep(spec, base, sweep_dir, state.max_hours, state)
-        if found is not None:
-            sweep.load_trials()
         _run(sweep, args.engine, state.trials, state.seed, sweep_id)
         return sweep
     finally:
@@ -162,9 +151,10 @@ def _run(sweep: Sweep, engine: str, trials: int, seed: int, sweep_id: str | None
 
                 run_wandb(sweep, trials, sweep_id)
     except BaseException as error:
-        code = _stop_status(error)
-        if code is None:  # a W&B error (exit 2), say
-            sweep.end("failed")
+        # Ctrl-C; SIGTERM or SIGHUP inside a run (src/runs/lifetime.py); Ctrl-C while queued for the GPU lock
+        code = 130 if isinstance(error, KeyboardInterrupt) else getattr(error, "code", None)
+        if not isinstance(error, (KeyboardInterrupt, SystemExit)) or code not in (129, 130, 143):
+            sweep.end("failed")  # a W&B error (exit 2), say
             raise
         with signals_wait_for_cleanup():
             print(sweep.end("interrupted"))
@@ -178,16 +168,6 @@ def _run(sweep: Sweep, engine: str, trials: int, seed: int, sweep_id: str | None
         # status 2 when the values were to blame, as for a single run.
         print(f"error: every trial failed; {sweep.dir / records.SUMMARY_FILE} says why", file=sys.stderr)
         raise SystemExit(2 if all(trial.bad_input for trial in sweep.trials) else 1)
-
-
-def _stop_status(error: BaseException) -> int | None:
-    """130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP; None for an exit of another cause."""
-    if isinstance(error, KeyboardInterrupt):
-        return 130
-    # A signal inside a run (src/runs/lifetime.py), Ctrl-C while queued for the GPU lock
-    if isinstance(error, SystemExit) and error.code in (129, 130, 143):
-        return int(error.code)
-    return None
 
 
 def _check_options(spec: SweepSpec, args: SweepOptions) -> None:
@@ -213,7 +193,3 @@ def _check_options(spec: SweepSpec, args: SweepOptions) -> None:
             "or postgresql://host/db, or leave it out for the journal file in the sweep's folder"
         )
     spec.distributions()  # a bad search space fails before any trial
-
-
-def _given(value: Any, default: Any) -> Any:
-    return default if value is None else value

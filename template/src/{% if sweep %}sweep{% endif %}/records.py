@@ -10,7 +10,6 @@ import fcntl
 import json
 import math
 import os
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -26,6 +25,7 @@ SUMMARY_FILE = "summary.md"
 COMPARISON_DIR = "comparison"
 LOCK_FILE = ".lock"  # every worker holds it shared; an idle sweep's can be taken alone
 JOURNAL_FILE = "optuna.journal"
+DEFAULT_TRIALS, DEFAULT_MAX_HOURS, DEFAULT_SEED = 20, 24.0, 0
 
 
 @dataclass
@@ -56,9 +56,9 @@ class SweepState:
     engine: str
     name: str  # the base config's name: the folder's prefix, what --resume auto looks for
     config_class: str
-    seed: int
-    trials: int  # the local sweep's total over all its attempts; a W&B agent's count
-    max_hours: float  # likewise the whole sweep's, over all its attempts (SWP-5)
+    seed: int = DEFAULT_SEED
+    trials: int = DEFAULT_TRIALS  # the local sweep's total over all its attempts; a W&B agent's count
+    max_hours: float = DEFAULT_MAX_HOURS  # likewise the whole sweep's, over all its attempts (SWP-5)
     # running | interrupted | finished | failed; a killed sweep stays running.
     status: str = "running"
     storage: str = ""  # the database URL of the Optuna study; "" for the folder's optuna.journal
@@ -80,52 +80,40 @@ class SweepState:
         write_text_atomic(sweep_dir / SWEEP_FILE, text)
 
 
-def jsonl_line(trial: Trial) -> str:
-    return json.dumps(dataclasses.asdict(trial), default=str) + "\n"
-
-
-def find_sweep(base: BaseConfig, resume: str) -> tuple[Path, SweepState, IO[str]] | None:
-    """The sweep --resume names, its state and its lock; None when `auto` finds none.
-    Another engine or config than this command's is refused: its trials would not fit."""
-    if resume == "auto":
+def find_sweep(base: BaseConfig, flag: str, named: str) -> tuple[Path, SweepState, IO[str]] | None:
+    """The sweep `--resume` or `--study` names, its state and this process's share of its lock;
+    None when `--resume auto` finds none. Another engine or config than this command's is
+    refused: its trials would not fit."""
+    if flag == "--resume" and named == "auto":
         sweeps = base.runs_dir() / "sweeps"
-        pattern = re.compile(re.escape(base.name) + r"_(\d{8}_\d{6})_\d+")
-        candidates = sorted(
-            (match[1], path.stat().st_mtime, path)
-            for path in sweeps.glob(f"{base.name}_*")
-            if (match := pattern.fullmatch(path.name)) and (path / SWEEP_FILE).is_file()
-        )
-        for *_, path in reversed(candidates):  # the newest first
+        # Folders are named BASE_STAMP_PID: the newest first.
+        for path in sorted(sweeps.glob(f"{base.name}_*"), key=_started, reverse=True):
             state = SweepState.read(path)
-            if state is None or state.engine != "local" or state.status == "finished":
+            if (
+                state is None
+                or (state.engine, state.name) != ("local", base.name)
+                or state.status == "finished"
+            ):
                 continue
-            if (lock := try_lock(path)) is not None:  # one another process runs is skipped
+            if (lock := lock_sweep(path)) is not None:  # one another process runs is skipped
                 _check_same_sweep(state, base, "--resume auto")
                 return path, state, lock
         print(f"--resume auto: no unfinished local '{base.name}' sweep in {sweeps}/, starting a new one")
         return None
-    path, state = _named_sweep(base, "--resume", resume)
-    if (lock := try_lock(path)) is None:
+    path = Path(named)
+    if (state := SweepState.read(path)) is None:
+        raise ConfigError(f"{flag} {named}: not a sweep directory (no readable {SWEEP_FILE})")
+    _check_same_sweep(state, base, f"{flag} {named}")
+    if (lock := lock_sweep(path, alone=flag == "--resume")) is None:
         raise ConfigError(
-            f"--resume {resume}: another process is running that sweep (pid {state.pid}); "
-            f"to run it on more processes, start each with --study {resume}"
+            f"--resume {named}: another process is running that sweep (pid {state.pid}); "
+            f"to run it on more processes, start each with --study {named}"
         )
     return path, state, lock
 
 
-def join_sweep(base: BaseConfig, study: str) -> tuple[Path, SweepState, IO[str]]:
-    """The local sweep `--study` names, and this worker's share of its lock."""
-    path, state = _named_sweep(base, "--study", study)
-    file = open(path / LOCK_FILE, "a")  # noqa: SIM115 - held open while the sweep runs
-    fcntl.flock(file, fcntl.LOCK_SH)  # an exclusive holder only looks, for a moment
-    return path, state, file
-
-
-def _named_sweep(base: BaseConfig, flag: str, directory: str) -> tuple[Path, SweepState]:
-    if (state := SweepState.read(Path(directory))) is None:
-        raise ConfigError(f"{flag} {directory}: not a sweep directory (no readable {SWEEP_FILE})")
-    _check_same_sweep(state, base, f"{flag} {directory}")
-    return Path(directory), state
+def _started(sweep_dir: Path) -> tuple[str, float]:
+    return sweep_dir.name.rpartition("_")[0], sweep_dir.stat().st_mtime
 
 
 def _check_same_sweep(state: SweepState, base: BaseConfig, flag: str) -> None:
@@ -141,20 +129,14 @@ def _check_same_sweep(state: SweepState, base: BaseConfig, flag: str) -> None:
         )
 
 
-def saved_config(base: BaseConfig, sweep_dir: Path, flag: str) -> BaseConfig:
-    try:
-        return type(base).from_json((sweep_dir / CONFIG_FILE).read_text())
-    except (OSError, ValueError, TypeError) as error:
-        raise ConfigError(f"{flag}: its {CONFIG_FILE} cannot be read: {error}") from None
-
-
-def try_lock(sweep_dir: Path) -> IO[str] | None:
-    """A share of the sweep's lock for this process's lifetime, taken only where no other
-    process holds one: None while another worker runs the sweep. The kernel releases it
-    however the process ends, kill -9 included."""
+def lock_sweep(sweep_dir: Path, alone: bool = True) -> IO[str] | None:
+    """A share of the sweep's lock for this process's lifetime; with `alone`, taken only where
+    no other process holds one (None while another worker runs the sweep). The kernel
+    releases it however the process ends, kill -9 included."""
     file = open(sweep_dir / LOCK_FILE, "a")  # noqa: SIM115 - held open while the sweep runs
     try:
-        fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)  # alone?
+        if alone:
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         file.close()
         return None

@@ -17,7 +17,7 @@ from src.config import BaseConfig
 from src.report.run_files import REPORT_FILE, RunFiles
 from src.runs.atomic import write_text_atomic
 from src.runs.directory import intact_checkpoint
-from src.sweep.records import COMPARISON_DIR, SUMMARY_FILE, TRIALS_FILE, SweepState, Trial, jsonl_line
+from src.sweep.records import COMPARISON_DIR, SUMMARY_FILE, TRIALS_FILE, SweepState, Trial
 from src.sweep.spec import SweepSpec
 
 WORKER = f"{socket.gethostname()}:{os.getpid()}"  # this process, in trials.jsonl and the study
@@ -37,23 +37,18 @@ class Sweep:
         state: SweepState | None = None,
     ) -> None:
         self.spec, self.base, self.dir, self.state = spec, base, sweep_dir, state
-        self.deadline = time.monotonic() + max_hours * 3600
-        self.trials: list[Trial] = []
-
-    def hours_left(self) -> float:
-        return max(self.deadline - time.monotonic(), 0.0) / 3600
-
-    def load_trials(self) -> None:
-        """Read back the trials of earlier attempts and other workers: kept, not repeated
-        (RES-1), and their time counts against --max-hours, which bounds the whole sweep
-        (SWP-5)."""
+        # The trials of earlier attempts and other workers are kept, not repeated (RES-1), and
+        # their time counts against --max-hours, which bounds the whole sweep (SWP-5).
         self.trials = self.recorded_trials()
+        self.deadline = time.monotonic() + max_hours * 3600 - sum(trial.seconds for trial in self.trials)
         path = self.dir / TRIALS_FILE
-        if path.is_file() and not path.read_bytes().endswith(b"\n") and path.stat().st_size:
+        if path.is_file() and path.stat().st_size and not path.read_bytes().endswith(b"\n"):
             # A line a kill cut short: the next trial's line starts on a line of its own.
             with open(path, "a", encoding="utf-8") as file:
                 file.write("\n")
-        self.deadline -= sum(trial.seconds for trial in self.trials)
+
+    def hours_left(self) -> float:
+        return max(self.deadline - time.monotonic(), 0.0) / 3600
 
     def recorded_trials(self) -> list[Trial]:
         """Every ended trial in trials.jsonl, whichever worker ran it; a line a kill cut
@@ -86,7 +81,9 @@ class Sweep:
     def run_trial(self, params: dict[str, Any], number: int | None = None, resume: bool = False) -> Trial:
         """Trial `number` (the next one when None); with `resume`, one a kill or a stop left
         unfinished, continued from its run's last checkpoint or, without one, run again."""
-        trial = Trial(self.next_number() if number is None else number, params, worker=WORKER)
+        if number is None:
+            number = max((trial.number for trial in self.trials), default=-1) + 1
+        trial = Trial(number, params, worker=WORKER)
         self.trials.append(trial)
         started = time.monotonic()
         try:
@@ -119,9 +116,6 @@ class Sweep:
         self.record(trial)
         return trial
 
-    def next_number(self) -> int:
-        return max((trial.number for trial in self.trials), default=-1) + 1
-
     def run_dirs(self, number: int) -> list[Path]:
         return sorted(self.dir.glob(f"{self.base.name}-trial{number:03d}_*"))
 
@@ -134,7 +128,7 @@ class Sweep:
         --resume finds recorded, so it is not run twice."""
         # One write of one line: workers appending at once do not interleave.
         with open(self.dir / TRIALS_FILE, "a", encoding="utf-8") as file:
-            file.write(jsonl_line(trial))
+            file.write(json.dumps(dataclasses.asdict(trial), default=str) + "\n")
         self.save()
         self.finish()  # after every trial, so a sweep killed later still has its summary
 
@@ -186,22 +180,14 @@ class Sweep:
 
     def summary(self) -> str:
         names = list(self.spec.space)
-        header = ["rank", "trial", "status", self.spec.metric, *names, "seconds", "run directory"]
-        rows = [
-            [
-                str(rank),
-                str(trial.number),
-                trial.status,
-                "" if trial.value is None else f"{trial.value:.4g}",
-                *(_cell(trial.params.get(name, "")) for name in names),
-                f"{trial.seconds:.0f}",
-                _where(trial),
-            ]
-            for rank, trial in enumerate(self.ranked(), start=1)
-        ]
-        lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
-        lines += ["| " + " | ".join(row) + " |" for row in rows]
-        return "\n".join(lines) + "\n"
+        rows = [["rank", "trial", "status", self.spec.metric, *names, "seconds", "run directory"]]
+        rows.append(["---"] * len(rows[0]))
+        for rank, trial in enumerate(self.ranked(), start=1):
+            params = [_cell(trial.params.get(name, "")) for name in names]
+            where = [Path(trial.run_dir).name, "(resumed)" if trial.resumed_from else "", trial.error]
+            row = [str(rank), str(trial.number), trial.status, _cell(trial.value), *params]
+            rows.append([*row, f"{trial.seconds:.0f}", " ".join(filter(None, where))])
+        return "".join("| " + " | ".join(row) + " |\n" for row in rows)
 
     def finish(self) -> str:
         """Write summary.md (atomically: a kill mid-write keeps the previous one)."""
@@ -220,10 +206,5 @@ class Sweep:
         return table
 
 
-def _where(trial: Trial) -> str:
-    resumed = "(resumed)" if trial.resumed_from else ""
-    return " ".join(filter(None, (Path(trial.run_dir).name, resumed, trial.error)))
-
-
 def _cell(value: Any) -> str:
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
+    return "" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)

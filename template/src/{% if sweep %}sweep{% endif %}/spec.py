@@ -42,9 +42,6 @@ class SweepSpec:
         fields = {name: value for name, value in params.items() if name != "architecture"}
         return fields | self.architectures.get(params.get("architecture"), {})
 
-    def fixed_values(self) -> dict[str, Any]:
-        return {name: spec["value"] for name, spec in self.space.items() if "value" in spec}
-
     def distributions(self) -> dict[str, optuna_dist.BaseDistribution]:
         """The sampled parameters as Optuna distributions: `values` lists, `min`/`max`
         ranges (integer when both bounds are), `log_uniform_values`."""
