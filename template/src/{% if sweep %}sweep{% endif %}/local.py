@@ -21,8 +21,7 @@ from optuna.storages.journal import JournalFileBackend, JournalFileSymlinkLock
 from optuna.trial import FrozenTrial, TrialState
 
 from src.config import ConfigError, first_line
-from src.sweep.records import JOURNAL_FILE, TRIALS_FILE, Trial
-from src.sweep.runner import WORKER, Sweep
+from src.sweep.runner import JOURNAL_FILE, TRIALS_FILE, WORKER, Sweep, Trial
 
 # The study's user attributes of a trial: its number in the sweep (runs are named after
 # it), the worker that runs it, and whether it ended through this engine. A trial of a
@@ -190,14 +189,11 @@ def requeue_dead_workers_trials(study: optuna.Study, recorded: Sequence[Trial] =
         if host != socket.gethostname() or not pid.isdigit() or psutil.pid_exists(int(pid)):
             continue
         number = trial.user_attrs.get(NUMBER)
-        if number in in_record:  # its end was recorded, but lost from a damaged journal
+        if number is None or number in in_record:
+            # Never numbered (a new one is asked instead), or its end is recorded but was lost
+            # from a damaged journal or not told before its worker died: not run again.
             with contextlib.suppress(ValueError, RuntimeError):
-                _tell(study, trial.number, in_record[number])
-        elif trial.user_attrs.get(ENDED) or number is None:
-            # Recorded before its worker died (not run again), or never numbered (a new one
-            # is asked instead).
-            with contextlib.suppress(ValueError, RuntimeError):
-                study.tell(trial.number, state=TrialState.FAIL)
+                _tell(study, trial.number, in_record.get(number))
         else:
             _queue_again(study, trial.number, trial.params, number)
 
@@ -216,8 +212,9 @@ def _end(study: optuna.Study, asked: optuna.Trial, trial: Trial) -> None:
     _tell(study, asked, trial)
 
 
-def _tell(study: optuna.Study, asked: optuna.Trial | int, trial: Trial) -> None:
-    study.tell(asked, trial.score, state=TrialState.FAIL if trial.score is None else TrialState.COMPLETE)
+def _tell(study: optuna.Study, asked: optuna.Trial | int, trial: Trial | None) -> None:
+    score = trial.score if trial else None
+    study.tell(asked, score, state=TrialState.FAIL if score is None else TrialState.COMPLETE)
 
 
 def _add_ended(

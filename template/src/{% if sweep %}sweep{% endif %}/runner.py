@@ -1,14 +1,20 @@
-"""A sweep under way: runs its trials in this process and keeps its record after each."""
+"""A sweep under way: runs its trials in this process and keeps its folder's record after each:
+sweep.json, config.json (the base config), trials.jsonl (a line per ended trial, from every
+worker), summary.md, comparison/ and optuna.journal (the shared Optuna study, unless sweep.json
+names a database), beside the trials' run directories."""
 
 from __future__ import annotations
 
 import dataclasses
 import gc
 import json
+import math
 import os
 import socket
 import time
 import traceback
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +23,72 @@ from src.config import BaseConfig
 from src.report.run_files import REPORT_FILE, RunFiles
 from src.runs.atomic import write_text_atomic
 from src.runs.directory import intact_checkpoint
-from src.sweep.records import COMPARISON_DIR, SUMMARY_FILE, TRIALS_FILE, SweepState, Trial
 from src.sweep.spec import SweepSpec
+
+SWEEP_FILE = "sweep.json"
+CONFIG_FILE = "config.json"
+TRIALS_FILE = "trials.jsonl"
+SUMMARY_FILE = "summary.md"
+COMPARISON_DIR = "comparison"
+LOCK_FILE = ".lock"  # every worker holds it shared; an idle sweep's can be taken alone
+JOURNAL_FILE = "optuna.journal"
+DEFAULT_TRIALS, DEFAULT_MAX_HOURS, DEFAULT_SEED = 20, 24.0, 0
+
 
 WORKER = f"{socket.gethostname()}:{os.getpid()}"  # this process, in trials.jsonl and the study
 COMPARED = 8  # the best trials that summary.md's comparison shows side by side
+
+
+@dataclass
+class Trial:
+    number: int
+    params: dict[str, Any]
+    status: str = "running"  # finished | failed; interrupted in the summary of a stopped sweep
+    value: float | None = None
+    seconds: float = 0.0
+    run_dir: str = ""
+    error: str = ""
+    bad_input: bool = False  # it failed on its values, data or memory, not on a bug
+    metrics: dict[str, float] = field(default_factory=dict)
+    resumed_from: str = ""  # the checkpoint a trial cut off by a kill went on from (RES-1)
+    worker: str = ""  # host:pid of the process that ran it
+
+    @property
+    def score(self) -> float | None:
+        """What the study learns and the ranking uses: None for a failed or non-finite trial."""
+        ok = self.status == "finished" and self.value is not None and math.isfinite(self.value)
+        return self.value if ok else None
+
+
+@dataclass
+class SweepState:
+    """sweep.json: what the sweep is and how far it got."""
+
+    engine: str
+    name: str  # the base config's name: the folder's prefix, what --resume auto looks for
+    config_class: str
+    seed: int = DEFAULT_SEED
+    trials: int = DEFAULT_TRIALS  # the local sweep's total over all its attempts; a W&B agent's count
+    max_hours: float = DEFAULT_MAX_HOURS  # likewise the whole sweep's, over all its attempts (SWP-5)
+    # running | interrupted | finished | failed; a killed sweep stays running.
+    status: str = "running"
+    storage: str = ""  # the database URL of the Optuna study; "" for the folder's optuna.journal
+    wandb_sweep_id: str = ""
+    pid: int = 0
+    updated: str = ""
+
+    @classmethod
+    def read(cls, sweep_dir: Path) -> SweepState | None:
+        try:
+            record = json.loads((sweep_dir / SWEEP_FILE).read_text())
+            return cls(**{f.name: record[f.name] for f in dataclasses.fields(cls) if f.name in record})
+        except (OSError, ValueError, TypeError, KeyError):
+            return None
+
+    def write(self, sweep_dir: Path) -> None:
+        self.pid, self.updated = os.getpid(), datetime.now().isoformat(timespec="seconds")
+        text = json.dumps(dataclasses.asdict(self), indent=2, default=str) + "\n"
+        write_text_atomic(sweep_dir / SWEEP_FILE, text)
 
 
 class Sweep:
@@ -88,7 +155,8 @@ class Sweep:
         started = time.monotonic()
         try:
             cfg = self.trial_config(trial.number, params)
-            checkpoint = self.last_checkpoint(trial.number) if resume else None
+            run = self.last_run(trial.number) if resume else None
+            checkpoint = intact_checkpoint(run)[0] if run else None  # a damaged one is skipped (RES-1)
             trial.resumed_from = str(checkpoint or "")
             resuming = f", resuming {checkpoint}" if checkpoint else ""
             print(f"sweep trial {trial.number}: {params}{resuming}")
@@ -111,17 +179,12 @@ class Sweep:
         gc.collect()
         gc.collect()
         trial.seconds = time.monotonic() - started
-        runs = self.run_dirs(trial.number)
-        trial.run_dir = str(runs[-1]) if runs else ""
+        trial.run_dir = str(self.last_run(trial.number) or "")
         self.record(trial)
         return trial
 
-    def run_dirs(self, number: int) -> list[Path]:
-        return sorted(self.dir.glob(f"{self.base.name}-trial{number:03d}_*"))
-
-    def last_checkpoint(self, number: int) -> Path | None:
-        runs = self.run_dirs(number)
-        return intact_checkpoint(runs[-1])[0] if runs else None  # a damaged one is skipped (RES-1)
+    def last_run(self, number: int) -> Path | None:
+        return max(self.dir.glob(f"{self.base.name}-trial{number:03d}_*"), default=None)
 
     def record(self, trial: Trial) -> None:
         """trials.jsonl first, then sweep.json: a kill between the two leaves a trial that
@@ -142,8 +205,7 @@ class Sweep:
         prints as it ends: the table, and where its summary and comparison are."""
         for trial in self.trials:
             if trial.status == "running":
-                runs = self.run_dirs(trial.number)
-                trial.status, trial.run_dir = "interrupted", str(runs[-1]) if runs else ""
+                trial.status, trial.run_dir = "interrupted", str(self.last_run(trial.number) or "")
         self.save(status=status)
         comparison = self.compare_best()
         lines = [self.finish(), f"summary: {self.dir / SUMMARY_FILE}"]
