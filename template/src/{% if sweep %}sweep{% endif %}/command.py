@@ -209,15 +209,11 @@ def find_sweep(base: BaseConfig, flag: str, named: str) -> tuple[Path, SweepStat
     if flag == "--resume" and named == "auto":
         sweeps = base.runs_dir() / "sweeps"
         # Folders are named BASE_STAMP_PID: the newest first.
-        for path in sorted(sweeps.glob(f"{base.name}_*"), key=_started, reverse=True):
+        for path in sorted(sweeps.glob(f"{base.name}_*"), reverse=True):
             state = SweepState.read(path)
-            if (
-                state is None
-                or (state.engine, state.name) != ("local", base.name)
-                or state.status == "finished"
-            ):
-                continue
-            if (lock := lock_sweep(path)) is not None:  # one another process runs is skipped
+            unfinished = state is not None and state.engine == "local" and state.status != "finished"
+            # One another process runs is skipped.
+            if unfinished and state.name == base.name and (lock := lock_sweep(path)) is not None:
                 _check_same_sweep(state, base, "--resume auto")
                 return path, state, lock
         print(f"--resume auto: no unfinished local '{base.name}' sweep in {sweeps}/, starting a new one")
@@ -232,10 +228,6 @@ def find_sweep(base: BaseConfig, flag: str, named: str) -> tuple[Path, SweepStat
             f"to run it on more processes, start each with --study {named}"
         )
     return path, state, lock
-
-
-def _started(sweep_dir: Path) -> tuple[str, float]:
-    return sweep_dir.name.rpartition("_")[0], sweep_dir.stat().st_mtime
 
 
 def _check_same_sweep(state: SweepState, base: BaseConfig, flag: str) -> None:
