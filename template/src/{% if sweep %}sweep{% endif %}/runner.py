@@ -232,15 +232,13 @@ class Sweep:
         """Finished trials best first, then the failed ones: every worker's ended trials,
         and this one's under way or interrupted."""
         sign = -1 if self.spec.goal == "maximize" else 1
-
-        def key(trial: Trial) -> tuple[bool, float]:
-            return trial.score is None, sign * (trial.score or 0.0)
-
         ended = self.recorded_trials()
         numbers = {trial.number for trial in ended}
-        return sorted(ended + [t for t in self.trials if t.number not in numbers], key=key)
+        trials = ended + [t for t in self.trials if t.number not in numbers]
+        return sorted(trials, key=lambda trial: (trial.score is None, sign * (trial.score or 0.0)))
 
-    def summary(self) -> str:
+    def finish(self) -> str:
+        """Write summary.md (atomically: a kill mid-write keeps the previous one); its table."""
         names = list(self.spec.space)
         rows = [["rank", "trial", "status", self.spec.metric, *names, "seconds", "run directory"]]
         rows.append(["---"] * len(rows[0]))
@@ -249,11 +247,7 @@ class Sweep:
             where = [Path(trial.run_dir).name, "(resumed)" if trial.resumed_from else "", trial.error]
             row = [str(rank), str(trial.number), trial.status, _cell(trial.value), *params]
             rows.append([*row, f"{trial.seconds:.0f}", " ".join(filter(None, where))])
-        return "".join("| " + " | ".join(row) + " |\n" for row in rows)
-
-    def finish(self) -> str:
-        """Write summary.md (atomically: a kill mid-write keeps the previous one)."""
-        table = self.summary()
+        table = "".join("| " + " | ".join(row) + " |\n" for row in rows)
         progress = ""
         if self.state is not None:
             ended = len(self.recorded_trials())
