@@ -55,7 +55,7 @@ SHARED_FILES = {
     *(f"src/checklist/{name}.py" for name in CHECKLIST.split()),
 }
 PART_FILES = ("__init__.py", "config.py", "data.py", "model.py", "train.py")
-SWEEP_MODULES = "__init__ command local records runner spec wandb_sweep"
+SWEEP_MODULES = "__init__ command local runner spec wandb_sweep"
 
 
 # Files a part kind adds beyond the four of every part; {part} is its folder.
