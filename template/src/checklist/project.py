@@ -50,8 +50,12 @@ class Project:
 
     def kind_of(self, folder: str) -> str | None:
         """Tree: calls xgboost.train; RL: builds a LightningModule using ClipPPOLoss; else neural."""
-        if any(_calls_xgboost_train(self.tree(path)) for path in self.code(folder) if self.parses(path)):
-            return "sl_tree"
+        for tree in (self.tree(path) for path in self.code(folder) if self.parses(path)):
+            xgb = {
+                a.asname or a.name for n in of_type(tree, ast.Import) for a in n.names if a.name == "xgboost"
+            }
+            if any(source(c.func) in {f"{name}.train" for name in xgb} for c in calls(tree, "train")):
+                return "sl_tree"
         modules = self.built("LightningModule", folder)
         if any("ClipPPOLoss" in names(c) for _, m in modules for c in self.lineage(m, folder)):
             return "rl"
@@ -74,7 +78,7 @@ class Project:
 
     def _imported_files(self, relative: str) -> list[str]:
         package, modules = Path(relative).parent.parts, []
-        for node in nodes(self.tree(relative)) if self.parses(relative) else ():
+        for node in of_type(self.tree(relative), ast.AST) if self.parses(relative) else ():
             if isinstance(node, ast.Import):
                 modules += [alias.name.split(".") for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
@@ -187,11 +191,6 @@ class Project:
         return found[0]
 
 
-def _calls_xgboost_train(tree: ast.Module) -> bool:
-    imported = [a.asname or a.name for n in of_type(tree, ast.Import) for a in n.names if a.name == "xgboost"]
-    return any(source(c.func) in [f"{name}.train" for name in imported] for c in calls(tree, "train"))
-
-
 def per_tree(query: Callable[[ast.AST], Any]) -> Callable[[ast.AST], Any]:
     """`query`'s answer kept on the tree: a cache keyed by trees would keep every project alive."""
     attribute = f"_checklist_{query.__name__}"
@@ -216,20 +215,15 @@ def bases(cls: ast.ClassDef) -> set[str]:
 
 
 @per_tree
-def nodes(tree: ast.AST) -> tuple[ast.AST, ...]:
-    return tuple(ast.walk(tree))
-
-
-@per_tree
 def _by_type(tree: ast.AST) -> dict[type, list[ast.AST]]:
-    return {}
+    return {ast.AST: list(ast.walk(tree))}
 
 
 def of_type(tree: ast.AST, node_type: type[ast.AST]) -> list[Any]:
-    """The tree's nodes of a type, in walk order; kept, since every check asks again."""
+    """The tree's nodes of a type (ast.AST: all), in walk order; kept, since every check asks again."""
     found = _by_type(tree)
     if node_type not in found:
-        found[node_type] = [node for node in nodes(tree) if isinstance(node, node_type)]
+        found[node_type] = [node for node in found[ast.AST] if isinstance(node, node_type)]
     return found[node_type]
 
 
