@@ -184,6 +184,21 @@ class Project:
                     pending += index.get(name, [])
         return False
 
+    def passes(self, name: str, part: Where = None, test: Callable[[ast.expr], object] = bool) -> bool:
+        """Whether the code passes `name=` to any call, with a value that passes `test` if given."""
+        values = [keyword(call, name) for _, call in self.find(ast.Call, part)]
+        return any(test(value) for value in values if value is not None)
+
+    def call_with(self, name: str, part: Part, /, **tests: Callable[[ast.expr | None], object]) -> None:
+        """Fail unless the part's code calls `name` (or a subclass of it) with keywords that pass `tests`."""
+        subclasses = [cls.name for _, cls in self.classes(name, part)]
+        made = [c for called in (name, *subclasses) for _, c in self.calls(called, part)]
+        found = [c for c in made if all(test(keyword(c, k)) for k, test in tests.items())]
+        require(found, f"no {name}({', '.join(f'{k}=...' for k in tests)}) as the checklist asks")
+
+    def main_with_config(self, part: Part) -> ast.FunctionDef:
+        return self.function("main_with_config", part)[1]
+
     def function(self, name: str, part: Part | None = None) -> tuple[str, ast.FunctionDef]:
         """The first function called `name` in the code a part runs; Failed if none."""
         found = [(p, f) for p, f in self.find(ast.FunctionDef, part) if f.name == name]
