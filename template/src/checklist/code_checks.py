@@ -86,9 +86,8 @@ def config_hierarchy(project: Project, part: Part) -> None:
         bases = [name_of(b) for b in cls.bases] if cls else []
         return bool(cls and is_dataclass(cls)) and (name == "BaseConfig" or any(map(reaches_base, bases)))
 
-    require(
-        reaches_base(LEVELS[part.kind]), f"src/: {LEVELS[part.kind]} is not a @dataclass reaching BaseConfig"
-    )
+    level = LEVELS[part.kind]
+    require(reaches_base(level), f"src/: {level} is not a @dataclass reaching BaseConfig")
     for cls in config_classes(project, part):
         require(cls.name not in shared, f"{part.name}/config.py redefines {cls.name} of src/")
         require(is_dataclass(cls), f"{part.name}/config.py: {cls.name} is not a @dataclass")
@@ -105,11 +104,8 @@ def config_by_name(project: Project, part: Part) -> None:
 def wall_clock(project: Project, part: Part) -> None:
     base = shared_classes(project).get("BaseConfig")
     require(base and "max_wall_clock_hours" in fields(base), "BaseConfig has no max_wall_clock_hours field")
-    stoppers = {
-        "Timer",
-        *(c.name for b in ("Timer", "TrainingCallback") for _, c in project.classes(b, part)),
-    }
-    given = [c for _, c in project.find(ast.Call, part) if name_of(c) in stoppers]
+    own = [c.name for base in ("Timer", "TrainingCallback") for _, c in project.classes(base, part)]
+    given = [c for _, c in project.find(ast.Call, part) if name_of(c) in {"Timer", *own}]
     bounded = any("max_wall_clock_hours" in source(c) for c in given)
     require(bounded, "no Timer or XGBoost callback is given cfg.max_wall_clock_hours")
 

@@ -51,9 +51,8 @@ class Project:
     def kind_of(self, folder: str) -> str | None:
         """Tree: calls xgboost.train; RL: builds a LightningModule using ClipPPOLoss; else neural."""
         for tree in (self.tree(path) for path in self.code(folder) if self.parses(path)):
-            xgb = {
-                a.asname or a.name for n in of_type(tree, ast.Import) for a in n.names if a.name == "xgboost"
-            }
+            imported = [alias for node in of_type(tree, ast.Import) for alias in node.names]
+            xgb = {alias.asname or alias.name for alias in imported if alias.name == "xgboost"}
             if any(source(c.func) in {f"{name}.train" for name in xgb} for c in calls(tree, "train")):
                 return "sl_tree"
         modules = self.built("LightningModule", folder)
