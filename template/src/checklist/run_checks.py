@@ -17,7 +17,7 @@ from src.checklist.registry import BadInput, Failed, Skipped, check, lacks, requ
 
 MODEL_FILES = {"sl_neural": "model.pt", "rl": "model.pt", "sl_tree": "model.ubj"}
 START_OF_RUN = ("total_params", "trainable_params", "num_train_samples", "num_val_samples", "gpu_name")
-VALID = "a run directory is output/<part>/<name>_<YYYYMMDD_HHMMSS>/ holding config.json (and run.json)"
+VALID = "a run directory is output/<part>/<name>_<YYYYMMDD_HHMMSS>/ holding config.json and run.json"
 
 
 @dataclass
@@ -84,7 +84,7 @@ def open_run_dir(path: Path, project: Project) -> RunDir:
     part = next((p for p in project.parts if p.name == run_part(run)), None)
     if part is None:
         kinds = ", ".join(f"{p.name} ({p.kind})" for p in project.parts)
-        raise BadInput(f"{path}: its run.json names none of this project's parts: {kinds}")
+        raise BadInput(f"{path}: no run.json names one of this project's parts ({kinds}); {VALID}")
     return RunDir(path, part, config, run)
 
 
