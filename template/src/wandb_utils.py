@@ -7,7 +7,6 @@ A run's W&B files live in its run directory.
 
 from __future__ import annotations
 
-import json
 import netrc
 import os
 import re
@@ -81,11 +80,7 @@ def quiet_settings() -> Any:
 
 def _config(cfg: BaseConfig, run_dir: Path) -> dict[str, Any]:
     """The config, and what produced the run as run.json records it (code, packages, machine, data)."""
-    try:
-        recorded = json.loads((run_dir / "run.json").read_text()).get("provenance", {})
-    except (OSError, ValueError):  # a DDP rank that started before rank zero wrote it
-        recorded = {}
-    return {**cfg.to_dict(), "provenance": recorded}
+    return {**cfg.to_dict(), "provenance": run_record(run_dir).get("provenance", {})}
 
 
 def finish_run() -> None:
