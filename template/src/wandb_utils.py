@@ -1,9 +1,6 @@
-"""W&B for every part (LOG-1, LOG-6): online, offline with no account, or off.
-
-wandb_mode auto logs online when an API key is configured (WANDB_API_KEY or `wandb login`),
-offline otherwise, and WANDB_MODE wins over it; W&B is off when --loggers leaves out wandb.
-A run's W&B files live in its run directory.
-"""
+"""W&B for every part (LOG-1, LOG-6), its files in the run directory. wandb_mode auto logs online
+with an API key (WANDB_API_KEY or `wandb login`), else offline, and WANDB_MODE wins over it;
+W&B is off when --loggers leaves out wandb."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""A run's lifetime: `with start_run(cfg, resume_from) as run:` trains into run.dir.
-
-Rank zero (DDP-1) writes config.json and console.log (OUT-2) and keeps run.json's status
-up to date for the babysitter (OPS-3). A run ends with one line, `run ended: REASON (DETAIL)`,
-the last of console.log and the same as run.json's end_reason and end_detail.
-"""
+"""A run's lifetime: `with start_run(cfg, resume_from) as run:` trains into run.dir. Rank zero
+(DDP-1) writes config.json, console.log (OUT-2) and run.json's status (OPS-3); the run ends with
+`run ended: REASON (DETAIL)`, console.log's last line and run.json's end_reason and end_detail."""
 
 from __future__ import annotations
 
