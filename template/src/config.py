@@ -96,10 +96,8 @@ class AlertConfig:
         for name in ("gpu_utilization_below", "gpu_memory_above"):
             if not 0 <= (value := getattr(self, name)) <= 100:
                 found.append(f"alerts.{name} {value}: must be a percentage, 0 to 100")
-        if not 0 < self.timeout_seconds <= 600:
-            found.append(
-                f"alerts.timeout_seconds {self.timeout_seconds}: must be more than 0 and at most 600"
-            )
+        if not 0 < (seconds := self.timeout_seconds) <= 600:
+            found.append(f"alerts.timeout_seconds {seconds}: must be more than 0 and at most 600")
         return found
 
 
