@@ -13,7 +13,7 @@ from conftest import QUESTIONS, TEMPLATE, every_variant, run, variant_id
 
 SRC_MODULES = """
     __init__ cli config data_checks errors predictions project wandb_utils
-    training/__init__ training/checkpoints training/evaluation training/jsonl_logger
+    training/__init__ training/checkpoints training/jsonl_logger
     training/optim training/precision training/profiler training/schedules training/seeding training/stopwatch
     training/trainer
     runs/__init__ runs/atomic runs/checkpoint_checks runs/console runs/directory

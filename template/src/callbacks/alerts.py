@@ -14,9 +14,8 @@ from src.ops.hardware import gpu_readings
 
 
 class AlertCallback(L.Callback):
-    """After each validation, the validations since the monitored metric last improved, as
-    early stopping counts them (`stalled_evaluations` of them raise `stalled`); after each
-    training epoch, a reading of the GPU the run trains on. Sent from global rank zero."""
+    """After each validation, the validations since the monitored metric improved, counted as
+    early stopping counts them; after each training epoch, a reading of the run's GPU."""
 
     def __init__(self, alerts: Alerts, monitor: str = "val_loss", mode: str = "min", min_delta: float = 0.0):
         self.alerts, self.monitor, self.mode, self.min_delta = alerts, monitor, mode, min_delta

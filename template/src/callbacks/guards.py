@@ -20,10 +20,9 @@ from src.runs.lifetime import training_stopped
 
 
 class FiniteLossCallback(L.Callback):
-    """Raises TrainingDiverged once the training loss or the monitored validation metric is not
-    finite. The loss is read at the steps Lightning logs (on a GPU each read waits for the step;
-    the weights stay non-finite once they are) and before any checkpoint is written, so a
-    diverged step's weights are never saved."""
+    """TrainingDiverged once the training loss or the monitored metric is not finite. The loss is
+    read at the steps Lightning logs (a read waits for the GPU; non-finite weights stay so) and
+    before any checkpoint is written, so that a diverged step's weights are never saved."""
 
     def __init__(self, monitor: str = "val_loss") -> None:
         self.monitor = monitor
@@ -72,9 +71,8 @@ class StopFileCallback(L.Callback):
 
 
 class WallClockTimer(Timer):
-    """Lightning's Timer: training ends mid-epoch once `hours` are spent, earlier sessions of a
-    resumed run counted. Its clock is read at the steps Lightning logs, not every step (under
-    DDP each reading is a broadcast), so a run ends at most that many steps late."""
+    """Lightning's Timer (earlier sessions of a resumed run counted), read at the steps Lightning
+    logs, not every step: under DDP each reading is a broadcast."""
 
     def __init__(self, hours: float) -> None:
         super().__init__(duration=timedelta(hours=hours), interval="step")

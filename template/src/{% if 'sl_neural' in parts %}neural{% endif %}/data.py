@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 import pandera.pandas as pa
 import torch
+import torch.distributed as dist
+from lightning.pytorch.overrides.distributed import UnrepeatedDistributedSampler
 from sklearn.model_selection import train_test_split
 from torch.utils.data import DataLoader, Sampler, TensorDataset
 from torchdata.stateful_dataloader import StatefulDataLoader
@@ -25,10 +27,26 @@ from src.config import ConfigError
 from src.data_checks import DataValidationError, finite, validate_table
 from src.neural.config import SLNeuralConfig
 from src.neural.encoding import TableEncoding, is_numeric
-from src.training.evaluation import evaluation_sampler
 
 # torchdata 0.11 calls a torch function that torch 2.13 deprecates, for every loader it builds.
 warnings.filterwarnings("ignore", message="'set_vital' is deprecated")
+
+
+def evaluation_sampler(dataset: TensorDataset, split: str) -> UnrepeatedDistributedSampler | None:
+    """This rank's share of an evaluation split, in order; None in a single process (DDP-1).
+    Lightning's DistributedSampler pads the shares to one length with repeated examples, which
+    would change the metrics; its unpadded one, in a module Lightning does not document, lets
+    them differ by one example. A change shows in
+    test_two_process_test_metrics_equal_one_process_testing_the_same_checkpoint."""
+    if not (dist.is_available() and dist.is_initialized()) or (ranks := dist.get_world_size()) == 1:
+        return None
+    # DDP syncs BatchNorm statistics on each rank's first evaluation batch: every rank needs one.
+    if len(dataset) < ranks:
+        raise DataValidationError(
+            f"the {split} split has {len(dataset)} rows, fewer than the {ranks} processes that "
+            f"evaluate it; give it more rows or train with fewer processes"
+        )
+    return UnrepeatedDistributedSampler(dataset, shuffle=False)
 
 
 class InMemoryTable(TensorDataset):
@@ -84,10 +102,6 @@ class TableDataModule(L.LightningDataModule):
             InMemoryTable(inputs[index], targets[index], rows[index]) for index in (train, val, test)
         )
 
-    def labels(self, rows: np.ndarray) -> pd.DataFrame:
-        """The label columns of the rows at these positions of the loaded table, as it holds them."""
-        return self.label_values.loc[rows]
-
     def train_dataloader(self) -> StatefulDataLoader:
         # RES-1: the sampler's order follows from the seed and the epoch, and its position travels
         # in checkpoints with the loader's, so a resumed run sees the batches an uninterrupted one
@@ -124,8 +138,8 @@ class TableDataModule(L.LightningDataModule):
         )
 
     def _split(self, table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Positions of the training, validation and test rows: seeded apart from training, so
-        every run sees the same split; stratified by class for a classifier."""
+        """Positions of the training, validation and test rows, by split_seed (the same in every
+        run), stratified by class for a classifier."""
         classes = table[self.cfg.label_column[0]] if self.cfg.task == "classification" else None
         if classes is not None and classes.nunique() < 2:
             raise DataValidationError(

@@ -53,7 +53,7 @@ class SupervisedModule(L.LightningModule):
 
     def configure_model(self) -> None:
         """The network and metrics, sized by the data: Lightning calls this after the DataModule's
-        setup, and again (a no-op) for test."""
+        setup (and again for test)."""
         if self.net is not None:
             return
         if self.hparams[ENCODING] is None:
@@ -108,13 +108,12 @@ class SupervisedModule(L.LightningModule):
         self.test_outputs.update(outputs.float())
 
     def on_test_epoch_end(self) -> None:
-        """The predictions of every test row, on every rank, and their metrics (test_accuracy
-        or test_rmse and the others of src/predictions.py task_metrics)."""
+        """Every test row's prediction, on every rank, and their metrics (src/predictions.py)."""
         rows, outputs = (metric.compute().cpu().numpy() for metric in (self.test_rows, self.test_outputs))
         self.test_rows.reset()
         self.test_outputs.reset()
         order = rows.argsort()
-        labels = self.trainer.datamodule.labels(rows[order])  # as the table holds them, not as encoded
+        labels = self.trainer.datamodule.label_values.loc[rows[order]]  # as the table holds them
         self.test_predictions = self.encoding.predictions(rows[order], outputs[order], labels)
         for name, value in task_metrics(self.test_predictions).items():
             # Every rank computed the same number: syncing averages equal values (DDP-1).
