@@ -16,9 +16,8 @@ from lightning.pytorch.loggers import Logger
 from lightning.pytorch.profilers import AdvancedProfiler
 from lightning.pytorch.utilities import rank_zero_info
 
-from src.callbacks.alerts import AlertCallback
 from src.callbacks.frozen_heap import FrozenHeapCallback
-from src.callbacks.guards import FiniteLossCallback, StopFileCallback, WallClockTimer
+from src.callbacks.guards import AlertCallback, FiniteLossCallback, StopFileCallback, WallClockTimer
 from src.callbacks.metrics import MetricsCallback, RunInfoCallback, TimingCallback
 from src.callbacks.progress import EpochSummaryCallback, ModelSummary, ProgressBar
 from src.callbacks.resume import ExactResume, ResumableEarlyStopping

@@ -210,9 +210,7 @@ class TableDataModule(L.LightningDataModule):
             )
         table = table[~unlabelled]
         self._check_column_kinds(table, features)
-        # Features of numbers are finite (and in range, where the part knows one), those of text
-        # any text, either with missing values (the encoding fills them in); a regression's
-        # labels are finite numbers.
+        # Missing feature values are allowed: the encoding fills them in.
         value_range = getattr(self.source, "value_range", lambda cfg: None)(self.cfg)
         numbers = [finite(), *([pa.Check.in_range(*value_range)] if value_range is not None else [])]
         columns = {
@@ -236,12 +234,8 @@ class TableDataModule(L.LightningDataModule):
                     "numbers to predict: for classes pass --task classification"
                 )
         label = table[self.cfg.label_column[0]]
-        if (
-            self.cfg.task == "classification"
-            and pd.api.types.is_float_dtype(label)
-            and (label % 1 != 0).any()
-        ):
-            fractions = label[label % 1 != 0]
+        classifies_floats = self.cfg.task == "classification" and pd.api.types.is_float_dtype(label)
+        if classifies_floats and len(fractions := label[label % 1 != 0]):
             raise DataValidationError(
                 f"{self.where}: label column '{label.name}' holds fractions ({fractions.iloc[0]!r}), "
                 "not classes: for numbers to predict pass --task regression"

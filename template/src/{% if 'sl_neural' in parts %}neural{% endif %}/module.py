@@ -60,9 +60,8 @@ class SupervisedModule(L.LightningModule):
             self.hparams[ENCODING] = self.trainer.datamodule.encoding.to_dict()
         self.encoding = encoding = TableEncoding.from_dict(self.hparams[ENCODING])
         self.net = self.build_network(self.cfg, encoding.features.width, encoding.num_outputs)
-        # torchmetrics accumulate across batches and DDP ranks, so evaluation over several
-        # processes gives the single-process numbers (DDP-1). A NaN loss stays NaN, for the
-        # finite-loss guard to see, instead of being left out of the mean.
+        # torchmetrics accumulate across DDP ranks: several processes give one's numbers (DDP-1).
+        # A NaN loss stays NaN, for the finite-loss guard to see, not left out of the mean.
         self.val_loss, self.test_loss = MeanMetric(nan_strategy="disable"), MeanMetric(nan_strategy="disable")
         # Every rank's test rows and outputs, gathered in rank order, both (DDP-1).
         self.test_rows = CatMetric(nan_strategy="disable")
@@ -94,7 +93,8 @@ class SupervisedModule(L.LightningModule):
             self.val_accuracy(outputs, targets)
             self.log("val_acc", self.val_accuracy, on_epoch=True, prog_bar=True)
             return
-        predicted, true = self.in_label_units(outputs), self.in_label_units(targets)
+        scales = torch.tensor(self.encoding.target_scales, device=outputs.device)
+        predicted, true = outputs.float() * scales, targets.float() * scales  # errors in the labels' units
         for column, (name, rmse) in enumerate(zip(self.val_rmse_names, self.val_rmse, strict=True)):
             rmse(predicted[:, column], true[:, column])
             self.log(name, rmse, on_epoch=True, prog_bar=True)
@@ -118,11 +118,6 @@ class SupervisedModule(L.LightningModule):
         for name, value in task_metrics(self.test_predictions).items():
             # Every rank computed the same number: syncing averages equal values (DDP-1).
             self.log(f"test_{name}", value, sync_dist=True)
-
-    def in_label_units(self, standardised: torch.Tensor) -> torch.Tensor:
-        """A regression's outputs or targets in the label columns' own units."""
-        scales = torch.tensor(self.encoding.target_scales, device=standardised.device)
-        return standardised.float() * scales + torch.tensor(self.encoding.target_means, device=scales.device)
 
     def configure_optimizers(self) -> dict:
         cfg = self.cfg
