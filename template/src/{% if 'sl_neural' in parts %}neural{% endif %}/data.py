@@ -58,11 +58,6 @@ class InMemoryTable(TensorDataset):
         return tuple(tensor[rows] for tensor in self.tensors)
 
 
-def whole_batch(batch: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
-    """The loaders' collate function: InMemoryTable has made the batch already."""
-    return batch
-
-
 class TableDataModule(L.LightningDataModule):
     """The rows of `source`, a part's data module, as batches (inputs, targets, rows), `rows` the
     examples' positions in the loaded table. A resumed run (`resume_from`, the checkpoint it
@@ -125,7 +120,7 @@ class TableDataModule(L.LightningDataModule):
             dataset,
             batch_size=self.batch_size,
             sampler=sampler,
-            collate_fn=whole_batch,
+            collate_fn=tuple,  # InMemoryTable has made the batch already
             # The workers' seeds come from a generator of the training loader's own, so that the
             # global one, which dropout draws from, resumes exactly.
             generator=torch.Generator().manual_seed(self.cfg.seed) if train else None,
