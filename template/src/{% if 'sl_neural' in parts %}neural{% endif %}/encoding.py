@@ -13,6 +13,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from sklearn.compose import ColumnTransformer
+from sklearn.impute import SimpleImputer
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from src import predictions
 from src.errors import DataValidationError
@@ -30,27 +34,23 @@ def as_text(column: pd.Series) -> np.ndarray:
     return column.astype(str).where(column.notna(), MISSING).to_numpy(dtype=object)
 
 
-def numeric_inputs(table: pd.DataFrame, columns: list[str], where: str) -> np.ndarray:
-    """The columns as float64, a missing value NaN; `where` names the table in an error."""
-    numbers = np.empty((len(table), len(columns)))
-    for index, name in enumerate(columns):
-        try:
-            numbers[:, index] = pd.to_numeric(table[name]).to_numpy(dtype=np.float64, na_value=np.nan)
-        except (TypeError, ValueError):
-            values = table[name].dropna()
-            example = values[pd.to_numeric(values, errors="coerce").isna()].iloc[0]
-            raise DataValidationError(
-                f"{where}: column '{name}' holds text ({example!r}) where the run read numbers"
-            ) from None
-    return numbers
+def as_numbers(column: pd.Series, where: str) -> np.ndarray:
+    try:
+        return pd.to_numeric(column).to_numpy(dtype=np.float64, na_value=np.nan)
+    except (TypeError, ValueError):
+        values = column.dropna()
+        example = values[pd.to_numeric(values, errors="coerce").isna()].iloc[0]
+        raise DataValidationError(
+            f"{where}: column '{column.name}' holds text ({example!r}) where the run read numbers"
+        ) from None
 
 
 @dataclass
 class FeatureEncoding:
-    """The network's inputs, fitted on the training rows as scikit-learn's SimpleImputer(median),
-    StandardScaler and OneHotEncoder(handle_unknown="ignore") would be: a number's missing value
-    becomes the column's median, then it is standardised; a text column becomes one input per
-    value seen in training, missing counting as a value and an unseen one as none."""
+    """The network's inputs, as scikit-learn fits them on the training rows: a number's missing
+    value becomes the column's median, then it is standardised (SimpleImputer, StandardScaler); a
+    text column becomes one input per value seen in training, missing counting as a value and an
+    unseen one as none (OneHotEncoder(handle_unknown="ignore"))."""
 
     numeric: list[str]
     medians: list[float]
@@ -62,23 +62,32 @@ class FeatureEncoding:
     @classmethod
     def fit(cls, rows: pd.DataFrame, where: str) -> FeatureEncoding:
         numeric = [name for name in rows.columns if is_numeric(rows[name])]
-        for name in numeric:  # it would have no median, and the network no input from it
+        text = [name for name in rows.columns if name not in numeric]
+        for name in numeric:  # the imputer would drop it, and the network's inputs with it
             if rows[name].isna().all():
                 raise DataValidationError(
                     f"{where}: column '{name}' has no value in any of the {len(rows)} training rows: "
                     "leave it out with --feature-columns"
                 )
-        numbers = numeric_inputs(rows, numeric, where)
-        medians = np.nanmedian(numbers, axis=0)
-        filled = np.where(np.isnan(numbers), medians, numbers)
-        means, variances = filled.mean(axis=0), filled.var(axis=0)
-        # A constant column, to float64's rounding (StandardScaler's test), keeps its scale of 1.
-        eps = np.finfo(np.float64).eps
-        constant = variances <= len(filled) * eps * variances + (len(filled) * means * eps) ** 2
-        scales = np.where(constant, 1.0, np.sqrt(variances))
-        text = [name for name in rows.columns if name not in numeric]
-        categories = [sorted(set(as_text(rows[name]))) for name in text]
-        return cls(numeric, medians.tolist(), means.tolist(), scales.tolist(), text, categories)
+        inputs = rows.copy()
+        for name in text:
+            inputs[name] = as_text(rows[name])
+        fitted = ColumnTransformer(
+            [
+                ("numbers", make_pipeline(SimpleImputer(strategy="median"), StandardScaler()), numeric),
+                ("text", OneHotEncoder(handle_unknown="ignore"), text),
+            ]
+        ).fit(inputs)
+        encoding = cls(numeric, [], [], [], text, [])
+        if numeric:  # a transformer with no columns is left unfitted
+            imputer, scaler = fitted.named_transformers_["numbers"]
+            encoding.medians, encoding.means = imputer.statistics_.tolist(), scaler.mean_.tolist()
+            encoding.scales = scaler.scale_.tolist()
+        if text:
+            encoding.categories = [
+                values.tolist() for values in fitted.named_transformers_["text"].categories_
+            ]
+        return encoding
 
     @property
     def columns(self) -> list[str]:
@@ -90,7 +99,9 @@ class FeatureEncoding:
 
     def transform(self, table: pd.DataFrame, where: str) -> np.ndarray:
         """The network's inputs for each row of `table`; `where` names it in an error."""
-        numbers = numeric_inputs(table, self.numeric, where)
+        numbers = np.empty((len(table), len(self.numeric)))
+        for index, name in enumerate(self.numeric):
+            numbers[:, index] = as_numbers(table[name], where)
         numbers = np.where(np.isnan(numbers), self.medians, numbers)
         inputs = [(numbers - np.asarray(self.means)) / np.asarray(self.scales)]
         for name, values in zip(self.text, self.categories, strict=True):
