@@ -30,7 +30,7 @@ def main_with_config(cfg: DiabetesConfig, resume_from: Path | None = None) -> di
     from src.runs.loggers import file_loggers
     from src.trees.booster import best_rounds, summary_and_plots, train_booster
     from src.trees.data import load_split
-    from src.trees.rounds import RoundLoggers, log_start_of_run, round_callbacks
+    from src.trees.rounds import RoundLoggers, round_callbacks
     from src.wandb_utils import finish_run, log_model_artifact, setup_run
 
     with start_run(cfg, resume_from) as run:
@@ -39,7 +39,7 @@ def main_with_config(cfg: DiabetesConfig, resume_from: Path | None = None) -> di
         loggers = RoundLoggers(setup_run(cfg, run.dir), file_loggers(cfg, run.dir), cfg.wandb_every_n_rounds)
         facts = {"num_train_samples": len(split.train_labels), "num_val_samples": len(split.val_labels)}
         facts |= {"num_features": len(split.encoding.feature_columns), "gpu_name": gpu_name()}
-        log_start_of_run(run.dir / "metrics.jsonl", loggers, facts)  # LOG-5
+        loggers.log_start(run.dir / "metrics.jsonl", facts)  # LOG-5
         booster = load_model(run.resume_from) if run.resume_from else None
         # Every tree grown; checkpoints/last.ubj keeps them all for --resume. A run whose
         # training ended in an earlier session grows none: test and save remain (RES-1).

@@ -1,7 +1,5 @@
-"""Errors of the input, not of the code, raised while a run goes on: the command ends
-with their one-line message and exit status 2 (CFG-3, src.cli.bad_input_message), as
-it does for a config value out of range (src.config.ConfigError) or a full disk
-(src.runs.atomic.WriteFailed). Here, apart from the checks and the callback that raise
+"""Errors of the input, not of the code, raised while a run goes on: the command ends with their
+one-line message and exit status 2 (src.cli.bad_input_message). Apart from the checks that raise
 them, so that the command line knows them without loading pandas or Lightning."""
 
 from __future__ import annotations

@@ -22,9 +22,15 @@ from src.data_checks import DataValidationError
 from src.predict import PredictOptions
 from src.runs.directory import latest_checkpoint
 from src.runs.metrics_jsonl import read_jsonl
-from src.trees.booster import best_rounds, dask_client, train_booster, training_matrices, training_params
+from src.trees.booster import (
+    best_rounds,
+    dask_client,
+    predict_run,
+    train_booster,
+    training_matrices,
+    training_params,
+)
 from src.trees.data import TableEncoding, load_split
-from src.trees.predict import predict_run
 from src.trees.rounds import RoundLoggers, round_callbacks
 
 config = part_module("sl_tree", "config")

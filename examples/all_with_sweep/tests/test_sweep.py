@@ -25,8 +25,7 @@ from src.runs.directory import latest_checkpoint
 from src.runs.lifetime import start_run
 from src.sweep import SweepSpec, main
 from src.sweep.local import run_local
-from src.sweep.records import SweepState
-from src.sweep.runner import Sweep
+from src.sweep.runner import Sweep, SweepState
 from src.wandb_utils import finish_run, setup_run
 
 

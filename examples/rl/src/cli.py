@@ -29,8 +29,6 @@ from src.runs.directory import (
     run_record,
 )
 
-_CONFIG_HELP = "Which of this part's configs to start from; the flags below override its fields."
-
 
 @dataclasses.dataclass
 class TrainOptions:
@@ -38,11 +36,10 @@ class TrainOptions:
 
     Attributes:
         resume: Continue a run: its directory or a .ckpt file, or auto for this config's
-            newest unfinished run.
+            newest unfinished run. Its config.json replaces the named config's defaults; flags
+            given now still override it (e.g. a longer budget).
     """
 
-    # The resumed run's config.json replaces the named config's defaults; flags given
-    # now still override it (e.g. a longer budget).
     resume: Annotated[str | None, tyro.conf.arg(metavar="PATH|auto")] = None
 
 
@@ -88,21 +85,20 @@ def parse_command(
     replaces the named config's defaults (a resumed run's config)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     names = tuple(configs)
-    # Looked up before tyro parses: the config named decides the defaults the flags override.
-    name = _config_named_in(argv) or names[0]
-    # An unknown name falls back to the first config's defaults here; tyro then refuses
-    # the name itself and lists the valid ones.
-    config_cls = configs.get(name, configs[names[0]])
+    # Looked up before tyro parses: the config named decides the defaults the flags override. An
+    # unknown name falls back to the first config here; tyro then refuses it and lists the valid ones.
+    name = _config_named_in(argv)
+    name = name if name in configs else names[0]
+    config_help = "Which of this part's configs to start from; the flags below override its fields."
     command_cls = dataclasses.make_dataclass(
         "Command",
         [
-            ("config", Annotated[Literal[names], tyro.conf.arg(help=_CONFIG_HELP, metavar="NAME")]),
+            ("config", Annotated[Literal[names], tyro.conf.arg(help=config_help, metavar="NAME")]),
             ("options", Annotated[options_cls, tyro.conf.arg(name="")]),
-            ("cfg", Annotated[config_cls, tyro.conf.arg(name="")]),
+            ("cfg", Annotated[configs[name], tyro.conf.arg(name="")]),
         ],
     )
-    cfg = start_from if start_from is not None else config_cls()
-    default = command_cls(config=name if name in configs else names[0], options=options_cls(), cfg=cfg)
+    default = command_cls(config=name, options=options_cls(), cfg=start_from or configs[name]())
     command = parse_options(command_cls, argv, prog, description, default=default)
     with exit_on_bad_input():
         command.cfg.validate()

@@ -96,10 +96,8 @@ class AlertConfig:
         for name in ("gpu_utilization_below", "gpu_memory_above"):
             if not 0 <= (value := getattr(self, name)) <= 100:
                 found.append(f"alerts.{name} {value}: must be a percentage, 0 to 100")
-        if not 0 < self.timeout_seconds <= 600:
-            found.append(
-                f"alerts.timeout_seconds {self.timeout_seconds}: must be more than 0 and at most 600"
-            )
+        if not 0 < (seconds := self.timeout_seconds) <= 600:
+            found.append(f"alerts.timeout_seconds {seconds}: must be more than 0 and at most 600")
         return found
 
 
@@ -262,20 +260,10 @@ class LightningConfig(BaseConfig):
     checkpoint_every_n_steps: int = 0
 
     def problems(self) -> list[str]:
-        found = super().problems() + at_least(
-            self,
-            num_epochs=1,
-            patience=0,
-            batch_size=1,
-            learning_rate=0,
-            weight_decay=0,
-            num_nodes=1,
-            log_every_n_steps=1,
-            keep_last_n=0,
-            val_every_n_steps=0,
-            checkpoint_minutes=0,
-            checkpoint_every_n_steps=0,
-        )
+        minimums = dict.fromkeys(("num_epochs", "batch_size", "num_nodes", "log_every_n_steps"), 1)
+        minimums |= dict.fromkeys(("patience", "keep_last_n", "val_every_n_steps", "learning_rate"), 0)
+        minimums |= dict.fromkeys(("weight_decay", "checkpoint_minutes", "checkpoint_every_n_steps"), 0)
+        found = super().problems() + at_least(self, **minimums)
         # The default num_epochs leaves the end to early stopping: a schedule that decays to its
         # end needs an end it can plan for.
         if self.scheduler in SPANNING_SCHEDULES and self.num_epochs >= LightningConfig.num_epochs:

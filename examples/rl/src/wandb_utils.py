@@ -1,13 +1,9 @@
-"""W&B for every part (LOG-1, LOG-6): online, offline with no account, or off.
-
-wandb_mode auto logs online when an API key is configured (WANDB_API_KEY or `wandb login`),
-offline otherwise, and WANDB_MODE wins over it; W&B is off when --loggers leaves out wandb.
-A run's W&B files live in its run directory.
-"""
+"""W&B for every part (LOG-1, LOG-6), its files in the run directory. wandb_mode auto logs online
+with an API key (WANDB_API_KEY or `wandb login`), else offline, and WANDB_MODE wins over it;
+W&B is off when --loggers leaves out wandb."""
 
 from __future__ import annotations
 
-import json
 import netrc
 import os
 import re
@@ -81,11 +77,7 @@ def quiet_settings() -> Any:
 
 def _config(cfg: BaseConfig, run_dir: Path) -> dict[str, Any]:
     """The config, and what produced the run as run.json records it (code, packages, machine, data)."""
-    try:
-        recorded = json.loads((run_dir / "run.json").read_text()).get("provenance", {})
-    except (OSError, ValueError):  # a DDP rank that started before rank zero wrote it
-        recorded = {}
-    return {**cfg.to_dict(), "provenance": recorded}
+    return {**cfg.to_dict(), "provenance": run_record(run_dir).get("provenance", {})}
 
 
 def finish_run() -> None:

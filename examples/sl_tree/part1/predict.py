@@ -11,7 +11,6 @@ from __future__ import annotations
 from part1.config import DiabetesConfig
 from src.cli import exit_on_bad_input, parse_options
 from src.predict import PredictOptions
-from src.trees.predict import predict_run
 
 
 def main() -> None:
@@ -19,6 +18,7 @@ def main() -> None:
     # Here, not at the top: XGBoost and pandas take seconds to load, and --help answers before.
     from part1 import data
     from part1.model import load_model
+    from src.trees.booster import predict_run
 
     with exit_on_bad_input():
         predict_run(options, DiabetesConfig, data, load_model)

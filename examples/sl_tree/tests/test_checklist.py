@@ -165,7 +165,12 @@ STATIC_BREAKS = [
     ("CB-2", "nn", "src", replace("save_top_k=1,", "save_top_k=3,")),
     ("CB-3", "nn", "src", replace("logging_interval=None", 'logging_interval="epoch"')),
     ("CB-4", "nn", "src", replace("StopFileCallback(stop_file_paths(cfg.stop_file, run_dir)),", "")),
-    ("CB-4", "sl_tree", "src", replace("StopFileRounds(stop_file_paths(cfg.stop_file, run_dir)),", "")),
+    (
+        "CB-4",
+        "sl_tree",
+        "src",
+        replace("StopRounds(stop_file_paths(cfg.stop_file, run_dir), cfg.max_wall_clock_hours),", ""),
+    ),
     ("OPS-1", "any", ".", replace("with GpuLock(), exit_on_bad_input():", "with exit_on_bad_input():")),
     ("OPS-2", None, ".", replace("nohup ", "")),
     ("OUT-1", None, "src", replace('"%Y%m%d_%H%M%S"', '"%Y%m%d"')),

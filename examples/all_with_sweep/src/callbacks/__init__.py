@@ -1,5 +1,5 @@
 """The callbacks every Lightning part shares, by feature: guards (NaN loss, STOP file, wall
-clock), alerts, resume (exact resume after a kill), metrics (timing and the rest), progress
+clock, alerts), resume (exact resume after a kill), metrics (timing and the rest), progress
 (the bar and the epoch lines), frozen_heap (a faster step). src.training.trainer orders them."""
 
 import lightning as L

@@ -6,10 +6,9 @@ import lightning as L
 
 
 class FrozenHeapCallback(L.Callback):
-    """From the start of fitting to its end, the objects alive when it starts (the model, the
-    data, every library's own) sit in gc's permanent generation. A step makes many short-lived
-    objects, TorchRL's tensordicts above all, and each of gc's full passes would otherwise walk
-    that whole heap again: about a tenth of a CPU PPO step."""
+    """While fitting, the objects alive at its start (model, data, libraries) sit in gc's permanent
+    generation: a step makes many short-lived objects (TorchRL's tensordicts), and each full pass
+    would otherwise walk that whole heap again, about a tenth of a CPU PPO step."""
 
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         gc.freeze()

@@ -19,11 +19,10 @@ from src.runs.lifetime import record_in_run_json, record_used_settings
 
 
 class TimingCallback(L.Callback):
-    """Splits every epoch into fetching the batch (`data`; `env_step` for RL, the whole
-    collector rollout with its inter-process communication), inference (the forward pass),
-    backward (loss, backward pass and optimizer step), validation and overhead (logging,
-    checkpointing, the rest), as seconds and as shares that add up to 100. A module with a
-    `stopwatch` (src.training.stopwatch) times the sections of its own training step."""
+    """Splits every epoch into fetching the batch (`data`; RL's `env_step`: the whole rollout),
+    inference (forward), backward (loss, backward and optimizer step), validation and overhead,
+    as seconds and shares adding up to 100. A module with a `stopwatch` (src.training.stopwatch)
+    times the sections of its own step."""
 
     def __init__(self, fetch_section: str = "data") -> None:
         self.fetch_section = fetch_section
@@ -86,10 +85,9 @@ class TimingCallback(L.Callback):
 
 
 class MetricsCallback(L.Callback):
-    """batch/grad_norm (before clipping) at the steps Lightning logs; after every epoch the
-    first parameter group's `lr` (LearningRateMonitor, CB-3, logs each group under lr/),
-    system/ (GPU, CPU, RAM) and, after an epoch that validated, tracking/best_{monitor},
-    tracking/best_epoch and tracking/epochs_since_improvement."""
+    """batch/grad_norm (before clipping) at the steps Lightning logs; per epoch the first
+    parameter group's `lr` (LearningRateMonitor logs each under lr/), system/ and, after an epoch
+    that validated, tracking/best_{monitor}, tracking/best_epoch, tracking/epochs_since_improvement."""
 
     def __init__(self, monitor: str = "val_loss", mode: str = "min") -> None:
         self.monitor, self.mode = monitor, mode
@@ -133,11 +131,10 @@ class MetricsCallback(L.Callback):
 
 
 class RunInfoCallback(L.Callback):
-    """Logs to every logger (W&B: the run's config; metrics.jsonl: one line) the model's size,
-    the sample counts, the GPU and how the run trains: what the Trainer settled on where the
-    config said auto (also in config.json's `used`), each optimizer's parameter groups, the
-    callbacks and the profiler, so a run directory shows the checklist's settings took effect
-    (LIT-4, PRC-1, CB-1..3, PRF-1). The processes it trains on go to run.json too (DDP-1)."""
+    """Logs to every logger the model's size, sample counts, GPU, and what the Trainer settled on
+    (also config.json's `used`), optimizers, callbacks and profiler, so that a run directory
+    shows the checklist's settings took effect (LIT-4, PRC-1, CB-1..3, PRF-1); and the
+    processes to run.json (DDP-1)."""
 
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
@@ -188,16 +185,15 @@ class RunInfoCallback(L.Callback):
 
 
 def _lightning_name(obj: object) -> str:
-    """A Lightning class's own name; a class of ours with the Lightning class it extends,
-    e.g. "StopFileCallback(Callback)", which the checklist's run checks look for."""
+    """A Lightning class's name; one of ours with the Lightning class it extends, as the
+    checklist's run checks read it: "StopFileCallback(Callback)"."""
     own = type(obj)
     base = next((c for c in own.__mro__ if c.__module__.startswith("lightning.")), None)
     return own.__name__ if base is None or base is own else f"{own.__name__}({base.__name__})"
 
 
 def _num_samples(trainer: L.Trainer, name: str, loaders: Any) -> int:
-    """The DataModule's own count where it has one (RL: frames per epoch), else the size of
-    the loaders' datasets."""
+    """The DataModule's own count where it has one (RL: frames per epoch), else the datasets'."""
     if hasattr(trainer.datamodule, name):
         return int(getattr(trainer.datamodule, name))
     loaders = [] if loaders is None else loaders if isinstance(loaders, (list, tuple)) else [loaders]

@@ -25,19 +25,15 @@ from src.training.seeding import rank_seed
 class ExactResume(L.Callback):
     """What Lightning's own checkpoint leaves out of an exact resume.
 
-    - last.ckpt is rewritten every checkpoint_every_n_steps steps (optimizer steps, or batches
-      where the module optimizes by hand: RL) and checkpoint_minutes (0 turns either off), and
-      when training ends. ModelCheckpoint's own triggers ignore the clock under manual
-      optimization and fire between accumulated batches, whose gradients no checkpoint holds.
-      None is taken at an epoch's last batch or just before a validation, which a resume would
-      count as done.
-    - The checkpoint carries the random generators, the metric each ReduceLROnPlateau watches
-      (Lightning steps it after the checkpoints at an epoch's end, and skips that step on
-      resume) and the length of a schedule that spans the run (cosine, onecycle).
-    - A resume restores them and takes the skipped plateau step; refuses settings that would
-      change the schedule's length; drops the metrics.jsonl rows logged after the checkpoint;
-      follows a run directory moved elsewhere; and once run.json says training ended, only
-      tests and saves."""
+    - last.ckpt every checkpoint_every_n_steps steps (optimizer steps; batches under manual
+      optimization) and checkpoint_minutes, and when training ends: ModelCheckpoint's triggers
+      ignore the clock under manual optimization and fire between accumulated batches. None at
+      an epoch's last batch or just before a validation, which a resume would count as done.
+    - The random generators, the metric each ReduceLROnPlateau watches (Lightning steps it after
+      the epoch-end checkpoints, and skips that step on resume) and a spanning schedule's length.
+    - A resume restores them and takes the skipped plateau step, refuses a changed schedule
+      length, drops metrics.jsonl rows logged after the checkpoint, follows a moved run
+      directory, and once run.json says training ended, only tests and saves."""
 
     def __init__(self, cfg: LightningConfig, run_dir: Path) -> None:
         self.run_dir, self.seed = run_dir, cfg.seed
@@ -186,10 +182,8 @@ def _moved(value: Any, old_dir: str, new_dir: str) -> Any:
 
 class ResumableEarlyStopping(EarlyStopping):
     """CB-1: EarlyStopping, except at the end of an epoch whose validation a resumed session did
-    not run. A checkpoint taken after an epoch's last batch (SLURM's signal, the budget or a STOP
-    file landing there) resumes with that validation counted as done, so the monitored metric is
-    missing and EarlyStopping's strict check would fail the run. Anywhere else a missing metric
-    is still an error. It records a stop it decides: the target reached, or patience spent."""
+    not run (a checkpoint taken after the epoch's last batch counts it as done, and the strict
+    check would fail on the missing metric; elsewhere it still does). It records why it stops."""
 
     _validated_this_session = False
 

@@ -50,8 +50,11 @@ class Project:
 
     def kind_of(self, folder: str) -> str | None:
         """Tree: calls xgboost.train; RL: builds a LightningModule using ClipPPOLoss; else neural."""
-        if any(_calls_xgboost_train(self.tree(path)) for path in self.code(folder) if self.parses(path)):
-            return "sl_tree"
+        for tree in (self.tree(path) for path in self.code(folder) if self.parses(path)):
+            imported = [alias for node in of_type(tree, ast.Import) for alias in node.names]
+            xgb = {alias.asname or alias.name for alias in imported if alias.name == "xgboost"}
+            if any(source(c.func) in {f"{name}.train" for name in xgb} for c in calls(tree, "train")):
+                return "sl_tree"
         modules = self.built("LightningModule", folder)
         if any("ClipPPOLoss" in names(c) for _, m in modules for c in self.lineage(m, folder)):
             return "rl"
@@ -74,7 +77,7 @@ class Project:
 
     def _imported_files(self, relative: str) -> list[str]:
         package, modules = Path(relative).parent.parts, []
-        for node in nodes(self.tree(relative)) if self.parses(relative) else ():
+        for node in of_type(self.tree(relative), ast.AST) if self.parses(relative) else ():
             if isinstance(node, ast.Import):
                 modules += [alias.name.split(".") for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
@@ -180,16 +183,26 @@ class Project:
                     pending += index.get(name, [])
         return False
 
+    def passes(self, name: str, part: Where = None, test: Callable[[ast.expr], object] = bool) -> bool:
+        """Whether the code passes `name=` to any call, with a value that passes `test` if given."""
+        values = [keyword(call, name) for _, call in self.find(ast.Call, part)]
+        return any(test(value) for value in values if value is not None)
+
+    def call_with(self, name: str, part: Part, /, **tests: Callable[[ast.expr | None], object]) -> None:
+        """Fail unless the part's code calls `name` (or a subclass of it) with keywords that pass `tests`."""
+        subclasses = [cls.name for _, cls in self.classes(name, part)]
+        made = [c for called in (name, *subclasses) for _, c in self.calls(called, part)]
+        found = [c for c in made if all(test(keyword(c, k)) for k, test in tests.items())]
+        require(found, f"no {name}({', '.join(f'{k}=...' for k in tests)}) as the checklist asks")
+
+    def main_with_config(self, part: Part) -> ast.FunctionDef:
+        return self.function("main_with_config", part)[1]
+
     def function(self, name: str, part: Part | None = None) -> tuple[str, ast.FunctionDef]:
         """The first function called `name` in the code a part runs; Failed if none."""
         found = [(p, f) for p, f in self.find(ast.FunctionDef, part) if f.name == name]
         require(found, f"no {name}() in the code {part.name if part else 'the parts'} run(s)")
         return found[0]
-
-
-def _calls_xgboost_train(tree: ast.Module) -> bool:
-    imported = [a.asname or a.name for n in of_type(tree, ast.Import) for a in n.names if a.name == "xgboost"]
-    return any(source(c.func) in [f"{name}.train" for name in imported] for c in calls(tree, "train"))
 
 
 def per_tree(query: Callable[[ast.AST], Any]) -> Callable[[ast.AST], Any]:
@@ -216,20 +229,15 @@ def bases(cls: ast.ClassDef) -> set[str]:
 
 
 @per_tree
-def nodes(tree: ast.AST) -> tuple[ast.AST, ...]:
-    return tuple(ast.walk(tree))
-
-
-@per_tree
 def _by_type(tree: ast.AST) -> dict[type, list[ast.AST]]:
-    return {}
+    return {ast.AST: list(ast.walk(tree))}
 
 
 def of_type(tree: ast.AST, node_type: type[ast.AST]) -> list[Any]:
-    """The tree's nodes of a type, in walk order; kept, since every check asks again."""
+    """The tree's nodes of a type (ast.AST: all), in walk order; kept, since every check asks again."""
     found = _by_type(tree)
     if node_type not in found:
-        found[node_type] = [node for node in nodes(tree) if isinstance(node, node_type)]
+        found[node_type] = [node for node in found[ast.AST] if isinstance(node, node_type)]
     return found[node_type]
 
 

@@ -40,9 +40,7 @@ class Failed(Exception):
     status = "fail"
 
 
-class Skipped(Exception):
-    """A check could not decide (e.g. W&B was off for the run); the message says why."""
-
+class Skipped(Exception):  # a check could not decide (e.g. W&B was off for the run); says why
     status = "skipped"
 
 

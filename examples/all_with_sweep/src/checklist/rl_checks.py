@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from src.checklist.code_checks import main_with_config, makes_call, never, never_uses
+from src.checklist.code_checks import makes_call, never, never_uses
 from src.checklist.project import (
     Part,
     Project,
@@ -38,14 +38,12 @@ THREAD_VARIABLES = {"OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"
 EPISODE_KEYS = {"reward", "done", "terminated", "truncated"}  # and episode_reward: read from batch["next"]
 
 
-def the_call(project: Project, part: Part, name: str) -> tuple[str, ast.Call]:
-    found = project.calls(name, part)
-    require(found, f"no {name}(...)")
-    return found[0]
-
-
-def argument(call: ast.Call, name: str, position: int) -> ast.expr | None:
-    return keyword(call, name) or (call.args[position] if len(call.args) > position else None)
+def env_argument(project: Project, part: Part, name: str, position: int) -> tuple[str, ast.expr | None]:
+    """An argument of the part's ParallelEnv(...), given by keyword or position."""
+    found = project.calls("ParallelEnv", part)
+    require(found, "no ParallelEnv(...)")
+    path, env = found[0]
+    return path, keyword(env, name) or (env.args[position] if len(env.args) > position else None)
 
 
 def update_code(project: Project, part: Part) -> tuple[str, ast.Module]:
@@ -59,18 +57,14 @@ def parallel_env(project: Project, part: Part) -> None:
     # The config lays the envs out: worker processes (ParallelEnv) for an env that is slow
     # to step, a batch in the main process for a cheap one; never one after another.
     never_uses(project, project.code(part), "SerialEnv", "ParallelEnv steps envs in parallel")
-    path, env = the_call(project, part, "ParallelEnv")
-    workers = argument(env, "num_workers", 0)
-    require(
-        isinstance(workers, ast.Attribute),
-        f"{path}: ParallelEnv's num_workers is {source(workers)!r}, not a config field",
-    )
+    path, workers = env_argument(project, part, "num_workers", 0)
+    field = isinstance(workers, ast.Attribute)
+    require(field, f"{path}: ParallelEnv's num_workers is {source(workers)!r}, not a config field")
 
 
 @each_part("RL-2", "ParallelEnv's env factory is a module-level function (or its functools.partial)", "rl")
 def picklable_factory(project: Project, part: Part) -> None:
-    path, env = the_call(project, part, "ParallelEnv")
-    factory = argument(env, "create_env_fn", 1)
+    path, factory = env_argument(project, part, "create_env_fn", 1)
     if isinstance(factory, ast.Call) and name_of(factory) == "partial":
         factory = factory.args[0] if factory.args else None
     top_level = isinstance(factory, ast.Name) and factory.id in top_level_names(project.tree(path))
@@ -79,7 +73,7 @@ def picklable_factory(project: Project, part: Part) -> None:
 
 @each_part("RL-3", "envs closed in the DataModule's teardown() and in a finally: of main_with_config()", "rl")
 def env_closed(project: Project, part: Part) -> None:
-    tries = of_type(main_with_config(project, part), ast.Try)
+    tries = of_type(project.main_with_config(part), ast.Try)
     closing = [t for t in tries if project.reaches(ast.Module(t.finalbody, []), "close", part)]
     require(closing, "main_with_config() closes the environments in no `finally:`")
     data = project.the_class("LightningDataModule", part)
@@ -93,10 +87,9 @@ def diagnostic_specs(project: Project, part: Part) -> None:
         dicts = [c.args[0] for c in calls(cls, "TensorDict") if c.args and isinstance(c.args[0], ast.Dict)]
         emitted = {constant(k) for d in dicts for k in d.keys} - {None, *EPISODE_KEYS}
         specs = [n.value for n in of_type(cls, ast.Assign) if "observation_spec" in map(name_of, n.targets)]
-        missing = sorted(map(str, emitted - {kw.arg for s in specs for kw in getattr(s, "keywords", [])}))
-        require(
-            not missing, f"{path}: {cls.name} emits {', '.join(missing)} without an observation_spec entry"
-        )
+        specified = {kw.arg for spec in specs for kw in getattr(spec, "keywords", [])}
+        missing = ", ".join(sorted(map(str, emitted - specified)))
+        require(not missing, f"{path}: {cls.name} emits {missing} without an observation_spec entry")
 
 
 @each_part("RL-7", "a custom env's device is a torch.device", "rl")
@@ -113,11 +106,9 @@ def thread_variables(project: Project, part: Part) -> None:
     for path in (f"{part.name}/__init__.py", f"{part.name}/train.py"):
         seen: set[object] = set()
         for node in project.tree(path).body:
-            imported = [a.name for a in node.names] if isinstance(node, ast.Import) else []
-            if set(imported + ([node.module] if isinstance(node, ast.ImportFrom) else [])) - {
-                "os",
-                "__future__",
-            }:
+            imported = {a.name for a in node.names} if isinstance(node, ast.Import) else set()
+            imported |= {node.module} if isinstance(node, ast.ImportFrom) else set()
+            if imported - {"os", "__future__"}:
                 break
             ones = [c for c in calls(node, "setdefault") if len(c.args) == 2 and constant(c.args[1]) == "1"]
             seen |= {constant(c.args[0]) for c in ones}
@@ -129,9 +120,8 @@ def thread_variables(project: Project, part: Part) -> None:
 def next_keys(project: Project, part: Part) -> None:
     where, tree = update_code(project, part)
     # Names bound to a step's result, e.g. `final = episode["next"][-1]`.
-    from_next = {
-        source(t) for n in of_type(tree, ast.Assign) if "next" in constants(n.value) for t in n.targets
-    }
+    steps = [n for n in of_type(tree, ast.Assign) if "next" in constants(n.value)]
+    from_next = {source(target) for n in steps for target in n.targets}
     for node in of_type(tree, ast.Subscript):
         inner, read = node.value, f"{where}: {source(node)} reads the batch root, not batch['next']"
         if constant(node.slice) in {*EPISODE_KEYS, "episode_reward"}:
@@ -152,25 +142,19 @@ def spec_names(project: Project, part: Part) -> None:
 def actual_updates(project: Project, part: Part) -> None:
     where, tree = update_code(project, part)
     require(any("actual_updates" in str(c) for c in constants(tree)), f"{where}: no actual_updates metric")
-    divided = any(
-        isinstance(n.op, ast.Div) and "updates" in source(n.right) for n in of_type(tree, ast.BinOp)
-    )
+    divisions = [n for n in of_type(tree, ast.BinOp) if isinstance(n.op, ast.Div)]
+    divided = any("updates" in source(n.right) for n in divisions)
     require(divided, f"{where}: update metrics are not divided by the updates made")
 
 
-@each_part(
-    "RL-12", "isfinite(loss) before backward, isfinite(grad norms) after clipping, KL early stop", "rl"
-)
+@each_part("RL-12", "isfinite(loss) before backward, isfinite(grad norms) after clipping, KL stop", "rl")
 def finite_updates(project: Project, part: Part) -> None:
     where, tree = update_code(project, part)
 
     def checks_loss_first(method: ast.AST) -> bool:
-        backward = [
-            c.lineno for c in in_order(method) if project.reaches(c, {"backward", "manual_backward"}, part)
-        ]
-        return any(
-            "loss" in source(c) and c.lineno < backward[0] for c in calls(method, "isfinite") if backward
-        )
+        backward = {"backward", "manual_backward"}
+        steps = [c.lineno for c in in_order(method) if project.reaches(c, backward, part)]
+        return any("loss" in source(c) and c.lineno < steps[0] for c in calls(method, "isfinite") if steps)
 
     require(any(map(checks_loss_first, tree.body)), f"{where}: isfinite(loss) is not checked before backward")
     clipping = [n for n in of_type(tree, ast.Assign) if calls(n.value, "clip_grad_norm_")]
@@ -178,24 +162,19 @@ def finite_updates(project: Project, part: Part) -> None:
     checked = {source(c.args[0]) for c in calls(tree, "isfinite") if c.args}
     require(norms & checked, f"{where}: the clipped gradient norms are not checked with isfinite")
     breaks = [n.test for n in of_type(tree, ast.If) if any(isinstance(s, ast.Break) for s in n.body)]
-    require(
-        any("kl" in source(test) for test in breaks), f"{where}: no KL early stopping (`if kl > ...: break`)"
-    )
+    stops = any("kl" in source(test) for test in breaks)
+    require(stops, f"{where}: no KL early stopping (`if kl > ...: break`)")
 
 
 @each_part("RL-13", "clip_grad_norm_() on the actor's and the critic's parameters apart", "rl")
 def clipping(project: Project, part: Part) -> None:
     where, tree = update_code(project, part)
     clipped = sorted({source(c.args[0]) for c in calls(tree, "clip_grad_norm_") if c.args})
-    require(
-        len(clipped) >= 2,
-        f"{where}: clip_grad_norm_ clips {clipped or 'nothing'}, not actor and critic apart",
-    )
+    apart = len(clipped) >= 2
+    require(apart, f"{where}: clip_grad_norm_ clips {clipped or 'nothing'}, not actor and critic apart")
 
 
-rules(
-    "RL-4", "RewardSum() on the environments, so episode rewards are tracked", "rl", makes_call("RewardSum")
-)
+rules("RL-4", "RewardSum() on the environments: episode rewards are tracked", "rl", makes_call("RewardSum"))
 step_mdp = never("step_mdp", "use env.step_and_maybe_reset()")
 rules("RL-6", "no manual step_mdp(): the collector steps with step_and_maybe_reset()", "rl", step_mdp)
 
@@ -204,9 +183,8 @@ rules("RL-6", "no manual step_mdp(): the collector steps with step_and_maybe_res
 def env_step_time(run: RunDir) -> None:
     values = [e["timing/env_step_seconds"] for e in run.events if "timing/env_step_seconds" in e]
     require(values, "metrics.jsonl has no timing/env_step_seconds")
-    require(
-        all(v > 0 for v in values), "timing/env_step_seconds is 0 in some epoch: the rollout is not timed"
-    )
+    timed = all(v > 0 for v in values)
+    require(timed, "timing/env_step_seconds is 0 in some epoch: the rollout is not timed")
 
 
 @check("RL-11", "batch/actual_updates logged", "rl", mode="run")

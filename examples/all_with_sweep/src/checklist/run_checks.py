@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import base64
-import dataclasses
 import hashlib
 import importlib
-import inspect
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, is_dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -19,7 +17,7 @@ from src.checklist.registry import BadInput, Failed, Skipped, check, lacks, requ
 
 MODEL_FILES = {"sl_neural": "model.pt", "rl": "model.pt", "sl_tree": "model.ubj"}
 START_OF_RUN = ("total_params", "trainable_params", "num_train_samples", "num_val_samples", "gpu_name")
-VALID = "a run directory is output/<part>/<name>_<YYYYMMDD_HHMMSS>/ holding config.json (and run.json)"
+VALID = "a run directory is output/<part>/<name>_<YYYYMMDD_HHMMSS>/ holding config.json and run.json"
 
 
 @dataclass
@@ -75,38 +73,25 @@ def read_json(path: Path) -> Any:
 
 
 def open_run_dir(path: Path, project: Project) -> RunDir:
-    """The run directory and its part; BadInput saying what is wrong otherwise."""
+    """The run directory and the part its run.json names; BadInput saying what is wrong otherwise."""
     if not (path / "config.json").is_file():
         problem = "has no config.json" if path.is_dir() else "is not a directory"
         raise BadInput(f"{path} {problem if path.exists() else 'does not exist'}; {VALID}")
+    from src.runs.directory import run_part  # the project's packages: psutil
+
     config = read_json(path / "config.json")
     run = read_json(path / "run.json") if (path / "run.json").is_file() else {}
-    # run.json names the part, or its command the part's module (`-m part1.train`); else
-    # the config's keys tell.
-    named = {run.get("part")} | {word.split(".")[0] for word in run.get("command", [])}
-    part = next((p for p in project.parts if p.name in named), None) or _best_fit(config, project)
+    part = next((p for p in project.parts if p.name == run_part(run)), None)
     if part is None:
         kinds = ", ".join(f"{p.name} ({p.kind})" for p in project.parts)
-        raise BadInput(f"{path}: its config.json fits none of this project's parts: {kinds}")
+        raise BadInput(f"{path}: no run.json names one of this project's parts ({kinds}); {VALID}")
     return RunDir(path, part, config, run)
-
-
-def _best_fit(config: dict[str, Any], project: Project) -> Part | None:
-    """The part whose config fields cover most of config.json's keys (more than half)."""
-    scores = {}
-    for part in project.parts:
-        names = {f.name for f in dataclasses.fields(config_class(part, config))}
-        if 2 * len(names & config.keys()) > len(config):
-            scores[part] = len(names & config.keys()) - len(names ^ config.keys())
-    return max(scores, key=scores.__getitem__, default=None)
 
 
 def config_class(part: Part, config: dict[str, Any]) -> type:
     """The part's config class named as config.json's `name` (or its task config)."""
     module = importlib.import_module(f"{part.name}.config")
-    own = [
-        c for _, c in inspect.getmembers(module, dataclasses.is_dataclass) if c.__module__ == module.__name__
-    ]
+    own = [c for c in vars(module).values() if is_dataclass(c) and c.__module__ == module.__name__]
     require(own, f"{part.name}/config.py defines no config dataclass")
     named = [c for c in own if getattr(c, "name", None) == config.get("name")]
     return (named or sorted(own, key=lambda c: len(c.__mro__)))[0]

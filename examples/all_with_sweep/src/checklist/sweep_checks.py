@@ -4,19 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from src.checklist.project import (
-    Part,
-    Project,
-    calls,
-    constant,
-    constants,
-    function,
-    name_of,
-    names,
-    nodes,
-    of_type,
-    source,
-)
+from src.checklist.project import Part, Project, calls, constant, constants, function, names, of_type, source
 from src.checklist.registry import Failed, check, each_part, require
 
 
@@ -28,10 +16,8 @@ def sweep_file(project: Project, part: Part) -> None:
 @each_part("SWP-2", "main() and sweep.py both call main_with_config()", sweep=True)
 def split_main(project: Project, part: Part) -> None:
     main = function(project.tree(f"{part.name}/train.py"), "main")
-    require(
-        main and calls(main, "main_with_config"),
-        f"{part.name}/train.py: main() does not call main_with_config()",
-    )
+    split = main and calls(main, "main_with_config")
+    require(split, f"{part.name}/train.py: main() does not call main_with_config()")
     used = "main_with_config" in names(project.tree(f"{part.name}/sweep.py"))
     require(used, f"{part.name}/sweep.py does not use main_with_config")
 
@@ -56,7 +42,7 @@ def architecture(project: Project, part: Part) -> None:
 @each_part("SWP-5", "--max-hours sets one deadline for the whole sweep", sweep=True)
 def sweep_budget(project: Project, part: Part) -> None:
     sums = [n for _, n in project.find(ast.BinOp, part) if "max_hours" in names(n)]
-    clocked = any({"monotonic", "time"} & set(map(name_of, nodes(n))) for n in sums)
+    clocked = any({"monotonic", "time"} & names(n) for n in sums)
     require(clocked, "no sweep deadline computed from --max-hours")
 
 

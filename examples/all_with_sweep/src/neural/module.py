@@ -53,16 +53,15 @@ class SupervisedModule(L.LightningModule):
 
     def configure_model(self) -> None:
         """The network and metrics, sized by the data: Lightning calls this after the DataModule's
-        setup, and again (a no-op) for test."""
+        setup (and again for test)."""
         if self.net is not None:
             return
         if self.hparams[ENCODING] is None:
             self.hparams[ENCODING] = self.trainer.datamodule.encoding.to_dict()
         self.encoding = encoding = TableEncoding.from_dict(self.hparams[ENCODING])
         self.net = self.build_network(self.cfg, encoding.features.width, encoding.num_outputs)
-        # torchmetrics accumulate across batches and DDP ranks, so evaluation over several
-        # processes gives the single-process numbers (DDP-1). A NaN loss stays NaN, for the
-        # finite-loss guard to see, instead of being left out of the mean.
+        # torchmetrics accumulate across DDP ranks: several processes give one's numbers (DDP-1).
+        # A NaN loss stays NaN, for the finite-loss guard to see, not left out of the mean.
         self.val_loss, self.test_loss = MeanMetric(nan_strategy="disable"), MeanMetric(nan_strategy="disable")
         # Every rank's test rows and outputs, gathered in rank order, both (DDP-1).
         self.test_rows = CatMetric(nan_strategy="disable")
@@ -94,7 +93,8 @@ class SupervisedModule(L.LightningModule):
             self.val_accuracy(outputs, targets)
             self.log("val_acc", self.val_accuracy, on_epoch=True, prog_bar=True)
             return
-        predicted, true = self.in_label_units(outputs), self.in_label_units(targets)
+        scales = torch.tensor(self.encoding.target_scales, device=outputs.device)
+        predicted, true = outputs.float() * scales, targets.float() * scales  # errors in the labels' units
         for column, (name, rmse) in enumerate(zip(self.val_rmse_names, self.val_rmse, strict=True)):
             rmse(predicted[:, column], true[:, column])
             self.log(name, rmse, on_epoch=True, prog_bar=True)
@@ -108,22 +108,16 @@ class SupervisedModule(L.LightningModule):
         self.test_outputs.update(outputs.float())
 
     def on_test_epoch_end(self) -> None:
-        """The predictions of every test row, on every rank, and their metrics (test_accuracy
-        or test_rmse and the others of src/predictions.py task_metrics)."""
+        """Every test row's prediction, on every rank, and their metrics (src/predictions.py)."""
         rows, outputs = (metric.compute().cpu().numpy() for metric in (self.test_rows, self.test_outputs))
         self.test_rows.reset()
         self.test_outputs.reset()
         order = rows.argsort()
-        labels = self.trainer.datamodule.labels(rows[order])  # as the table holds them, not as encoded
+        labels = self.trainer.datamodule.label_values.loc[rows[order]]  # as the table holds them
         self.test_predictions = self.encoding.predictions(rows[order], outputs[order], labels)
         for name, value in task_metrics(self.test_predictions).items():
             # Every rank computed the same number: syncing averages equal values (DDP-1).
             self.log(f"test_{name}", value, sync_dist=True)
-
-    def in_label_units(self, standardised: torch.Tensor) -> torch.Tensor:
-        """A regression's outputs or targets in the label columns' own units."""
-        scales = torch.tensor(self.encoding.target_scales, device=standardised.device)
-        return standardised.float() * scales + torch.tensor(self.encoding.target_means, device=scales.device)
 
     def configure_optimizers(self) -> dict:
         cfg = self.cfg

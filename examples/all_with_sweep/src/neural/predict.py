@@ -1,6 +1,5 @@
 """A trained run's predictions for a table's rows (a part's predict.py is the command): its
-model.pt holds the network and its table's encoding, so that the rows are encoded as the training
-rows were. The model runs on the CPU unless asked otherwise, wherever it was trained."""
+model.pt holds the network and its table's encoding, so that rows are encoded as in training."""
 
 from __future__ import annotations
 

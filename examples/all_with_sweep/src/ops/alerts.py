@@ -5,7 +5,6 @@ on threads of their own, so a server that is down or hangs costs one warning lin
 
 from __future__ import annotations
 
-import dataclasses
 import getpass
 import json
 import math
@@ -28,12 +27,6 @@ from src.wandb_utils import current_run
 
 ONCE_PER_RUN = ("stalled", "low GPU use", "GPU memory")  # conditions, not the end of a session
 LOW_USE_READINGS = 3  # in a row: a single reading can fall between two steps
-
-
-def alert_config_of(config: dict[str, Any]) -> AlertConfig:
-    """The alert settings in a run's config.json, for a process that only reads the run."""
-    known = {f.name for f in dataclasses.fields(AlertConfig)}
-    return AlertConfig(**{k: v for k, v in config.get("alerts", {}).items() if k in known})
 
 
 class Alerts:
@@ -111,19 +104,18 @@ class Alerts:
 
     def _deliver(self, channel: str, payload: dict[str, Any]) -> None:
         try:
-            (self._post if channel == "webhook" else self._email)(payload)
+            if channel == "email":
+                self._email(payload)
+            else:  # urlopen raises on 4xx and 5xx
+                headers = {"Content-Type": "application/json"}
+                request = urllib.request.Request(self._webhook_url(), json.dumps(payload).encode(), headers)
+                urllib.request.urlopen(request, timeout=self.cfg.timeout_seconds).close()
         except Exception as error:  # noqa: BLE001 - whatever the server did, training goes on
             _warn(payload["kind"], channel, error)
 
     def _webhook_url(self) -> str:
         # The environment's first: a URL that holds a token stays out of config.json and W&B.
         return os.environ.get("ALERT_WEBHOOK_URL") or self.cfg.webhook_url
-
-    def _post(self, payload: dict[str, Any]) -> None:
-        headers = {"Content-Type": "application/json"}
-        request = urllib.request.Request(self._webhook_url(), json.dumps(payload).encode(), headers)
-        with urllib.request.urlopen(request, timeout=self.cfg.timeout_seconds):  # raises on 4xx and 5xx
-            pass
 
     def _email(self, payload: dict[str, Any]) -> None:
         host, _, port = self.cfg.smtp_server.rpartition(":")
@@ -137,8 +129,7 @@ class Alerts:
         with server(host, int(port), timeout=self.cfg.timeout_seconds) as smtp:
             smtp.ehlo()
             if server is smtplib.SMTP and smtp.has_extn("starttls"):
-                smtp.starttls()
-                smtp.ehlo()
+                smtp.starttls()  # login and send_message greet the server again, over TLS
             if user:
                 smtp.login(user, os.environ.get("ALERT_SMTP_PASSWORD", ""))
             smtp.send_message(message)

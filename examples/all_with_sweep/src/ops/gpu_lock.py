@@ -16,14 +16,12 @@ from typing import IO, NoReturn
 
 from src.ops.hardware import visible_gpus
 
-DEFAULT_LOCK_PATH = "/tmp/gpu-task.lock"
-
 
 class GpuLock:
     def __init__(self, path: str | os.PathLike[str] | None = None, *, without_gpu: bool = False) -> None:
         """A machine without a CUDA device has nothing to queue for: there the lock is not taken,
         unless `without_gpu=True`."""
-        self.path = Path(path or os.environ.get("GPU_LOCK_PATH", DEFAULT_LOCK_PATH))
+        self.path = Path(path or os.environ.get("GPU_LOCK_PATH", "/tmp/gpu-task.lock"))
         self._file: IO[str] | None = None
         self._owned = False  # a plain file of this user's, which the lock may write its holder to
         # DDP ranks started beside the first process belong to its job: only local rank 0 queues.

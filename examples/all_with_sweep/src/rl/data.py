@@ -21,8 +21,7 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModuleBase
 from torchrl.collectors import Collector
 from torchrl.data import Bounded
-from torchrl.envs import EnvBase, ExplorationType, ParallelEnv, RewardSum, StepCounter, TransformedEnv
-from torchrl.envs.utils import set_exploration_type
+from torchrl.envs import EnvBase, ParallelEnv, RewardSum, StepCounter, TransformedEnv
 
 from src.config import ConfigError
 from src.rl.config import RLConfig
@@ -88,32 +87,30 @@ def observation_and_action_space(make_env: MakeEnv, env_name: str) -> tuple[int,
 
     try:
         env = make_envs(make_env, env_name, 1)
+    except ConfigError:
+        raise
     except (gymnasium.error.Error, ImportError) as error:  # an unknown id, a missing dependency
         raise refused(str(error).strip().splitlines()[0].rstrip(".")) from None
-    except ValueError as error:  # TorchRL cannot batch the observation (Blackjack's tuple)
-        if isinstance(error, ConfigError):
-            raise
+    except ValueError:  # TorchRL cannot batch the observation (Blackjack's tuple)
         raise refused("its observation is not one flat vector: TorchRL cannot batch it") from None
-    try:
-        observation, action = env.observation_spec, env.action_spec
-        if env.batch_size:
-            observation, action = observation[0], action[0]
-        observation = observation.get("observation", None)
-        # A discrete observation (FrozenLake's cell) or an image is none.
-        if observation is None or observation.domain != "continuous" or len(observation.shape) != 1:
-            raise refused(f"its observation is {described(observation)}, not one flat vector of floats")
-        if hasattr(action.space, "n"):
-            return observation.shape[0], ActionSpace(action.space.n)
-        if isinstance(action, Bounded) and action.domain == "continuous" and len(action.shape) == 1:
-            low, high = action.space.low.tolist(), action.space.high.tolist()
-            if all(math.isfinite(bound) for bound in (*low, *high)) and all(map(float.__lt__, low, high)):
-                return observation.shape[0], ActionSpace(action.shape[0], tuple(low), tuple(high))
-        raise refused(
-            f"its actions are {described(action)}, neither one choice of n nor a vector of values "
-            "within finite bounds"
-        )
-    finally:
-        env.close()
+    observation, action = env.observation_spec, env.action_spec
+    if env.batch_size:
+        observation, action = observation[0], action[0]
+    observation = observation.get("observation", None)
+    env.close()
+    # A discrete observation (FrozenLake's cell) or an image is none.
+    if observation is None or observation.domain != "continuous" or len(observation.shape) != 1:
+        raise refused(f"its observation is {described(observation)}, not one flat vector of floats")
+    if hasattr(action.space, "n"):
+        return observation.shape[0], ActionSpace(action.space.n)
+    if isinstance(action, Bounded) and action.domain == "continuous" and len(action.shape) == 1:
+        low, high = action.space.low.tolist(), action.space.high.tolist()
+        if all(math.isfinite(bound) for bound in (*low, *high)) and all(map(float.__lt__, low, high)):
+            return observation.shape[0], ActionSpace(action.shape[0], tuple(low), tuple(high))
+    raise refused(
+        f"its actions are {described(action)}, neither one choice of n nor a vector of values "
+        "within finite bounds"
+    )
 
 
 def target_reward(cfg: RLConfig) -> float | None:
@@ -190,7 +187,7 @@ def first_episodes(env: EnvBase, policy: TensorDictModuleBase, count: int) -> Te
     device = next(policy.parameters()).device
     returns, lengths = torch.zeros(count), torch.zeros(count, dtype=torch.int64)
     ended = torch.zeros(count, dtype=torch.bool)
-    with set_exploration_type(ExplorationType.DETERMINISTIC), torch.no_grad():
+    with torch.no_grad():  # the greedy policy: no exploration to turn off
         state = env.reset()
         for _ in range(EVAL_MAX_STEPS):
             # The envs step on the CPU: a policy elsewhere acts on a copy; only its action comes back.
@@ -219,7 +216,7 @@ class RolloutDataModule(L.LightningDataModule):
         self.num_observations, self.action_space = 0, ActionSpace(0)  # known once an env is made
         self.env: EnvBase | None = None
         self.collector: Collector | None = None
-        self.eval_envs: dict[int, EnvBase] = {}  # by episodes per process
+        self.eval_env: EnvBase | None = None  # validation's and test's, made once
 
     def setup(self, stage: str | None = None) -> None:
         if not self.num_observations:
@@ -251,11 +248,11 @@ class RolloutDataModule(L.LightningDataModule):
 
     def _episodes(self, seed: int, episodes: int) -> EvaluationEpisodes:
         rank, processes = self.trainer.global_rank, self.trainer.world_size
-        width = -(-episodes // processes)
-        if width not in self.eval_envs:
-            self.eval_envs[width] = evaluation_envs(self.make_env, self.cfg.env_name, width)
+        if self.eval_env is None:  # wide enough for this process's share of either
+            share = -(-max(self.cfg.eval_episodes, self.cfg.test_episodes) // processes)
+            self.eval_env = evaluation_envs(self.make_env, self.cfg.env_name, share)
         policy = self.trainer.lightning_module.greedy_policy()
-        return EvaluationEpisodes(self.eval_envs[width], policy, seed, episodes, rank, processes)
+        return EvaluationEpisodes(self.eval_env, policy, seed, episodes, rank, processes)
 
     def teardown(self, stage: str) -> None:
         self.close()
@@ -265,7 +262,7 @@ class RolloutDataModule(L.LightningDataModule):
         if self.collector is not None:
             self.collector.shutdown()  # closes self.env too
             self.collector = None
-        for env in (self.env, *self.eval_envs.values()):
+        for env in (self.env, self.eval_env):
             if env is not None and not env.is_closed:
                 env.close(raise_if_closed=False)
-        self.env, self.eval_envs = None, {}
+        self.env = self.eval_env = None

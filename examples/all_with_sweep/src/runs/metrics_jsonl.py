@@ -27,26 +27,23 @@ def append_jsonl(path: Path, *records: Mapping[str, Any]) -> None:
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """The events of a metrics.jsonl, without a last line a kill or a full disk cut short."""
-    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    records = [json.loads(line) for line in lines[:-1]]
-    with contextlib.suppress(json.JSONDecodeError):
-        records += [json.loads(line) for line in lines[-1:]]
+    """The events of a metrics.jsonl, without the lines a kill or a full disk cut short."""
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        with contextlib.suppress(json.JSONDecodeError):
+            records.append(json.loads(line))
     return records
 
 
 def drop_metrics_from_step(path: Path, step: int) -> None:
     """Remove the metric lines of `step` and later, which a run resumed from a checkpoint
     taken at `step` logs again, and a last line a kill cut short."""
-    kept = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if record.get("event") != "metrics" or (record.get("step") or 0) < step:
-            kept.append(line + "\n")
-    write_text_atomic(path, "".join(kept))
+    kept = [
+        record
+        for record in read_jsonl(path)
+        if record.get("event") != "metrics" or (record.get("step") or 0) < step
+    ]
+    write_text_atomic(path, "".join(json.dumps(record) + "\n" for record in kept))
 
 
 def as_read_back(record: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,9 +1,10 @@
-"""`python -m partN.sweep`: its options, a new or resumed sweep's folder, and how the
-sweep ends (the exit status a script reads)."""
+"""`python -m partN.sweep`: its options, a new sweep's folder or the one `--resume` or `--study`
+names (with its lock, RES-1), and how the sweep ends (the exit status a script reads)."""
 
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import math
 import os
 import re
@@ -11,21 +12,29 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import IO, Annotated, Any, Literal
 
 import tyro
 
 from src.cli import exit_on_bad_input, parse_command
-from src.config import ConfigError
+from src.config import BaseConfig, ConfigError
 from src.ops.gpu_lock import GpuLock
 from src.runs.atomic import write_text_atomic
 from src.runs.directory import STAMP_FORMAT
 from src.runs.lifetime import hangup_and_sigterm_unwind, signals_wait_for_cleanup
-from src.sweep import records
-from src.sweep.runner import Sweep
+from src.sweep.runner import (
+    CONFIG_FILE,
+    DEFAULT_MAX_HOURS,
+    DEFAULT_SEED,
+    DEFAULT_TRIALS,
+    LOCK_FILE,
+    SUMMARY_FILE,
+    SWEEP_FILE,
+    Sweep,
+    SweepState,
+)
 from src.sweep.spec import SweepSpec
-
-DEFAULT_TRIALS, DEFAULT_MAX_HOURS, DEFAULT_SEED = 20, 24.0, 0
 
 
 def _default_hint(metavar: str, default: object) -> Any:
@@ -74,70 +83,58 @@ class SweepOptions:
 
 def main(spec: SweepSpec, argv: Sequence[str] | None = None, prog: str | None = None) -> Sweep:
     base, args = parse_command(spec.configs, SweepOptions, argv, prog, description=SWEEP_DESCRIPTION)
-    spec = spec.for_config(base)
     lock: IO[str] | None = None
     try:
         with exit_on_bad_input():
             _check_options(spec, args)
-            found = None
-            if args.study is not None:
-                found = records.join_sweep(base, args.study)
-            elif args.resume is not None:
-                found = records.find_sweep(base, args.resume)
+            flag, named = ("--study", args.study) if args.study is not None else ("--resume", args.resume)
+            found = None if named is None else find_sweep(base, flag, named)
             if found is not None:
                 sweep_dir, state, lock = found
                 if not state.storage:
                     from src.sweep.local import repair_journal
 
                     repair_journal(sweep_dir)  # before anything is written: a refusal changes nothing
+                try:
+                    saved = type(base).from_json((sweep_dir / CONFIG_FILE).read_text())
+                except (OSError, ValueError, TypeError) as error:
+                    raise ConfigError(f"{flag} {named}: its {CONFIG_FILE} cannot be read: {error}") from None
                 # As `train --resume`: the sweep's saved base config, the flags given now over it.
-                flag = f"--study {args.study}" if args.study else f"--resume {args.resume}"
-                saved = records.saved_config(base, sweep_dir, flag)
+                base, args = parse_command(
+                    spec.configs, SweepOptions, argv, prog, description=SWEEP_DESCRIPTION, start_from=saved
+                )
+            spec = spec.for_config(base)
             sweep_id = args.sweep_id
             if args.engine == "wandb":
                 # Loaded once chosen: wandb takes a second to load, --help and a refusal need it not.
                 from src.sweep.wandb_sweep import create_wandb_sweep, require_wandb_login
 
-                if sweep_id is None:
-                    sweep_id = create_wandb_sweep(spec, base)
-                else:
-                    require_wandb_login(base)
+                require_wandb_login(base)
+                sweep_id = sweep_id or create_wandb_sweep(spec, base)
         if found is not None:
-            base, args = parse_command(
-                spec.configs, SweepOptions, argv, prog, description=SWEEP_DESCRIPTION, start_from=saved
-            )
-            spec = spec.for_config(base)
-            state = dataclasses.replace(
-                state,
-                status="running",
-                trials=_given(args.trials, state.trials),
-                max_hours=_given(args.max_hours, state.max_hours),
-                seed=_given(args.sweep_seed, state.seed),
-            )
             print(f"sweep directory: {sweep_dir} ({'joined' if args.study else 'resumed'})")
         else:
             stamp = datetime.now().strftime(STAMP_FORMAT)
             sweep_dir = base.runs_dir() / "sweeps" / f"{base.name}_{stamp}_{os.getpid()}"
             sweep_dir.mkdir(parents=True)
-            lock = records.try_lock(sweep_dir)
-            state = records.SweepState(
+            lock = lock_sweep(sweep_dir)
+            state = SweepState(
                 engine=args.engine,
                 name=base.name,
                 config_class=type(base).__name__,
-                seed=_given(args.sweep_seed, DEFAULT_SEED),
-                trials=_given(args.trials, DEFAULT_TRIALS),
-                max_hours=_given(args.max_hours, DEFAULT_MAX_HOURS),
                 wandb_sweep_id=sweep_id or "",
                 storage=args.storage or "",
             )
             print(f"sweep directory: {sweep_dir}")
             if args.engine == "local":
                 print(f"more workers (one per GPU or machine) join it with --study {sweep_dir}")
-        write_text_atomic(sweep_dir / records.CONFIG_FILE, base.to_json() + "\n")
+        given = {"trials": args.trials, "max_hours": args.max_hours, "seed": args.sweep_seed}
+        state = dataclasses.replace(
+            state, status="running", **{k: v for k, v in given.items() if v is not None}
+        )
+        write_text_atomic(sweep_dir / CONFIG_FILE, base.to_json() + "\n")
         state.write(sweep_dir)
         sweep = Sweep(spec, base, sweep_dir, state.max_hours, state)
-        if found is not None:
-            sweep.load_trials()
         _run(sweep, args.engine, state.trials, state.seed, sweep_id)
         return sweep
     finally:
@@ -162,9 +159,10 @@ def _run(sweep: Sweep, engine: str, trials: int, seed: int, sweep_id: str | None
 
                 run_wandb(sweep, trials, sweep_id)
     except BaseException as error:
-        code = _stop_status(error)
-        if code is None:  # a W&B error (exit 2), say
-            sweep.end("failed")
+        # Ctrl-C; SIGTERM or SIGHUP inside a run (src/runs/lifetime.py); Ctrl-C while queued for the GPU lock
+        code = 130 if isinstance(error, KeyboardInterrupt) else getattr(error, "code", None)
+        if not isinstance(error, (KeyboardInterrupt, SystemExit)) or code not in (129, 130, 143):
+            sweep.end("failed")  # a W&B error (exit 2), say
             raise
         with signals_wait_for_cleanup():
             print(sweep.end("interrupted"))
@@ -176,18 +174,8 @@ def _run(sweep: Sweep, engine: str, trials: int, seed: int, sweep_id: str | None
     if sweep.trials and all(trial.status == "failed" for trial in sweep.trials):
         # A script that runs the sweep must not read "every trial failed" as success;
         # status 2 when the values were to blame, as for a single run.
-        print(f"error: every trial failed; {sweep.dir / records.SUMMARY_FILE} says why", file=sys.stderr)
+        print(f"error: every trial failed; {sweep.dir / SUMMARY_FILE} says why", file=sys.stderr)
         raise SystemExit(2 if all(trial.bad_input for trial in sweep.trials) else 1)
-
-
-def _stop_status(error: BaseException) -> int | None:
-    """130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP; None for an exit of another cause."""
-    if isinstance(error, KeyboardInterrupt):
-        return 130
-    # A signal inside a run (src/runs/lifetime.py), Ctrl-C while queued for the GPU lock
-    if isinstance(error, SystemExit) and error.code in (129, 130, 143):
-        return int(error.code)
-    return None
 
 
 def _check_options(spec: SweepSpec, args: SweepOptions) -> None:
@@ -215,5 +203,56 @@ def _check_options(spec: SweepSpec, args: SweepOptions) -> None:
     spec.distributions()  # a bad search space fails before any trial
 
 
-def _given(value: Any, default: Any) -> Any:
-    return default if value is None else value
+def find_sweep(base: BaseConfig, flag: str, named: str) -> tuple[Path, SweepState, IO[str]] | None:
+    """Its state and this process's share of its lock; None when `--resume auto` finds none.
+    Another engine or config than this command's is refused: its trials would not fit."""
+    if flag == "--resume" and named == "auto":
+        sweeps = base.runs_dir() / "sweeps"
+        # Folders are named BASE_STAMP_PID: the newest first.
+        for path in sorted(sweeps.glob(f"{base.name}_*"), reverse=True):
+            state = SweepState.read(path)
+            unfinished = state is not None and state.engine == "local" and state.status != "finished"
+            # One another process runs is skipped.
+            if unfinished and state.name == base.name and (lock := lock_sweep(path)) is not None:
+                _check_same_sweep(state, base, "--resume auto")
+                return path, state, lock
+        print(f"--resume auto: no unfinished local '{base.name}' sweep in {sweeps}/, starting a new one")
+        return None
+    path = Path(named)
+    if (state := SweepState.read(path)) is None:
+        raise ConfigError(f"{flag} {named}: not a sweep directory (no readable {SWEEP_FILE})")
+    _check_same_sweep(state, base, f"{flag} {named}")
+    if (lock := lock_sweep(path, alone=flag == "--resume")) is None:
+        raise ConfigError(
+            f"--resume {named}: another process is running that sweep (pid {state.pid}); "
+            f"to run it on more processes, start each with --study {named}"
+        )
+    return path, state, lock
+
+
+def _check_same_sweep(state: SweepState, base: BaseConfig, flag: str) -> None:
+    if state.engine != "local":
+        raise ConfigError(
+            f"{flag}: that is a {state.engine} sweep; a W&B sweep goes on with "
+            f"--engine wandb --sweep-id {state.wandb_sweep_id or 'ID'}"
+        )
+    if (state.name, state.config_class) != (base.name, type(base).__name__):
+        raise ConfigError(
+            f"{flag}: that sweep is of config '{state.name}', this command's is "
+            f"'{base.name}' (give --config {state.name})"
+        )
+
+
+def lock_sweep(sweep_dir: Path, alone: bool = True) -> IO[str] | None:
+    """A share of the sweep's lock for this process's lifetime; with `alone`, taken only where
+    no other process holds one (None while another worker runs the sweep). The kernel
+    releases it however the process ends, kill -9 included."""
+    file = open(sweep_dir / LOCK_FILE, "a")  # noqa: SIM115 - held open while the sweep runs
+    try:
+        if alone:
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        file.close()
+        return None
+    fcntl.flock(file, fcntl.LOCK_SH)  # then one worker among any that join
+    return file

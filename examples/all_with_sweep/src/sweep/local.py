@@ -21,8 +21,7 @@ from optuna.storages.journal import JournalFileBackend, JournalFileSymlinkLock
 from optuna.trial import FrozenTrial, TrialState
 
 from src.config import ConfigError, first_line
-from src.sweep.records import JOURNAL_FILE, TRIALS_FILE, Trial
-from src.sweep.runner import WORKER, Sweep
+from src.sweep.runner import JOURNAL_FILE, TRIALS_FILE, WORKER, Sweep, Trial
 
 # The study's user attributes of a trial: its number in the sweep (runs are named after
 # it), the worker that runs it, and whether it ended through this engine. A trial of a
@@ -56,7 +55,8 @@ def run_local(sweep: Sweep, trials: int, seed: int) -> None:
         if asked is None:
             return
         number = asked.user_attrs[NUMBER]
-        params = {**sweep.spec.fixed_values(), **asked.params}
+        fixed = {name: spec["value"] for name, spec in sweep.spec.space.items() if "value" in spec}
+        params = fixed | asked.params
         try:
             trial = sweep.run_trial(params, number, resume=bool(asked.user_attrs.get(RESUME)))
         except BaseException:  # Ctrl-C, SIGTERM, a record that could not be written
@@ -122,21 +122,16 @@ def taken_numbers(trials: Sequence[FrozenTrial], recorded: Sequence[Trial]) -> s
 def open_study(sweep: Sweep) -> optuna.Study:
     """The sweep's study, created on first use, in sweep.json's database or the folder's
     journal file (which workers on several machines share through a shared filesystem)."""
-    state = sweep.state
-    storage: Any = state.storage if state and state.storage else None
-    if storage is None:
-        storage = JournalStorage(JournalFileBackend(str(sweep.dir / JOURNAL_FILE)))
+    url = sweep.state.storage if sweep.state else ""
+    storage = url or JournalStorage(JournalFileBackend(str(sweep.dir / JOURNAL_FILE)))
     try:
         return optuna.create_study(
-            storage=storage,
-            study_name=sweep.dir.name,
-            direction=sweep.spec.goal,
-            load_if_exists=True,
+            storage=storage, study_name=sweep.dir.name, direction=sweep.spec.goal, load_if_exists=True
         )
     except Exception as error:  # a database that cannot be reached or used, say
-        if not isinstance(storage, str):
+        if not url:
             raise
-        raise ConfigError(f"--storage {storage}: Optuna cannot use it: {first_line(error)}") from None
+        raise ConfigError(f"--storage {url}: Optuna cannot use it: {first_line(error)}") from None
 
 
 def repair_journal(sweep_dir: Path) -> None:
@@ -144,9 +139,9 @@ def repair_journal(sweep_dir: Path) -> None:
 
     Optuna's reader skips a last line without its newline (a process killed while
     appending it), but its next append goes on that line and makes the journal
-    unreadable: such a line is dropped (or, whole but for its newline, completed),
-    under the lock Optuna's appends take, so it is never a line another worker is
-    writing. Damage anywhere else is a ConfigError that changes nothing."""
+    unreadable: such a line is dropped, under the lock Optuna's appends take, so it is
+    never a line another worker is writing. Damage anywhere else is a ConfigError that
+    changes nothing."""
     path = sweep_dir / JOURNAL_FILE
     if not path.is_file():
         return
@@ -156,16 +151,11 @@ def repair_journal(sweep_dir: Path) -> None:
         data = path.read_bytes()
         body, _, tail = data.rpartition(b"\n")
         if tail:
-            if _record(tail) is not None:
-                with open(path, "ab") as file:
-                    file.write(b"\n")
-                done = "completed its last line, whole but for its newline"
-            else:
-                os.truncate(path, len(data) - len(tail))
-                done = f"dropped its last line, cut short ({len(tail)} bytes): the study goes on without it"
-            print(f"warning: {path}: {done}", file=sys.stderr)
+            os.truncate(path, len(data) - len(tail))
+            cut = f"dropped its last line, cut short ({len(tail)} bytes): the study goes on without it"
+            print(f"warning: {path}: {cut}", file=sys.stderr)
         for index, line in enumerate(body.split(b"\n") if body else [], start=1):
-            if _record(line) is None:
+            if not _is_record(line):
                 raise ConfigError(_damaged(path, f"line {index} is not an Optuna journal record"))
         try:  # Optuna replays every record, as opening the study will
             JournalStorage(JournalFileBackend(str(path))).get_all_studies()
@@ -175,12 +165,11 @@ def repair_journal(sweep_dir: Path) -> None:
         lock.release()
 
 
-def _record(line: bytes) -> dict[str, Any] | None:
+def _is_record(line: bytes) -> bool:
     try:
-        record = json.loads(line)
+        return isinstance(json.loads(line), dict)
     except ValueError:  # invalid JSON or UTF-8
-        return None
-    return record if isinstance(record, dict) else None
+        return False
 
 
 def _damaged(path: Path, what: str) -> str:
@@ -200,14 +189,11 @@ def requeue_dead_workers_trials(study: optuna.Study, recorded: Sequence[Trial] =
         if host != socket.gethostname() or not pid.isdigit() or psutil.pid_exists(int(pid)):
             continue
         number = trial.user_attrs.get(NUMBER)
-        if number in in_record:  # its end was recorded, but lost from a damaged journal
+        if number is None or number in in_record:
+            # Never numbered (a new one is asked instead), or its end is recorded but was lost
+            # from a damaged journal or not told before its worker died: not run again.
             with contextlib.suppress(ValueError, RuntimeError):
-                _tell(study, trial.number, in_record[number])
-        elif trial.user_attrs.get(ENDED) or number is None:
-            # Recorded before its worker died (not run again), or never numbered (a new one
-            # is asked instead).
-            with contextlib.suppress(ValueError, RuntimeError):
-                study.tell(trial.number, state=TrialState.FAIL)
+                _tell(study, trial.number, in_record.get(number))
         else:
             _queue_again(study, trial.number, trial.params, number)
 
@@ -226,11 +212,9 @@ def _end(study: optuna.Study, asked: optuna.Trial, trial: Trial) -> None:
     _tell(study, asked, trial)
 
 
-def _tell(study: optuna.Study, asked: optuna.Trial | int, trial: Trial) -> None:
-    if trial.score is None:
-        study.tell(asked, state=TrialState.FAIL)
-    else:
-        study.tell(asked, trial.score)
+def _tell(study: optuna.Study, asked: optuna.Trial | int, trial: Trial | None) -> None:
+    score = trial.score if trial else None
+    study.tell(asked, score, state=TrialState.FAIL if score is None else TrialState.COMPLETE)
 
 
 def _add_ended(

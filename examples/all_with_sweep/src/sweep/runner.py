@@ -1,14 +1,20 @@
-"""A sweep under way: runs its trials in this process and keeps its record after each."""
+"""A sweep under way: runs its trials in this process and keeps its folder's record after each:
+sweep.json, config.json (the base config), trials.jsonl (a line per ended trial, from every
+worker), summary.md, comparison/ and optuna.journal (the shared Optuna study, unless sweep.json
+names a database), beside the trials' run directories."""
 
 from __future__ import annotations
 
 import dataclasses
 import gc
 import json
+import math
 import os
 import socket
 import time
 import traceback
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +23,72 @@ from src.config import BaseConfig
 from src.report.run_files import REPORT_FILE, RunFiles
 from src.runs.atomic import write_text_atomic
 from src.runs.directory import intact_checkpoint
-from src.sweep.records import COMPARISON_DIR, SUMMARY_FILE, TRIALS_FILE, SweepState, Trial, jsonl_line
 from src.sweep.spec import SweepSpec
+
+SWEEP_FILE = "sweep.json"
+CONFIG_FILE = "config.json"
+TRIALS_FILE = "trials.jsonl"
+SUMMARY_FILE = "summary.md"
+COMPARISON_DIR = "comparison"
+LOCK_FILE = ".lock"  # every worker holds it shared; an idle sweep's can be taken alone
+JOURNAL_FILE = "optuna.journal"
+DEFAULT_TRIALS, DEFAULT_MAX_HOURS, DEFAULT_SEED = 20, 24.0, 0
+
 
 WORKER = f"{socket.gethostname()}:{os.getpid()}"  # this process, in trials.jsonl and the study
 COMPARED = 8  # the best trials that summary.md's comparison shows side by side
+
+
+@dataclass
+class Trial:
+    number: int
+    params: dict[str, Any]
+    status: str = "running"  # finished | failed; interrupted in the summary of a stopped sweep
+    value: float | None = None
+    seconds: float = 0.0
+    run_dir: str = ""
+    error: str = ""
+    bad_input: bool = False  # it failed on its values, data or memory, not on a bug
+    metrics: dict[str, float] = field(default_factory=dict)
+    resumed_from: str = ""  # the checkpoint a trial cut off by a kill went on from (RES-1)
+    worker: str = ""  # host:pid of the process that ran it
+
+    @property
+    def score(self) -> float | None:
+        """What the study learns and the ranking uses: None for a failed or non-finite trial."""
+        ok = self.status == "finished" and self.value is not None and math.isfinite(self.value)
+        return self.value if ok else None
+
+
+@dataclass
+class SweepState:
+    """sweep.json: what the sweep is and how far it got."""
+
+    engine: str
+    name: str  # the base config's name: the folder's prefix, what --resume auto looks for
+    config_class: str
+    seed: int = DEFAULT_SEED
+    trials: int = DEFAULT_TRIALS  # the local sweep's total over all its attempts; a W&B agent's count
+    max_hours: float = DEFAULT_MAX_HOURS  # likewise the whole sweep's, over all its attempts (SWP-5)
+    # running | interrupted | finished | failed; a killed sweep stays running.
+    status: str = "running"
+    storage: str = ""  # the database URL of the Optuna study; "" for the folder's optuna.journal
+    wandb_sweep_id: str = ""
+    pid: int = 0
+    updated: str = ""
+
+    @classmethod
+    def read(cls, sweep_dir: Path) -> SweepState | None:
+        try:
+            record = json.loads((sweep_dir / SWEEP_FILE).read_text())
+            return cls(**{f.name: record[f.name] for f in dataclasses.fields(cls) if f.name in record})
+        except (OSError, ValueError, TypeError, KeyError):
+            return None
+
+    def write(self, sweep_dir: Path) -> None:
+        self.pid, self.updated = os.getpid(), datetime.now().isoformat(timespec="seconds")
+        text = json.dumps(dataclasses.asdict(self), indent=2, default=str) + "\n"
+        write_text_atomic(sweep_dir / SWEEP_FILE, text)
 
 
 class Sweep:
@@ -37,23 +104,18 @@ class Sweep:
         state: SweepState | None = None,
     ) -> None:
         self.spec, self.base, self.dir, self.state = spec, base, sweep_dir, state
-        self.deadline = time.monotonic() + max_hours * 3600
-        self.trials: list[Trial] = []
-
-    def hours_left(self) -> float:
-        return max(self.deadline - time.monotonic(), 0.0) / 3600
-
-    def load_trials(self) -> None:
-        """Read back the trials of earlier attempts and other workers: kept, not repeated
-        (RES-1), and their time counts against --max-hours, which bounds the whole sweep
-        (SWP-5)."""
+        # The trials of earlier attempts and other workers are kept, not repeated (RES-1), and
+        # their time counts against --max-hours, which bounds the whole sweep (SWP-5).
         self.trials = self.recorded_trials()
+        self.deadline = time.monotonic() + max_hours * 3600 - sum(trial.seconds for trial in self.trials)
         path = self.dir / TRIALS_FILE
-        if path.is_file() and not path.read_bytes().endswith(b"\n") and path.stat().st_size:
+        if path.is_file() and path.stat().st_size and not path.read_bytes().endswith(b"\n"):
             # A line a kill cut short: the next trial's line starts on a line of its own.
             with open(path, "a", encoding="utf-8") as file:
                 file.write("\n")
-        self.deadline -= sum(trial.seconds for trial in self.trials)
+
+    def hours_left(self) -> float:
+        return max(self.deadline - time.monotonic(), 0.0) / 3600
 
     def recorded_trials(self) -> list[Trial]:
         """Every ended trial in trials.jsonl, whichever worker ran it; a line a kill cut
@@ -86,12 +148,15 @@ class Sweep:
     def run_trial(self, params: dict[str, Any], number: int | None = None, resume: bool = False) -> Trial:
         """Trial `number` (the next one when None); with `resume`, one a kill or a stop left
         unfinished, continued from its run's last checkpoint or, without one, run again."""
-        trial = Trial(self.next_number() if number is None else number, params, worker=WORKER)
+        if number is None:
+            number = max((trial.number for trial in self.trials), default=-1) + 1
+        trial = Trial(number, params, worker=WORKER)
         self.trials.append(trial)
         started = time.monotonic()
         try:
             cfg = self.trial_config(trial.number, params)
-            checkpoint = self.last_checkpoint(trial.number) if resume else None
+            run = self.last_run(trial.number) if resume else None
+            checkpoint = intact_checkpoint(run)[0] if run else None  # a damaged one is skipped (RES-1)
             trial.resumed_from = str(checkpoint or "")
             resuming = f", resuming {checkpoint}" if checkpoint else ""
             print(f"sweep trial {trial.number}: {params}{resuming}")
@@ -114,27 +179,19 @@ class Sweep:
         gc.collect()
         gc.collect()
         trial.seconds = time.monotonic() - started
-        runs = self.run_dirs(trial.number)
-        trial.run_dir = str(runs[-1]) if runs else ""
+        trial.run_dir = str(self.last_run(trial.number) or "")
         self.record(trial)
         return trial
 
-    def next_number(self) -> int:
-        return max((trial.number for trial in self.trials), default=-1) + 1
-
-    def run_dirs(self, number: int) -> list[Path]:
-        return sorted(self.dir.glob(f"{self.base.name}-trial{number:03d}_*"))
-
-    def last_checkpoint(self, number: int) -> Path | None:
-        runs = self.run_dirs(number)
-        return intact_checkpoint(runs[-1])[0] if runs else None  # a damaged one is skipped (RES-1)
+    def last_run(self, number: int) -> Path | None:
+        return max(self.dir.glob(f"{self.base.name}-trial{number:03d}_*"), default=None)
 
     def record(self, trial: Trial) -> None:
         """trials.jsonl first, then sweep.json: a kill between the two leaves a trial that
         --resume finds recorded, so it is not run twice."""
         # One write of one line: workers appending at once do not interleave.
         with open(self.dir / TRIALS_FILE, "a", encoding="utf-8") as file:
-            file.write(jsonl_line(trial))
+            file.write(json.dumps(dataclasses.asdict(trial), default=str) + "\n")
         self.save()
         self.finish()  # after every trial, so a sweep killed later still has its summary
 
@@ -148,8 +205,7 @@ class Sweep:
         prints as it ends: the table, and where its summary and comparison are."""
         for trial in self.trials:
             if trial.status == "running":
-                runs = self.run_dirs(trial.number)
-                trial.status, trial.run_dir = "interrupted", str(runs[-1]) if runs else ""
+                trial.status, trial.run_dir = "interrupted", str(self.last_run(trial.number) or "")
         self.save(status=status)
         comparison = self.compare_best()
         lines = [self.finish(), f"summary: {self.dir / SUMMARY_FILE}"]
@@ -176,36 +232,22 @@ class Sweep:
         """Finished trials best first, then the failed ones: every worker's ended trials,
         and this one's under way or interrupted."""
         sign = -1 if self.spec.goal == "maximize" else 1
-
-        def key(trial: Trial) -> tuple[bool, float]:
-            return trial.score is None, sign * (trial.score or 0.0)
-
         ended = self.recorded_trials()
         numbers = {trial.number for trial in ended}
-        return sorted(ended + [t for t in self.trials if t.number not in numbers], key=key)
-
-    def summary(self) -> str:
-        names = list(self.spec.space)
-        header = ["rank", "trial", "status", self.spec.metric, *names, "seconds", "run directory"]
-        rows = [
-            [
-                str(rank),
-                str(trial.number),
-                trial.status,
-                "" if trial.value is None else f"{trial.value:.4g}",
-                *(_cell(trial.params.get(name, "")) for name in names),
-                f"{trial.seconds:.0f}",
-                _where(trial),
-            ]
-            for rank, trial in enumerate(self.ranked(), start=1)
-        ]
-        lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
-        lines += ["| " + " | ".join(row) + " |" for row in rows]
-        return "\n".join(lines) + "\n"
+        trials = ended + [t for t in self.trials if t.number not in numbers]
+        return sorted(trials, key=lambda trial: (trial.score is None, sign * (trial.score or 0.0)))
 
     def finish(self) -> str:
-        """Write summary.md (atomically: a kill mid-write keeps the previous one)."""
-        table = self.summary()
+        """Write summary.md (atomically: a kill mid-write keeps the previous one); its table."""
+        names = list(self.spec.space)
+        rows = [["rank", "trial", "status", self.spec.metric, *names, "seconds", "run directory"]]
+        rows.append(["---"] * len(rows[0]))
+        for rank, trial in enumerate(self.ranked(), start=1):
+            params = [_cell(trial.params.get(name, "")) for name in names]
+            where = [Path(trial.run_dir).name, "(resumed)" if trial.resumed_from else "", trial.error]
+            row = [str(rank), str(trial.number), trial.status, _cell(trial.value), *params]
+            rows.append([*row, f"{trial.seconds:.0f}", " ".join(filter(None, where))])
+        table = "".join("| " + " | ".join(row) + " |\n" for row in rows)
         progress = ""
         if self.state is not None:
             ended = len(self.recorded_trials())
@@ -220,10 +262,5 @@ class Sweep:
         return table
 
 
-def _where(trial: Trial) -> str:
-    resumed = "(resumed)" if trial.resumed_from else ""
-    return " ".join(filter(None, (Path(trial.run_dir).name, resumed, trial.error)))
-
-
 def _cell(value: Any) -> str:
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
+    return "" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)

@@ -42,12 +42,9 @@ class SweepSpec:
         fields = {name: value for name, value in params.items() if name != "architecture"}
         return fields | self.architectures.get(params.get("architecture"), {})
 
-    def fixed_values(self) -> dict[str, Any]:
-        return {name: spec["value"] for name, spec in self.space.items() if "value" in spec}
-
     def distributions(self) -> dict[str, optuna_dist.BaseDistribution]:
-        """The sampled parameters as Optuna distributions: `values` lists, `min`/`max`
-        ranges (integer when both bounds are), `log_uniform_values`."""
+        """The sampled parameters as Optuna distributions: `values` lists, `min`/`max` ranges
+        (integer when both bounds are), `log_uniform_values`."""
         found: dict[str, optuna_dist.BaseDistribution] = {}
         for name, spec in self.space.items():
             low, high = spec.get("min"), spec.get("max")
@@ -57,10 +54,9 @@ class SweepSpec:
                 found[name] = optuna_dist.CategoricalDistribution(spec["values"])
             elif low is None or high is None:
                 raise ConfigError(f"search space '{name}': use value, values, or min and max (got {spec})")
-            elif spec.get("distribution") == "log_uniform_values":
-                found[name] = optuna_dist.FloatDistribution(low, high, log=True)
-            elif isinstance(low, int) and isinstance(high, int):
-                found[name] = optuna_dist.IntDistribution(low, high)
             else:
-                found[name] = optuna_dist.FloatDistribution(low, high)
+                log = spec.get("distribution") == "log_uniform_values"
+                integer = isinstance(low, int) and isinstance(high, int) and not log
+                kind = optuna_dist.IntDistribution if integer else optuna_dist.FloatDistribution
+                found[name] = kind(low, high, log=log)
         return found

@@ -12,10 +12,7 @@ from src.sweep.spec import SweepSpec
 from src.wandb_utils import api_key_configured, quiet_settings
 
 
-def run_wandb(sweep: Sweep, trials: int, sweep_id: str | None) -> None:
-    if sweep_id is None:
-        sweep_id = create_wandb_sweep(sweep.spec, sweep.base)
-
+def run_wandb(sweep: Sweep, trials: int, sweep_id: str) -> None:
     def agent_trial() -> None:
         if sweep.hours_left() <= 0:
             print("sweep: --max-hours reached, no new trial")
@@ -35,7 +32,6 @@ def run_wandb(sweep: Sweep, trials: int, sweep_id: str | None) -> None:
 
 def create_wandb_sweep(spec: SweepSpec, base: BaseConfig) -> str:
     """A new W&B sweep of this space; its id, for more agents to join."""
-    require_wandb_login(base)
     try:
         sweep_id = wandb.sweep(
             {

@@ -14,10 +14,9 @@ ONECYCLE_START = 1 / 25  # OneCycleLR's default div_factor: it starts at 4% of t
 
 
 def step_schedule(optimizer: Optimizer, total_steps: int, hparams: Mapping[str, Any]) -> dict[str, Any]:
-    """Lightning's scheduler config for hparams["scheduler"] over `total_steps`, from the
-    optimizer's rate: cosine rises linearly over the first `warmup_fraction` of the steps, then
-    falls to `min_lr_fraction` of the rate by the last; onecycle rises and falls alike, along
-    cosines, from 4% of the rate; constant keeps the rate. Logged as lr/<parameter group>."""
+    """Lightning's scheduler config for hparams["scheduler"] over `total_steps`: cosine rises
+    linearly over `warmup_fraction` of the steps, then falls to `min_lr_fraction` of the rate;
+    onecycle likewise, along cosines from 4% of the rate; constant keeps it."""
     rate, min_fraction, name = optimizer.defaults["lr"], hparams["min_lr_fraction"], hparams["scheduler"]
     # The step at which the rate peaks; at least one step falls after it.
     peak = max(0, min(round(hparams["warmup_fraction"] * total_steps), total_steps - 2))

@@ -59,10 +59,8 @@ def shap_summary(
     )
     axes.set_yticks(range(len(order)), [features.columns[i] for i in order])
     axes.axvline(0, color="grey", linewidth=0.8)
-    title = (
-        "SHAP values\n(colour: feature value, low blue to high red; a category's by its place; grey: missing)"
-    )
-    axes.set_title(title, fontsize="medium")
+    colours = "colour: feature value, low blue to high red; a category's by its place; grey: missing"
+    axes.set_title(f"SHAP values\n({colours})", fontsize="medium")
     axes.set(xlabel="SHAP value")
     return save_figure(figure, path)
 
@@ -70,22 +68,16 @@ def shap_summary(
 def _colour_scale(column: pd.Series) -> np.ndarray:
     """A feature's values scaled to 0..1; a category by its place; missing NaN."""
     if isinstance(column.dtype, pd.CategoricalDtype):
-        values = column.cat.codes.to_numpy(dtype=float)
-        values[values < 0] = np.nan
-    else:
-        values = column.to_numpy(dtype=float)
-    if np.isnan(values).all():
-        return values
-    low, high = np.nanmin(values), np.nanmax(values)
-    return (values - low) / ((high - low) or 1.0)
+        column = column.cat.codes.where(column.cat.codes >= 0)
+    values = column.astype(float)
+    return ((values - values.min()) / ((values.max() - values.min()) or 1.0)).to_numpy()
 
 
 def _mean_shap_by_class(
-    importance: np.ndarray, names: Sequence[str], classes: Sequence[Any] | None, path: Path, top: int
+    importance: np.ndarray, names: Sequence[str], classes: Sequence[Any], path: Path, top: int
 ) -> Path:
     """Bars of each feature's mean |SHAP value|, a segment per class (classes x features)."""
     order = np.argsort(importance.sum(axis=0))[-top:]
-    classes = list(classes) if classes is not None else list(range(len(importance)))
     figure = Figure(figsize=(7, 0.35 * len(order) + 1.5))
     axes = figure.subplots()
     left = np.zeros(len(order))

@@ -40,32 +40,18 @@ def mentions(text: str) -> Test:
     return lambda value: text in source(value)
 
 
-def call_with(project: Project, part: Part, name: str, /, **tests: Test) -> None:
-    """Fail unless the part's code calls `name` (or a subclass of it) with keywords that pass `tests`."""
-    subclasses = [cls.name for _, cls in project.classes(name, part)]
-    made = [c for called in (name, *subclasses) for _, c in project.calls(called, part)]
-    found = [c for c in made if all(test(keyword(c, k)) for k, test in tests.items())]
-    require(found, f"no {name}({', '.join(f'{k}=...' for k in tests)}) as the checklist asks")
-
-
-def passes(project: Project, part: Part | None, name: str, test: Test = given) -> bool:
-    """Whether the code passes `name=` to any call with a value that passes `test`."""
-    values = [keyword(call, name) for _, call in project.find(ast.Call, part)]
-    return any(test(value) for value in values if value is not None)
-
-
 def never_uses(project: Project, paths: list[str], name: str, advice: str) -> None:
     for path in paths:
         require(name not in names(project.tree(path)), f"{path} uses {name}; {advice}")
 
 
 def makes_call(name: str, /, **tests: Test) -> Rule:
-    return lambda project, part: call_with(project, part, name, **tests)
+    return lambda project, part: project.call_with(name, part, **tests)
 
 
 def gives(name: str, test: Test = given) -> Rule:
     """Some call is given `name=` a value that passes `test`."""
-    return lambda project, part: require(passes(project, part, name, test), f"no call is given {name}=")
+    return lambda project, part: require(project.passes(name, part, test), f"no call is given {name}=")
 
 
 def never(name: str, advice: str) -> Rule:
@@ -74,10 +60,6 @@ def never(name: str, advice: str) -> Rule:
 
 def holds(value: str) -> Rule:
     return lambda project, part: require(project.has_constant(value, part), f'no "{value}"')
-
-
-def main_with_config(project: Project, part: Part) -> ast.FunctionDef:
-    return project.function("main_with_config", part)[1]
 
 
 def shared_classes(project: Project) -> dict[str, ast.ClassDef]:
@@ -104,9 +86,8 @@ def config_hierarchy(project: Project, part: Part) -> None:
         bases = [name_of(b) for b in cls.bases] if cls else []
         return bool(cls and is_dataclass(cls)) and (name == "BaseConfig" or any(map(reaches_base, bases)))
 
-    require(
-        reaches_base(LEVELS[part.kind]), f"src/: {LEVELS[part.kind]} is not a @dataclass reaching BaseConfig"
-    )
+    level = LEVELS[part.kind]
+    require(reaches_base(level), f"src/: {level} is not a @dataclass reaching BaseConfig")
     for cls in config_classes(project, part):
         require(cls.name not in shared, f"{part.name}/config.py redefines {cls.name} of src/")
         require(is_dataclass(cls), f"{part.name}/config.py: {cls.name} is not a @dataclass")
@@ -123,11 +104,8 @@ def config_by_name(project: Project, part: Part) -> None:
 def wall_clock(project: Project, part: Part) -> None:
     base = shared_classes(project).get("BaseConfig")
     require(base and "max_wall_clock_hours" in fields(base), "BaseConfig has no max_wall_clock_hours field")
-    stoppers = {
-        "Timer",
-        *(c.name for b in ("Timer", "TrainingCallback") for _, c in project.classes(b, part)),
-    }
-    given = [c for _, c in project.find(ast.Call, part) if name_of(c) in stoppers]
+    own = [c.name for base in ("Timer", "TrainingCallback") for _, c in project.classes(base, part)]
+    given = [c for _, c in project.find(ast.Call, part) if name_of(c) in {"Timer", *own}]
     bounded = any("max_wall_clock_hours" in source(c) for c in given)
     require(bounded, "no Timer or XGBoost callback is given cfg.max_wall_clock_hours")
 
@@ -166,14 +144,14 @@ def has_main(project: Project, part: Part) -> None:
 
 @each_part("LOG-1", "main_with_config() reaches wandb.init(project, name=cfg.name, mode)")
 def wandb_init(project: Project, part: Part) -> None:
-    call_with(project, part, "init", project=given, name=lambda v: source(v).endswith(".name"), mode=given)
-    reached = project.reaches(main_with_config(project, part), "init", part)
+    project.call_with("init", part, project=given, name=lambda v: source(v).endswith(".name"), mode=given)
+    reached = project.reaches(project.main_with_config(part), "init", part)
     require(reached, "main_with_config() never reaches wandb.init()")
 
 
 @each_part("LOG-6", "save_model(), then log_artifact(), in main_with_config()")
 def model_artifact(project: Project, part: Part) -> None:
-    steps = of_type(main_with_config(project, part), ast.Call)
+    steps = of_type(project.main_with_config(part), ast.Call)
     logged = [c.lineno for c in steps if project.reaches(c, "log_artifact", part)]
     saved = [c.lineno for c in steps if name_of(c) == "save_model"]
     require(logged, "main_with_config() never reaches log_artifact()")

@@ -20,10 +20,8 @@ from src.runs.metrics_jsonl import higher_is_better
 
 
 def save_figure(figure: Figure, path: Path) -> Path:
-    if not figure.get_layout_engine():
-        figure.tight_layout()
     with atomic_path(path) as temporary:
-        figure.savefig(temporary, dpi=110)
+        figure.savefig(temporary, dpi=110, bbox_inches="tight")  # long tick labels stay on the canvas
     return path
 
 
@@ -164,16 +162,13 @@ def confusion_matrix(truth: pd.Series, predicted: pd.Series, classes: list[str],
 def roc_curves(truth: pd.Series, probabilities: pd.DataFrame, path: Path) -> Path:
     """One ROC curve per class (a column of `probabilities`) against the rest, the positive
     class alone for two, with its AUC."""
-    from sklearn.metrics import roc_auc_score, roc_curve
+    from sklearn.metrics import RocCurveDisplay
 
     figure, (axes,) = _grid(1)
     figure.set_size_inches(5.5, 4.8)  # square-ish: both axes are rates
     for name in probabilities.columns[1:] if probabilities.shape[1] == 2 else probabilities.columns:
-        positive = truth == name
-        if 0 < positive.sum() < len(positive):
-            false_rate, true_rate, _ = roc_curve(positive, probabilities[name])
-            auc = roc_auc_score(positive, probabilities[name])
-            axes.plot(false_rate, true_rate, label=f"{name} (AUC {auc:.3f})")
+        if 0 < (positive := truth == name).sum() < len(positive):
+            RocCurveDisplay.from_predictions(positive, probabilities[name], name=name, ax=axes)
     axes.plot([0, 1], [0, 1], color="grey", linestyle=":", linewidth=1)
     axes.set(title="Test set ROC", xlabel="false positive rate", ylabel="true positive rate")
     axes.legend(fontsize="small", loc="lower right")
@@ -181,17 +176,15 @@ def roc_curves(truth: pd.Series, probabilities: pd.DataFrame, path: Path) -> Pat
 
 
 def predicted_vs_true(table: pd.DataFrame, targets: list[str], path: Path) -> Path:
-    """Per target, the test set's predicted against true values beside the residuals."""
+    """Per target, the test set's true against predicted values beside the residuals."""
+    from sklearn.metrics import PredictionErrorDisplay
+
     figure, panels = _grid(2 * len(targets), columns=2)
-    for target, scatter, residual in zip(targets, panels[::2], panels[1::2], strict=True):
-        truth, predicted = table[f"true_{target}"], table[f"predicted_{target}"]
-        scatter.scatter(truth, predicted, s=8, alpha=0.6)
-        low, high = min(truth.min(), predicted.min()), max(truth.max(), predicted.max())
-        scatter.plot([low, high], [low, high], color="grey", linestyle=":", linewidth=1)
-        scatter.set(title=f"{target}: predicted vs true", xlabel="true", ylabel="predicted")
-        residual.scatter(predicted, predicted - truth, s=8, alpha=0.6)
-        residual.axhline(0, color="grey", linestyle=":", linewidth=1)
-        residual.set(title=f"{target}: residuals", xlabel="predicted", ylabel="predicted - true")
+    for target, *pair in zip(targets, panels[::2], panels[1::2], strict=True):
+        for axes, kind in zip(pair, ("actual_vs_predicted", "residual_vs_predicted"), strict=True):
+            truth, predicted = table[f"true_{target}"], table[f"predicted_{target}"]
+            PredictionErrorDisplay.from_predictions(truth, predicted, kind=kind, ax=axes, subsample=None)
+            axes.set_title(f"{target}: {kind.replace('_', ' ')}")
     return save_figure(figure, path)
 
 

@@ -5,7 +5,6 @@ sweep's best trials), runs that differ only in their seed taken together."""
 from __future__ import annotations
 
 import os
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -140,11 +139,6 @@ def environment(run: RunFiles) -> list[list[str]]:
         ["working directory", record.get("cwd", "")],
     ]
     return [[name, str(value)] for name, value in rows if value not in ("", None)]
-
-
-def default_output(runs: list[RunFiles]) -> Path:
-    """comparison-YYYYMMDD-HHMMSS beside the first run (dashes: no run directory's name)."""
-    return runs[0].dir.parent / f"comparison-{datetime.now():%Y%m%d-%H%M%S}"
 
 
 def compare_runs(runs: list[RunFiles], output: Path, title: str = "") -> Path:

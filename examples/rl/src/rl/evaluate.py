@@ -17,7 +17,7 @@ import tyro
 from src.config import ConfigError, first_line
 from src.rl.config import MAX_EPISODES
 
-POLICY_FILES = ("model.pt", "checkpoints/best.ckpt")  # the first intact one is played
+POLICY_FILES = ("model.pt", "checkpoints/best.ckpt")
 
 
 @dataclass
@@ -40,8 +40,8 @@ class EvaluateOptions:
 def evaluate_run(
     options: EvaluateOptions, source: ModuleType, load_model: Callable[[Path, str], Any]
 ) -> None:
-    """Play the episodes `options` ask for, print what they scored and write it to --output.
-    `source` is the part's data module, `load_model` its model.load_model_from_checkpoint."""
+    """Print what the episodes scored, and write it to --output. `source` is the part's data
+    module, `load_model` its model.load_model_from_checkpoint."""
     results = play_saved_policy(options.run_dir, source, load_model, options.episodes, options.seed)
     rewards, lengths = results["rewards"], results["lengths"]
     played = f"{results['episodes']} episode(s) from seed {results['seed']}"
@@ -69,8 +69,20 @@ def play_saved_policy(
     import torch
 
     from src.rl.data import EvaluationEpisodes, env_maker, evaluation_envs, test_seed
+    from src.runs.checkpoint_checks import checkpoint_problem
 
-    path = saved_policy(run_dir)
+    if not run_dir.is_dir():
+        raise ConfigError(f"{run_dir} {'is not a directory' if run_dir.exists() else 'does not exist'}")
+    if not (run_dir / "config.json").is_file():
+        raise ConfigError(f"{run_dir} has no config.json, so it is not a run directory")
+    problems = []
+    for name in POLICY_FILES:  # the first intact one
+        if (problem := checkpoint_problem(run_dir / name)) is None:
+            break
+        problems.append(f"{name} is {problem}")
+    else:
+        raise ConfigError(f"{run_dir} holds no policy to play: {'; '.join(problems)}")
+    path = run_dir / name
     try:
         model = load_model(path, "cpu")
     except (KeyError, TypeError, ValueError, RuntimeError) as error:  # another part's model, say
@@ -99,19 +111,3 @@ def play_saved_policy(
         "rewards": rewards,
         "lengths": lengths,
     }
-
-
-def saved_policy(run_dir: Path) -> Path:
-    """The run's model.pt, or its best checkpoint where that is missing or damaged."""
-    from src.runs.checkpoint_checks import checkpoint_problem
-
-    if not run_dir.is_dir():
-        raise ConfigError(f"{run_dir} {'is not a directory' if run_dir.exists() else 'does not exist'}")
-    if not (run_dir / "config.json").is_file():
-        raise ConfigError(f"{run_dir} has no config.json, so it is not a run directory")
-    problems = []
-    for name in POLICY_FILES:
-        if (problem := checkpoint_problem(run_dir / name)) is None:
-            return run_dir / name
-        problems.append(f"{name} is {problem}")
-    raise ConfigError(f"{run_dir} holds no policy to play: {'; '.join(problems)}")

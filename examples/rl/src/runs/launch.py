@@ -1,9 +1,6 @@
-"""Who started this process, and the one run directory all processes of a launch share (DDP-1).
-
-Ranks that Lightning's DDP starts inherit the run directory in TRAIN_RUN_DIR. torchrun and
-srun start every process themselves: rank zero decides and tells the others, through
-torchrun's store or, under SLURM, a note in the output folder, which the nodes share.
-"""
+"""Who started this process, and the one run directory all processes of a launch share (DDP-1):
+Lightning's DDP ranks inherit it in TRAIN_RUN_DIR; under torchrun or srun rank zero decides and
+tells the others through torchrun's store or a note in the output folder, which the nodes share."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""A run's lifetime: `with start_run(cfg, resume_from) as run:` trains into run.dir.
-
-Rank zero (DDP-1) writes config.json and console.log (OUT-2) and keeps run.json's status
-up to date for the babysitter (OPS-3). A run ends with one line, `run ended: REASON (DETAIL)`,
-the last of console.log and the same as run.json's end_reason and end_detail.
-"""
+"""A run's lifetime: `with start_run(cfg, resume_from) as run:` trains into run.dir. Rank zero
+(DDP-1) writes config.json, console.log (OUT-2) and run.json's status (OPS-3); the run ends with
+`run ended: REASON (DETAIL)`, console.log's last line and run.json's end_reason and end_detail."""
 
 from __future__ import annotations
 
@@ -28,6 +25,7 @@ from src.runs.console import tee_console, write_log
 from src.runs.directory import (
     RUN_DIR_ENV,
     create_run_dir,
+    record_in_run_json,
     run_dir_of,
     run_record,
     stop_file_paths,
@@ -110,6 +108,8 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
             if log_file is not None:
                 with signals_wait_for_cleanup() as deferred:
                     end = _why_training_stopped(run_dir)
+                    if not isinstance(end, dict):
+                        end = {"end_reason": "unknown", "end_detail": "the training code recorded no reason"}
                     _write_status(run_dir, "finished", resume_from, **end)
                     if cfg.output.report:
                         _write_report(run_dir)
@@ -168,21 +168,14 @@ def training_ended(run_dir: Path) -> bool:
     return bool(run_record(run_dir).get("training_ended"))
 
 
+def _why_training_stopped(run_dir: Path) -> dict[str, str] | bool | None:
+    """This session's first reason, else the one of the session that trained."""
+    return _training_stops[0] if _training_stops else run_record(run_dir).get("training_ended")
+
+
 def mark_training_ended(run_dir: Path) -> None:
-    """run.json's training_ended says why training stopped, for a session that resumes only
-    to test and save (an earlier session's reason stays when this one trained none)."""
-    earlier = run_record(run_dir).get("training_ended")
-    record_in_run_json(run_dir, training_ended=_training_stops[0] if _training_stops else earlier or True)
-
-
-def _why_training_stopped(run_dir: Path) -> dict[str, str]:
-    """This session's first reason, or the reason of the session that trained."""
-    if _training_stops:
-        return _training_stops[0]
-    earlier = run_record(run_dir).get("training_ended")
-    if isinstance(earlier, dict):
-        return earlier
-    return {"end_reason": "unknown", "end_detail": "the training code recorded no reason"}
+    """Record in run.json why training stopped, for a session that resumes only to test and save."""
+    record_in_run_json(run_dir, training_ended=_why_training_stopped(run_dir) or True)
 
 
 def _why_it_was_cut_short(error: BaseException) -> dict[str, str]:
@@ -196,13 +189,6 @@ def _why_it_was_cut_short(error: BaseException) -> dict[str, str]:
 
 def _say_why(end: dict[str, str]) -> None:
     print(f"run ended: {end['end_reason']} ({end['end_detail']})", flush=True)
-
-
-def record_in_run_json(run_dir: Path, **facts: Any) -> None:
-    """Add facts to run.json (that training ended, the processes it ran on); called by
-    the process that writes the run's files."""
-    path = run_dir / "run.json"
-    write_text_atomic(path, json.dumps({**json.loads(path.read_text()), **facts}, indent=2) + "\n")
 
 
 def record_used_settings(run_dir: Path, **used: Any) -> None:
@@ -277,8 +263,8 @@ def _signal_handlers(handlers: dict[int, Callable[[int, Any], None]]) -> Iterato
 
 
 def _write_status(run_dir: Path, status: str, resume_from: Path | None, **extra: Any) -> None:
-    path = run_dir / "run.json"
-    record = json.loads(path.read_text()) if path.exists() else {"history": []}
+    path, record = run_dir / "run.json", run_record(run_dir)
+    record.setdefault("history", [])
     now = datetime.now().isoformat(timespec="seconds")
     if status == "running":
         # Each session's code, since a resumed run may run changed code.
@@ -291,7 +277,8 @@ def _write_status(run_dir: Path, status: str, resume_from: Path | None, **extra:
     for key in ("error", "end_reason", "end_detail"):  # a resumed run's, until it ends again
         record.pop(key, None)
     record.update(status=status, updated=now, pid=os.getpid(), host=socket.gethostname(), cwd=os.getcwd())
-    record.update(command=_command(), **extra)
+    # How this process was started, `python -m package.module ...` included, to start it again.
+    record.update(command=[sys.executable, *sys.orig_argv[1:]], **extra)
     text = json.dumps(record, indent=2) + "\n"
     try:
         write_text_atomic(path, text)
@@ -313,11 +300,3 @@ def _write_report(run_dir: Path) -> None:
         print(f"report: {write_report(RunFiles.read(run_dir))}")
     except Exception as error:  # noqa: BLE001 - whatever went wrong, the run's result stands
         print(f"warning: no run report ({type(error).__name__}: {error})", file=sys.stderr)
-
-
-def _command() -> list[str]:
-    """How this process was started, as `python -m package.module` where it was."""
-    main_spec = getattr(sys.modules["__main__"], "__spec__", None)
-    if main_spec is not None:
-        return [sys.executable, "-m", main_spec.name, *sys.argv[1:]]
-    return [sys.executable, *sys.argv]

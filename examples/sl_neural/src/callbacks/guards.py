@@ -1,5 +1,6 @@
 """What ends a run before early stopping does: a loss that is not a number, a STOP file (CB-4)
-and the wall-clock budget (CFG-4)."""
+and the wall-clock budget (CFG-4); and alerts (src.ops.alerts) that the monitored metric has
+stalled or the GPU idles or is nearly full (start_run raises those of a run that ends)."""
 
 from __future__ import annotations
 
@@ -15,15 +16,16 @@ from lightning.pytorch.utilities import rank_zero_info
 
 from src.callbacks import logs_this_step
 from src.errors import TrainingDiverged
+from src.ops.alerts import Alerts
+from src.ops.hardware import gpu_readings
 from src.runs.directory import stop_requested
 from src.runs.lifetime import training_stopped
 
 
 class FiniteLossCallback(L.Callback):
-    """Raises TrainingDiverged once the training loss or the monitored validation metric is not
-    finite. The loss is read at the steps Lightning logs (on a GPU each read waits for the step;
-    the weights stay non-finite once they are) and before any checkpoint is written, so a
-    diverged step's weights are never saved."""
+    """TrainingDiverged once the training loss or the monitored metric is not finite. The loss is
+    read at the steps Lightning logs (a read waits for the GPU; non-finite weights stay so) and
+    before any checkpoint is written, so that a diverged step's weights are never saved."""
 
     def __init__(self, monitor: str = "val_loss") -> None:
         self.monitor = monitor
@@ -72,9 +74,8 @@ class StopFileCallback(L.Callback):
 
 
 class WallClockTimer(Timer):
-    """Lightning's Timer: training ends mid-epoch once `hours` are spent, earlier sessions of a
-    resumed run counted. Its clock is read at the steps Lightning logs, not every step (under
-    DDP each reading is a broadcast), so a run ends at most that many steps late."""
+    """Lightning's Timer (earlier sessions of a resumed run counted), read at the steps Lightning
+    logs, not every step: under DDP each reading is a broadcast."""
 
     def __init__(self, hours: float) -> None:
         super().__init__(duration=timedelta(hours=hours), interval="step")
@@ -88,3 +89,38 @@ class WallClockTimer(Timer):
                 training_stopped(
                     "budget", f"max_wall_clock_hours {self.hours:g} spent, in epoch {trainer.current_epoch}"
                 )
+
+
+class AlertCallback(L.Callback):
+    """After each validation, the validations since the monitored metric improved, counted as
+    early stopping counts them; after each training epoch, a reading of the run's GPU."""
+
+    def __init__(self, alerts: Alerts, monitor: str = "val_loss", mode: str = "min", min_delta: float = 0.0):
+        self.alerts, self.monitor, self.mode, self.min_delta = alerts, monitor, mode, min_delta
+        self.best: float | None = None
+        self.validations_since_best = 0
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        # Counted here, not read from EarlyStopping: Lightning runs its epoch-end check after
+        # every other callback's.
+        if trainer.sanity_checking or (value := trainer.callback_metrics.get(self.monitor)) is None:
+            return
+        value = float(value)
+        gain = math.inf if self.best is None else (self.best - value) * (1 if self.mode == "min" else -1)
+        if gain > abs(self.min_delta):
+            self.best, self.validations_since_best = value, 0
+        else:
+            self.validations_since_best += 1
+        if trainer.is_global_zero:
+            where = f"epoch {trainer.current_epoch}, step {trainer.global_step}"
+            self.alerts.evaluated(self.monitor, value, self.validations_since_best, where)
+
+    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if trainer.is_global_zero and pl_module.device.type == "cuda":
+            self.alerts.gpu_read(gpu_readings(pl_module.device.index or 0))
+
+    def state_dict(self) -> dict[str, Any]:  # a resumed run goes on counting
+        return {"best": self.best, "validations_since_best": self.validations_since_best}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.best, self.validations_since_best = state_dict["best"], state_dict["validations_since_best"]

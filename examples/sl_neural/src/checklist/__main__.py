@@ -37,9 +37,7 @@ def load_waivers(pyproject: Path, known: list[str]) -> dict[str, str]:
         if item not in known:
             raise BadInput(f"{pyproject}: waiver for unknown item {item!r}; valid IDs: {', '.join(known)}")
         if not isinstance(reason, str) or not reason.strip():
-            raise BadInput(
-                f'{pyproject}: the waiver of {item} needs a reason: {item} = "why it does not apply"'
-            )
+            raise BadInput(f'{pyproject}: waiver {item} needs a reason: {item} = "why it does not apply"')
     return {item: reason.strip() for item, reason in waivers.items()}
 
 

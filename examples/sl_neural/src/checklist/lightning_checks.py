@@ -10,18 +10,7 @@ from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
 
-from src.checklist.code_checks import (
-    call_with,
-    equals,
-    given,
-    gives,
-    holds,
-    main_with_config,
-    makes_call,
-    mentions,
-    never_uses,
-    passes,
-)
+from src.checklist.code_checks import equals, given, gives, holds, makes_call, mentions, never_uses
 from src.checklist.project import (
     Part,
     Project,
@@ -52,32 +41,6 @@ def module_methods(project: Project, part: Part) -> tuple[str, dict[str, ast.Fun
     return cls.name, project.methods(cls, part)
 
 
-def last_checkpoint(project: Project, part: Part) -> None:
-    saves = [c for _, c in project.calls("ModelCheckpoint", part)]
-    last = [
-        keyword_constant(c, "save_last") is True or keyword_constant(c, "filename") == "last" for c in saves
-    ]
-    require(any(last), "no ModelCheckpoint saves last.ckpt")
-
-
-def not_a_clock(value: ast.expr | None) -> bool:  # monitoring "step" keeps the latest, not the best
-    return value is not None and constant(value) not in ("step", "epoch")
-
-
-def a_profiler(project: Project, part: Part) -> None:
-    used = {name for path in project.code(part) for name in names(project.tree(path))}
-    require(used & {"SimpleProfiler", "AdvancedProfiler"}, "no SimpleProfiler or AdvancedProfiler")
-
-
-def clips(value: ast.expr | None) -> bool:
-    return bool(constant(value, "an expression"))  # 0 and None do not clip
-
-
-def exposes_helpers(project: Project, part: Part) -> None:
-    helpers = top_level_names(project.tree(f"{part.name}/model.py"))
-    lacks(f"{part.name}/model.py", ("save_model", "load_model_from_checkpoint"), helpers)
-
-
 @check("CFG-5", "num_epochs is effectively unlimited; early stopping ends training", "nn")
 def unlimited_epochs(project: Project) -> str:
     classes = [c for path, c in project.find(ast.ClassDef) if path.startswith("src/")]
@@ -85,7 +48,7 @@ def unlimited_epochs(project: Project) -> str:
     require(defaults, "no config in src/ has a num_epochs field")
     unlimited = all(isinstance(d, int) and d >= 1000 for d in defaults)
     require(unlimited, f"num_epochs defaults to {defaults}, want >= 1000")
-    passed = passes(project, None, "max_epochs", mentions("num_epochs"))
+    passed = project.passes("max_epochs", None, mentions("num_epochs"))
     require(passed, "no Trainer(max_epochs=cfg.num_epochs)")
     return f"num_epochs defaults to {defaults[0]}, passed as max_epochs"
 
@@ -112,14 +75,15 @@ def datamodule_contract(project: Project, part: Part) -> None:
 def optimizer(project: Project, part: Part) -> None:
     configure = module_methods(project, part)[1].get("configure_optimizers")
     require(configure and project.reaches(configure, "AdamW", part), "configure_optimizers() makes no AdamW")
-    call_with(project, part, "AdamW", fused=given)
-    clipped = part.kind != "sl_neural" or passes(project, part, "gradient_clip_val", clips)
+    project.call_with("AdamW", part, fused=given)
+    # 0 and None do not clip; an expression (the config's field) may.
+    clipped = part.kind != "sl_neural" or project.passes("gradient_clip_val", part, lambda v: constant(v, 1))
     require(clipped, "no Trainer(gradient_clip_val=...): not clipping through the Trainer")
 
 
 @each_part("LOG-1", "WandbLogger(log_model=False), reached from main_with_config()", "nn")
 def wandb_logger(project: Project, part: Part) -> None:
-    reached = project.reaches(main_with_config(project, part), "WandbLogger", part)
+    reached = project.reaches(project.main_with_config(part), "WandbLogger", part)
     require(reached, "main_with_config() never reaches WandbLogger()")
     for path, logger in project.calls("WandbLogger", part):
         off = keyword_constant(logger, "log_model", True) is False
@@ -149,7 +113,7 @@ def timing_callback(project: Project, part: Part) -> None:
 
 @each_part("PRC-1", 'bf16-mixed, never fp16: no GradScaler, no "16-mixed"', "nn")
 def bf16(project: Project, part: Part) -> None:
-    require(passes(project, part, "precision"), "no Trainer(precision=...)")
+    require(project.passes("precision", part), "no Trainer(precision=...)")
     require(project.has_constant("bf16-mixed", part), 'no "bf16-mixed"')
     for path in project.code(part):
         require("GradScaler" not in names(project.tree(path)), f"{path} uses a GradScaler")
@@ -168,7 +132,7 @@ def batch_size_finder(project: Project, part: Part) -> None:
     # PPO's batch is its rollout and minibatch, which no finder sizes: RL passes on the
     # absence of hand-written probing alone.
     if part.kind == "sl_neural":
-        call_with(project, part, "BatchSizeFinder", mode=equals("binsearch"))
+        project.call_with("BatchSizeFinder", part, mode=equals("binsearch"))
     for path, handler in project.find(ast.ExceptHandler, part):
         said = any("out of memory" in str(v) for v in constants(handler))
         oom = said or "OutOfMemoryError" in source(handler.type)
@@ -184,7 +148,7 @@ def batch_size_attribute(project: Project, part: Part) -> None:
 
 @each_part("MEM-3", "Trainer(accumulate_grad_batches=cfg.gradient_accumulation_steps)", "nn")
 def accumulation(project: Project, part: Part) -> None:
-    accumulates = passes(project, part, "accumulate_grad_batches", mentions("gradient_accumulation_steps"))
+    accumulates = project.passes("accumulate_grad_batches", part, mentions("gradient_accumulation_steps"))
     require(part.kind != "sl_neural" or accumulates, "no Trainer(accumulate_grad_batches=...)")
 
 
@@ -194,7 +158,7 @@ def cleanup(project: Project, part: Part) -> None:
     empty, collect = calls(memory, "empty_cache"), calls(memory, "collect")
     collects = empty and any(c.lineno > empty[0].lineno for c in collect)
     require(collects, f"{path}: no gc.collect() after empty_cache()")
-    main = main_with_config(project, part)
+    main = project.main_with_config(part)
     deletes = of_type(main, ast.Delete)
     deleted = [n.lineno for n in deletes if {"model", "trainer"} <= set(map(source, n.targets))]
     cleaned = [c.lineno for c in calls(main, "cleanup_vram")]
@@ -203,7 +167,7 @@ def cleanup(project: Project, part: Part) -> None:
 
 @each_part("MAIN-1", "main_with_config(): seed, data, module, logger, Trainer, fit, test(best), finish", "nn")
 def main_order(project: Project, part: Part) -> None:
-    every, line = in_order(main_with_config(project, part)), 0
+    every, line = in_order(project.main_with_config(part)), 0
     for step in ORDER:
         if step.startswith("Lightning"):
             found = [c.lineno for c in every if project.reaches(c, project.the_class(step, part).name, part)]
@@ -225,20 +189,36 @@ def stop_file(project: Project, part: Part) -> None:
     require(stops, "no callback in use stops training when a STOP file exists")
 
 
+@each_part("LIT-3", "model.py exposes save_model() and load_model_from_checkpoint()", "nn")
+def model_helpers(project: Project, part: Part) -> None:
+    helpers = top_level_names(project.tree(f"{part.name}/model.py"))
+    lacks(f"{part.name}/model.py", ("save_model", "load_model_from_checkpoint"), helpers)
+
+
+@each_part("PRF-1", "Trainer(profiler=SimpleProfiler | AdvancedProfiler)", "nn")
+def profiler(project: Project, part: Part) -> None:
+    require(project.passes("profiler", part), "no call is given profiler=")
+    used = {name for path in project.code(part) for name in names(project.tree(path))}
+    require(used & {"SimpleProfiler", "AdvancedProfiler"}, "no SimpleProfiler or AdvancedProfiler")
+
+
+@each_part("CB-2", "ModelCheckpoints: the best (monitored, save_top_k=1) and the last", "nn")
+def checkpoints(project: Project, part: Part) -> None:
+    # Monitoring "step" or "epoch" would keep the latest checkpoint, not the best.
+    best = {"monitor": lambda v: v is not None and constant(v) not in ("step", "epoch"), "mode": given}
+    project.call_with("ModelCheckpoint", part, **best, save_top_k=lambda v: constant(v, 1) == 1)
+    saves = project.calls("ModelCheckpoint", part)
+    last = [c for _, c in saves if keyword_constant(c, "save_last") is True]
+    last += [c for _, c in saves if keyword_constant(c, "filename") == "last"]
+    require(last, "no ModelCheckpoint saves last.ckpt")
+
+
+fallback = (makes_call("is_bf16_supported"), holds("32-true"))
+rules("PRC-3", 'is_bf16_supported() picks bf16-mixed or "32-true"', "nn", *fallback)
 early_stopping = makes_call("EarlyStopping", monitor=given, mode=given, patience=mentions("patience"))
-best = makes_call(
-    "ModelCheckpoint", monitor=not_a_clock, mode=given, save_top_k=lambda v: constant(v, 1) == 1
-)
+rules("CB-1", "EarlyStopping(monitor, patience=cfg.patience, mode)", "nn", early_stopping)
 # None (the default) logs each scheduler at its own interval: "epoch" hides a per-step warmup.
 rate_monitor = makes_call("LearningRateMonitor", logging_interval=equals(None))
-rules("LIT-3", "model.py exposes save_model() and load_model_from_checkpoint()", "nn", exposes_helpers)
-rules("PRF-1", "Trainer(profiler=SimpleProfiler | AdvancedProfiler)", "nn", gives("profiler"), a_profiler)
-supported = makes_call("is_bf16_supported")
-rules("PRC-3", 'is_bf16_supported() picks bf16-mixed or "32-true"', "nn", supported, holds("32-true"))
-rules("CB-1", "EarlyStopping(monitor, patience=cfg.patience, mode)", "nn", early_stopping)
-rules(
-    "CB-2", "ModelCheckpoints: the best (monitored, save_top_k=1) and the last", "nn", best, last_checkpoint
-)
 rules("CB-3", "LearningRateMonitor(logging_interval=None)", "nn", rate_monitor)
 rules("OUT-1", "Trainer(default_root_dir=run_dir)", "nn", gives("default_root_dir"))
 
@@ -302,11 +282,8 @@ def active(wanted: str) -> Callable[[RunDir], None]:
     return check_active
 
 
-for _item, _callback in (
-    ("CB-1", "EarlyStopping"),
-    ("CB-2", "ModelCheckpoint"),
-    ("CB-3", "LearningRateMonitor"),
-):
+CALLBACKS = {"CB-1": "EarlyStopping", "CB-2": "ModelCheckpoint", "CB-3": "LearningRateMonitor"}
+for _item, _callback in CALLBACKS.items():
     check(_item, f"{_callback} was active", "nn", mode="run")(active(_callback))
 
 

@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 import pandera.pandas as pa
 import torch
+import torch.distributed as dist
+from lightning.pytorch.overrides.distributed import UnrepeatedDistributedSampler
 from sklearn.model_selection import train_test_split
 from torch.utils.data import DataLoader, Sampler, TensorDataset
 from torchdata.stateful_dataloader import StatefulDataLoader
@@ -25,10 +27,26 @@ from src.config import ConfigError
 from src.data_checks import DataValidationError, finite, validate_table
 from src.neural.config import SLNeuralConfig
 from src.neural.encoding import TableEncoding, is_numeric
-from src.training.evaluation import evaluation_sampler
 
 # torchdata 0.11 calls a torch function that torch 2.13 deprecates, for every loader it builds.
 warnings.filterwarnings("ignore", message="'set_vital' is deprecated")
+
+
+def evaluation_sampler(dataset: TensorDataset, split: str) -> UnrepeatedDistributedSampler | None:
+    """This rank's share of an evaluation split, in order; None in a single process (DDP-1).
+    Lightning's DistributedSampler pads the shares to one length with repeated examples, which
+    would change the metrics; its unpadded one, in a module Lightning does not document, lets
+    them differ by one example. A change shows in
+    test_two_process_test_metrics_equal_one_process_testing_the_same_checkpoint."""
+    if not (dist.is_available() and dist.is_initialized()) or (ranks := dist.get_world_size()) == 1:
+        return None
+    # DDP syncs BatchNorm statistics on each rank's first evaluation batch: every rank needs one.
+    if len(dataset) < ranks:
+        raise DataValidationError(
+            f"the {split} split has {len(dataset)} rows, fewer than the {ranks} processes that "
+            f"evaluate it; give it more rows or train with fewer processes"
+        )
+    return UnrepeatedDistributedSampler(dataset, shuffle=False)
 
 
 class InMemoryTable(TensorDataset):
@@ -38,11 +56,6 @@ class InMemoryTable(TensorDataset):
     def __getitems__(self, indices: list[int]) -> tuple[torch.Tensor, ...]:
         rows = torch.as_tensor(indices)
         return tuple(tensor[rows] for tensor in self.tensors)
-
-
-def whole_batch(batch: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
-    """The loaders' collate function: InMemoryTable has made the batch already."""
-    return batch
 
 
 class TableDataModule(L.LightningDataModule):
@@ -84,10 +97,6 @@ class TableDataModule(L.LightningDataModule):
             InMemoryTable(inputs[index], targets[index], rows[index]) for index in (train, val, test)
         )
 
-    def labels(self, rows: np.ndarray) -> pd.DataFrame:
-        """The label columns of the rows at these positions of the loaded table, as it holds them."""
-        return self.label_values.loc[rows]
-
     def train_dataloader(self) -> StatefulDataLoader:
         # RES-1: the sampler's order follows from the seed and the epoch, and its position travels
         # in checkpoints with the loader's, so a resumed run sees the batches an uninterrupted one
@@ -111,7 +120,7 @@ class TableDataModule(L.LightningDataModule):
             dataset,
             batch_size=self.batch_size,
             sampler=sampler,
-            collate_fn=whole_batch,
+            collate_fn=tuple,  # InMemoryTable has made the batch already
             # The workers' seeds come from a generator of the training loader's own, so that the
             # global one, which dropout draws from, resumes exactly.
             generator=torch.Generator().manual_seed(self.cfg.seed) if train else None,
@@ -124,8 +133,8 @@ class TableDataModule(L.LightningDataModule):
         )
 
     def _split(self, table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Positions of the training, validation and test rows: seeded apart from training, so
-        every run sees the same split; stratified by class for a classifier."""
+        """Positions of the training, validation and test rows, by split_seed (the same in every
+        run), stratified by class for a classifier."""
         classes = table[self.cfg.label_column[0]] if self.cfg.task == "classification" else None
         if classes is not None and classes.nunique() < 2:
             raise DataValidationError(
@@ -196,9 +205,7 @@ class TableDataModule(L.LightningDataModule):
             )
         table = table[~unlabelled]
         self._check_column_kinds(table, features)
-        # Features of numbers are finite (and in range, where the part knows one), those of text
-        # any text, either with missing values (the encoding fills them in); a regression's
-        # labels are finite numbers.
+        # Missing feature values are allowed: the encoding fills them in.
         value_range = getattr(self.source, "value_range", lambda cfg: None)(self.cfg)
         numbers = [finite(), *([pa.Check.in_range(*value_range)] if value_range is not None else [])]
         columns = {
@@ -222,12 +229,8 @@ class TableDataModule(L.LightningDataModule):
                     "numbers to predict: for classes pass --task classification"
                 )
         label = table[self.cfg.label_column[0]]
-        if (
-            self.cfg.task == "classification"
-            and pd.api.types.is_float_dtype(label)
-            and (label % 1 != 0).any()
-        ):
-            fractions = label[label % 1 != 0]
+        classifies_floats = self.cfg.task == "classification" and pd.api.types.is_float_dtype(label)
+        if classifies_floats and len(fractions := label[label % 1 != 0]):
             raise DataValidationError(
                 f"{self.where}: label column '{label.name}' holds fractions ({fractions.iloc[0]!r}), "
                 "not classes: for numbers to predict pass --task regression"

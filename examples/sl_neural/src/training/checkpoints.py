@@ -39,8 +39,6 @@ class AtomicCheckpointIO(TorchCheckpointIO):
     another disk, so a full disk there truncates last.ckpt."""
 
     def save_checkpoint(self, checkpoint: dict[str, Any], path: Any, storage_options: Any = None) -> None:
-        if storage_options is not None:
-            raise TypeError("AtomicCheckpointIO takes no storage_options")
         save_torch(checkpoint, Path(path))
 
 
@@ -64,9 +62,8 @@ def best_score(trainer: L.Trainer) -> float:
 
 
 def check_best_checkpoint(trainer: L.Trainer) -> None:
-    """A run killed while it tested may have cut the checkpoint test(ckpt_path="best") loads:
-    a damaged one is reported and the latest intact one stands in for it (best_model_path,
-    which "best" names, points there); with neither intact, a ConfigError."""
+    """A run killed while it tested may have cut best.ckpt: the latest intact checkpoint stands
+    in for a damaged one (best_model_path, which "best" names, points there), else ConfigError."""
     callback = trainer.checkpoint_callback
     best = Path(callback.best_model_path)
     if (problem := checkpoint_problem(best)) is None:
@@ -82,9 +79,8 @@ def check_best_checkpoint(trainer: L.Trainer) -> None:
 def load_module(
     build: Callable[[dict[str, Any]], L.LightningModule], path: Path, map_location: str | torch.device = "cpu"
 ) -> L.LightningModule:
-    """A `save_module` file or a Lightning checkpoint, on any device: `build` makes the module
-    from the hyperparameters saved with it. weights_only=True refuses to run code hidden in a
-    pickle; our checkpoints hold only tensors and plain containers."""
+    """A `save_module` file or a Lightning checkpoint, on any device, `build` making the module
+    from its hyperparameters. weights_only=True: a pickle's hidden code is refused, not run."""
     checkpoint = torch.load(path, map_location=map_location, weights_only=True)
     module = build(checkpoint["hyper_parameters"])
     module.configure_model()  # a module that sizes its layers there, as Lightning does before loading

@@ -15,9 +15,9 @@ from src.runs.metrics_jsonl import append_jsonl, as_read_back, drop_metrics_from
 
 
 class JsonlLogger(Logger):
-    """Lightning hands hyperparameters over more than once (the module's, the run's facts,
-    again for test()): they are gathered into one hyperparams line, written before the first
-    metrics unless the file's last one already says all of it (test(), a resumed run)."""
+    """Lightning hands hyperparameters over several times (the module's, the run's facts, for
+    test()): gathered into one hyperparams line before the next metrics, unless the file's last
+    one already says it all."""
 
     name, version = "metrics_jsonl", ""
 
@@ -29,8 +29,7 @@ class JsonlLogger(Logger):
         self._drop_from_next_step = False
 
     def resuming(self) -> None:
-        """The lines of the next step logged and later, from the session that was killed, go
-        (RES-1). Lightning numbers logged steps with a counter of its own: the step is its."""
+        """The killed session's lines from the next logged step on go (RES-1)."""
         self._drop_from_next_step = True
 
     @rank_zero_only

@@ -8,10 +8,9 @@ from torch import nn
 
 
 def adamw(module: nn.Module, learning_rate: float, weight_decay: float) -> torch.optim.AdamW:
-    """AdamW that decays only matrices (dim >= 2), never biases or norm scales. Fused on CUDA
-    and the CPU, except when the Trainer clips gradients under mixed precision: Lightning
-    refuses to clip for an optimizer that unscales its own gradients, as fused AdamW does,
-    even in bf16."""
+    """AdamW that decays only matrices (dim >= 2), never biases or norm scales; fused, unless the
+    Trainer clips under mixed precision: Lightning refuses to clip for an optimizer that
+    unscales its own gradients, as fused AdamW does, even in bf16."""
     params = [p for p in module.parameters() if p.requires_grad]
     groups = [
         {"name": "decay", "params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},

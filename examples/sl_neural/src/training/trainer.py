@@ -16,9 +16,8 @@ from lightning.pytorch.loggers import Logger
 from lightning.pytorch.profilers import AdvancedProfiler
 from lightning.pytorch.utilities import rank_zero_info
 
-from src.callbacks.alerts import AlertCallback
 from src.callbacks.frozen_heap import FrozenHeapCallback
-from src.callbacks.guards import FiniteLossCallback, StopFileCallback, WallClockTimer
+from src.callbacks.guards import AlertCallback, FiniteLossCallback, StopFileCallback, WallClockTimer
 from src.callbacks.metrics import MetricsCallback, RunInfoCallback, TimingCallback
 from src.callbacks.progress import EpochSummaryCallback, ModelSummary, ProgressBar
 from src.callbacks.resume import ExactResume, ResumableEarlyStopping
@@ -63,16 +62,13 @@ def build_callbacks(
     fetch_section: str,
 ) -> list[L.Callback]:
     """The checklist's callbacks, in the order Lightning calls each hook in, which matters:
-    - ExactResume after the guards: a step that ends training (the budget) is validated and
-      checkpointed, not checkpointed mid-epoch as if training went on;
-    - ExactResume after the metrics: the plateau step a resume takes at an epoch's end
-      changes the rate after `lr` is logged, as Lightning's own step does, and a checkpoint
-      it saves mid-epoch counts as timing/overhead;
-    - the metrics before EpochSummaryCallback, which prints what they logged;
-    - AlertCallback after FiniteLossCallback, which ends a run whose metric is not a number;
-    - Lightning moves the ModelCheckpoints last, in their order: best.ckpt first (the one
-      test(ckpt_path="best") uses), the latest epochs before last.ckpt, so that last.ckpt
-      records which epochs it keeps and a resume deletes the right ones."""
+    - ExactResume after the guards, so that a step that ends training (the budget) is validated
+      and checkpointed as the end; after the metrics, so that a resume's plateau step changes
+      the rate after `lr` is logged, and its mid-epoch checkpoint counts as timing/overhead;
+    - the metrics before EpochSummaryCallback, which prints them; AlertCallback after
+      FiniteLossCallback, which ends a run whose metric is not a number;
+    - Lightning moves the ModelCheckpoints last, in their order: best.ckpt first (what
+      test(ckpt_path="best") uses), the latest before last.ckpt, which then records them."""
     checkpoints = run_dir / "checkpoints"
     # The latest keep_last_n validations' checkpoints ("step" ranks them by age); Lightning
     # deletes the oldest only after the new one is written.
@@ -113,12 +109,10 @@ def build_callbacks(
 
 
 def skip_inherited_batch_hooks(callbacks: Sequence[L.Callback]) -> None:
-    """Lightning calls every batch hook of every callback, each inside a profiler context, the
-    empty ones a callback inherits from Callback included: about 140 calls a step, most of what
-    the callbacks add to it. Each inherited batch hook is set to None on the callback, which
-    Lightning passes over; the hooks it defines, in its class or on the object (LambdaCallback),
-    run as before. Private: Lightning's _call_callback_hooks skips a hook that is not callable;
-    a change shows in test_lightning_calls_only_the_batch_hooks_a_callback_defines."""
+    """Lightning calls every batch hook of every callback in a profiler context, inherited empty
+    ones included: about 140 calls a step. Set to None, an inherited one is passed over (private:
+    _call_callback_hooks skips what is not callable; a change shows in
+    test_lightning_calls_only_the_batch_hooks_a_callback_defines)."""
     for callback in callbacks:
         for hook in BATCH_HOOKS:
             if getattr(type(callback), hook) is getattr(L.Callback, hook) and hook not in vars(callback):
@@ -137,10 +131,9 @@ def build_trainer(
     extra_callbacks: Sequence[L.Callback] = (),
     **trainer_args: Any,
 ) -> L.Trainer:
-    """The Trainer with the checklist's callbacks. What is particular to a part comes from
-    it: the metric early stopping and the best checkpoint follow (`monitor`, `mode`, and a
-    `stopping_threshold` that ends training once reached), the name of the timed fetch
-    (`data`, or `env_step` for RL), its own callbacks, and any other Trainer argument."""
+    """The Trainer with the checklist's callbacks; from the part: the metric early stopping and
+    best.ckpt follow (and a `stopping_threshold` that ends training), the timed fetch's name
+    (`data`, or `env_step` for RL), its own callbacks and any other Trainer argument."""
     precision = choose_precision(cfg.precision)
     cuda = torch.cuda.is_available()
     rank_zero_info(

@@ -4,6 +4,7 @@ raises its alerts (src.ops.alerts). README.md, "Watching a run", says what it ch
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -21,7 +22,8 @@ import psutil
 import torch
 import tyro
 
-from src.ops.alerts import Alerts, alert_config_of
+from src.config import AlertConfig
+from src.ops.alerts import Alerts
 from src.ops.hardware import gpu_readings, visible_gpus
 from src.ops.records import new_issue
 from src.runs.atomic import write_text_atomic
@@ -105,11 +107,11 @@ def check_system(run_dir: Path) -> Finding:
     free_gb = shutil.disk_usage(run_dir).free / 1024**3
     parts = [f"RAM {memory.percent:.0f}%", f"disk free {free_gb:.1f} GB"]
     for index in range(len(visible_gpus())):
-        readings = gpu_readings(index).items()
-        shown = (
-            f"{key.removeprefix('system/gpu_').removesuffix('_percent')} {v:.0f}%" for key, v in readings
+        readings = (
+            f"{k.removeprefix('system/gpu_').removesuffix('_percent')} {v:.0f}%"
+            for k, v in gpu_readings(index).items()
         )
-        parts.append(f"GPU{index} {' '.join(shown)}")
+        parts.append(f"GPU{index} {' '.join(readings)}")
     level = "WARN" if memory.percent > 90 or free_gb < 5 else "OK"
     return Finding("system", level, ", ".join(parts))
 
@@ -124,9 +126,8 @@ def check_checkpoint(run_dir: Path) -> Finding:
 
             progress = f"{xgb.Booster(model_file=last).num_boosted_rounds()} rounds"
         else:
-            progress = (
-                f"epoch {torch.load(last, map_location='cpu', weights_only=True, mmap=True).get('epoch')}"
-            )
+            checkpoint = torch.load(last, map_location="cpu", weights_only=True, mmap=True)
+            progress = f"epoch {checkpoint.get('epoch')}"
     except Exception as error:  # noqa: BLE001 - any failure to load means a broken file
         details = {"exit_status": "", "last_checkpoint": str(last), "traceback": repr(error)}
         return Finding("checkpoint", "FAIL", f"{last.name} does not load: {error}", "crash", details)
@@ -198,21 +199,14 @@ class Babysitter:
 
     def _monitor(self, config: dict) -> str:
         """--monitor, or what the run early-stops on: val_<eval_metric> for trees, else the key
-        whose best metrics.jsonl tracks (tracking/best_<key>), val_episode_reward for RL,
-        val_loss for the rest."""
+        metrics.jsonl tracks the best of, else val_episode_reward for RL and val_loss for the rest."""
         if self.options.monitor:
             return self.options.monitor
         if config.get("eval_metric"):
             return f"val_{config['eval_metric']}"
-        not_metrics = ("tracking/best_epoch", "tracking/best_round")
-        tracked = (
-            k
-            for e in _events(self.run_dir)
-            for k in e
-            if k.startswith("tracking/best_") and k not in not_metrics
-        )
-        if key := next(tracked, None):
-            return key.removeprefix("tracking/best_")
+        tracked = {k for e in _events(self.run_dir) for k in e if k.startswith("tracking/best_")}
+        if keys := sorted(tracked - {"tracking/best_epoch", "tracking/best_round"}):
+            return keys[0].removeprefix("tracking/best_")
         return "val_episode_reward" if "num_envs" in config else "val_loss"
 
     def _restart(self, record: dict) -> str:
@@ -264,7 +258,9 @@ class Babysitter:
         # What a run cannot report itself; one that ended by itself, or diverged, raised its own.
         kind = {"process": "killed", "hung": "hung", "checkpoint": "checkpoint broken"}.get(finding.check)
         if kind and record.get("status") not in ENDED_BY_ITSELF:
-            Alerts(alert_config_of(config), self.run_dir, record=False).send(kind, finding.message, "ERROR")
+            known = {f.name for f in dataclasses.fields(AlertConfig)}
+            cfg = AlertConfig(**{k: v for k, v in config.get("alerts", {}).items() if k in known})
+            Alerts(cfg, self.run_dir, record=False).send(kind, finding.message, "ERROR")
             self._log(f"ACT  alert      {kind}")
 
 

@@ -6,6 +6,7 @@ One run directory: its report.md written again. Several, of one part: a report c
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -41,10 +42,11 @@ def main(argv: list[str] | None = None) -> None:
         if len(options.run_dirs) == 1 and options.output is not None:
             raise DataValidationError("--output is for a comparison: give two run directories or more")
         from src.report.run_files import RunFiles
-        from src.report.run_report import compare_runs, default_output, write_report  # loads matplotlib
+        from src.report.run_report import compare_runs, write_report  # loads matplotlib
 
         runs = [RunFiles.read(path) for path in options.run_dirs]
-        output = options.output or default_output(runs)
+        # Dashes: no run directory is named so.
+        output = options.output or runs[0].dir.parent / f"comparison-{datetime.now():%Y%m%d-%H%M%S}"
         print(write_report(runs[0]) if len(runs) == 1 else compare_runs(runs, output))
 
 

@@ -9,6 +9,7 @@ import socket
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -70,9 +71,7 @@ def marked_if_never_checkpointed(run_dir: Path) -> bool:
         return True
     if record.get("status") != "running" or resume_candidates(run_dir) or not _process_gone(record):
         return False
-    write_text_atomic(
-        run_dir / "run.json", json.dumps({**record, "status": NEVER_CHECKPOINTED}, indent=2) + "\n"
-    )
+    record_in_run_json(run_dir, status=NEVER_CHECKPOINTED)
     return True
 
 
@@ -134,6 +133,12 @@ def run_record(run_dir: Path) -> dict:
     except (OSError, ValueError):
         return {}
     return record if isinstance(record, dict) else {}
+
+
+def record_in_run_json(run_dir: Path, **facts: Any) -> None:
+    """Add facts to run.json (that training ended, the processes it ran on)."""
+    path = run_dir / "run.json"
+    write_text_atomic(path, json.dumps({**json.loads(path.read_text()), **facts}, indent=2) + "\n")
 
 
 def stop_file_paths(stop_file: str, run_dir: Path) -> list[Path]:

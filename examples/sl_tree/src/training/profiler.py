@@ -12,13 +12,10 @@ from lightning.pytorch.profilers import SimpleProfiler
 
 
 class BoundedSimpleProfiler(SimpleProfiler):
-    """SimpleProfiler keeps every duration of every action it times, about 30 a step (each hook
-    of each callback): a week of training would hold billions of floats. This one keeps each
-    action's count and total, all its report shows.
-
-    It also times an action that starts again inside itself as one: Lightning's SLURM handler
-    saves a checkpoint on SIGUSR1, and when the signal lands inside a checkpoint save,
-    SimpleProfiler's "already started" error, then "never started", ended the run."""
+    """SimpleProfiler keeps every duration of every action, about 30 a step: billions of floats in
+    a week. This one keeps each action's count and total, all its report shows; and it times an
+    action started again inside itself as one (Lightning's SLURM handler saves a checkpoint on
+    SIGUSR1, maybe inside a save: SimpleProfiler's "already started" error ended the run)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -35,9 +32,9 @@ class BoundedSimpleProfiler(SimpleProfiler):
 
 
 class RunningDurations:
-    """An action's durations as SimpleProfiler's report reads them, by len() and math.fsum():
-    their number and their sum, kept as two numbers. The report's reading is not public API: a
-    change shows in test_the_profiler_reports_every_call_in_memory_that_does_not_grow."""
+    """An action's durations as SimpleProfiler's report reads them, len() and math.fsum(), kept
+    as two numbers. Not public API: a change shows in
+    test_the_profiler_reports_every_call_in_memory_that_does_not_grow."""
 
     __slots__ = ("count", "total")
 

@@ -1,5 +1,5 @@
-"""Training and testing a part's booster with XGBoost's native API (`xgb.train` on a
-QuantileDMatrix), or with xgboost.dask on a Dask cluster (--cluster): a LocalCluster of
+"""Training, testing and predicting with a part's booster: XGBoost's native API (`xgb.train`
+on a QuantileDMatrix), or xgboost.dask on a Dask cluster (--cluster): a LocalCluster of
 worker processes here, or a running scheduler. The round callbacks run on every worker
 (rounds.py), so the run directory must be on a filesystem the worker of rank 0 sees."""
 
@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -19,7 +19,9 @@ import xgboost as xgb
 from scipy.special import expit, softmax
 
 from src.config import ConfigError, first_line
+from src.errors import DataValidationError
 from src.ops.hardware import visible_gpus
+from src.predict import PredictOptions, rows_to_predict, score_predictions
 from src.predictions import (
     PREDICTIONS_FILE,
     classification_table,
@@ -28,9 +30,10 @@ from src.predictions import (
     write_predictions,
 )
 from src.runs.atomic import write_text_atomic
+from src.runs.checkpoint_checks import checkpoint_problem
 from src.runs.lifetime import training_stopped
 from src.trees.config import CUDA_XGBOOST_INSTALL, SLTreeConfig
-from src.trees.data import ENCODING_ATTRIBUTE, Split, TableEncoding
+from src.trees.data import ENCODING_ATTRIBUTE, Split, TableEncoding, class_values, part_function
 from src.trees.plots import feature_importance, shap_summary
 from src.trees.rounds import RoundMetrics, stop_reason, train_seconds_so_far
 
@@ -151,25 +154,70 @@ def predictions_table(
     model: xgb.Booster, encoding: TableEncoding, features: pd.DataFrame, truth: np.ndarray | None
 ) -> pd.DataFrame:
     """The model's predictions of `features` (TableEncoding.features) as src/predictions.py's
-    table, with the true labels where known."""
+    table, with the true labels where known. A classifier's probabilities are the softmax or
+    sigmoid of the margins, which is what multi:softprob and binary:logistic predict, and gives
+    multi:softmax and binary:logitraw probabilities too; binary:hinge's class as a certainty."""
     rows = features.index.to_numpy()
     if encoding.classes is None:
         return regression_table(rows, model.inplace_predict(features), [encoding.label_column], truth)
-    probabilities = class_probabilities(model, features)
-    return classification_table(rows, probabilities, encoding.classes, encoding.label_column, truth)
-
-
-def class_probabilities(model: xgb.Booster, features: pd.DataFrame) -> np.ndarray:
-    """A column per class: the softmax or sigmoid of the margins, which is what multi:softprob
-    and binary:logistic predict, and gives multi:softmax and binary:logitraw probabilities
-    too; binary:hinge's class as a certainty."""
     objective = json.loads(model.save_config())["learner"]["objective"]["name"]
     # In float64: float32 probabilities do not sum to 1 as closely as metrics ask.
     margins = model.inplace_predict(features, predict_type="margin").astype(np.float64)
     if objective.startswith("multi:"):
-        return softmax(margins, axis=1)
-    positive = (margins > 0).astype(float) if objective == "binary:hinge" else expit(margins)
-    return np.column_stack([1 - positive, positive])
+        probabilities = softmax(margins, axis=1)
+    else:
+        positive = (margins > 0).astype(float) if objective == "binary:hinge" else expit(margins)
+        probabilities = np.column_stack([1 - positive, positive])
+    return classification_table(rows, probabilities, encoding.classes, encoding.label_column, truth)
+
+
+def predict_run(
+    options: PredictOptions,
+    config_cls: type[SLTreeConfig],
+    source: ModuleType,
+    load_model: Callable[[Path], xgb.Booster],
+) -> dict[str, float]:
+    """`python -m partN.predict`: a run's model.ubj on the table `options` name, read as training
+    read its own by the model's TableEncoding, written; the metrics of the rows with a known
+    label, printed and returned. `source` is the part's data module, `load_model` its model's."""
+    config_path, model_path = options.run_dir / "config.json", options.run_dir / "model.ubj"
+    if not config_path.is_file():
+        raise DataValidationError(
+            f"{options.run_dir}: has no config.json; give the directory of a finished run"
+        )
+    if problem := checkpoint_problem(model_path):  # in a process of its own: XGBoost can crash on a cut file
+        raise DataValidationError(
+            f"{model_path} is {problem}: a run saves it as it ends; give a finished run"
+        )
+    try:
+        cfg = config_cls.from_json(config_path.read_text())
+    except (ValueError, TypeError) as error:
+        raise DataValidationError(
+            f"{config_path}: not a {config_cls.__name__}: {first_line(error)}"
+        ) from None
+    model = load_model(model_path)
+    model.set_param({"device": "cpu", "nthread": cfg.num_threads})  # a model a GPU trained, too
+    encoding = TableEncoding.of(model, str(model_path))
+    table, where = rows_to_predict(
+        options,
+        list(encoding.feature_columns),
+        lambda: part_function(source, "load_table", cfg, pd.DataFrame),
+        cfg.data_path or f"{source.__name__}.load_table(cfg)",
+    )
+    features = encoding.features(table, where)
+    for name in encoding.categories:  # read as missing: say so
+        if (unseen := table[name][features[name].isna() & table[name].notna()]).size:
+            shown = ", ".join(map(str, unseen.unique()[:5]))
+            print(f"column {name!r}: {unseen.size} row(s) hold values training never saw ({shown}): missing")
+    label, truth = encoding.label_column, None
+    if label in table.columns:
+        known = table[label].dropna()
+        values = pd.to_numeric(known, errors="coerce") if encoding.classes is None else class_values(known)
+        truth = values.astype(object).reindex(table.index).to_numpy()
+    predictions = predictions_table(model, encoding, features, truth)
+    write_predictions(predictions, options.output)
+    print(f"predictions of {len(predictions)} rows: {options.output}")
+    return score_predictions(predictions, [label], encoding.classes)
 
 
 @contextmanager
@@ -182,16 +230,11 @@ def dask_client(cluster: str) -> Iterator[Any]:
     from dask.distributed import Client, LocalCluster
 
     if cluster.startswith("local"):
-        workers = int(cluster.partition(":")[2] or 0) or None  # None: Dask's choice for the cores here
-        threads = max(1, (os.cpu_count() or 1) // workers) if workers else None
+        # None: Dask's choice for the cores here, which shares them out among the workers too.
+        workers = int(cluster.partition(":")[2] or 0) or None
         # No dashboard and random ports: other users' clusters may share the machine.
         with (
-            LocalCluster(
-                n_workers=workers,
-                threads_per_worker=threads,
-                dashboard_address=None,
-                silence_logs=logging.ERROR,
-            ) as local,
+            LocalCluster(n_workers=workers, dashboard_address=None, silence_logs=logging.ERROR) as local,
             Client(local) as client,
         ):
             # XGBoost trains on every worker the scheduler knows: one that registers after the

@@ -69,8 +69,8 @@ class TableEncoding:
     def of(cls, model: xgb.Booster, where: str) -> TableEncoding:
         if (text := model.attr(ENCODING_ATTRIBUTE)) is None:
             raise DataValidationError(
-                f"{where}: the model holds no {ENCODING_ATTRIBUTE} (an earlier release trained it); "
-                "train it again"
+                f"{where}: the model holds no {ENCODING_ATTRIBUTE}, which this project's training keeps in "
+                "it; train it again"
             )
         fields = json.loads(text)
         return cls(**fields | {"feature_columns": tuple(fields["feature_columns"])})

@@ -1,11 +1,7 @@
-"""XGBoost callbacks between boosting rounds: early stopping (CB-1), the STOP file (CB-4),
-the wall-clock budget (CFG-4), the latest model (RES-1), per-round logging (LOG-1, LOG-4,
-OUT-4) and alerts. The best round, its score and the training time so far travel in the
-saved model as booster attributes, so a resumed run goes on where the saved one stopped.
-
-On a Dask cluster every worker runs these on its share of the rows: rank 0 writes the
-files, and its stop decisions are broadcast, so every worker stops after the same round.
-"""
+"""XGBoost callbacks between boosting rounds. The best round, its score and the training
+time so far travel in the saved model as booster attributes, so a resumed run goes on where
+the saved one stopped. On a Dask cluster every worker runs them: rank 0 writes the files, and
+its stop decisions are broadcast, so every worker stops after the same round."""
 
 from __future__ import annotations
 
@@ -48,14 +44,6 @@ def writes_files() -> bool:
     return collective.get_rank() == 0  # the only process, or the Dask worker of rank 0
 
 
-def rank_zero_decision(decision: Any) -> Any:
-    """Rank 0's decision, on every worker: a worker that stopped a round later than the
-    others would wait for them forever."""
-    if collective.get_world_size() == 1:
-        return decision
-    return collective.broadcast([decision], root=0)[0]  # wrapped: None is a decision too
-
-
 def stop_reason(model: xgb.Booster) -> tuple[str, str] | None:
     """Why the training call that made `model` stopped before its last round, as one of
     END_REASONS and a line; from the model, since on a Dask cluster the workers decided."""
@@ -80,16 +68,14 @@ def _improves(score: float, best: float | None, maximize: bool) -> bool:
 
 
 class EarlyStoppingRounds(xgb.callback.TrainingCallback):
-    """CB-1: stops after `rounds` rounds without improvement of `metric` on `data_name`,
-    keeping the best round in XGBoost's `best_iteration` and `best_score` attributes. Unlike
+    """CB-1: stops after `rounds` rounds without improvement of validation `metric`, keeping
+    the best round in XGBoost's `best_iteration` and `best_score` attributes. Unlike
     xgb.callback.EarlyStopping, which counts afresh when training continues a saved model,
     it takes the best round back from the model: a resumed run stops where one run would."""
 
-    def __init__(self, rounds: int, data_name: str, metric: str) -> None:
-        self.rounds, self.data_name, self.metric = rounds, data_name, metric
-        self.maximize = higher_is_better(metric)
-        self.first_round = 0
-        self.best_score, self.best_round = None, -1
+    def __init__(self, rounds: int, metric: str) -> None:
+        self.rounds, self.metric, self.maximize = rounds, metric, higher_is_better(metric)
+        self.first_round, self.best_score, self.best_round = 0, None, -1
 
     def before_training(self, model: xgb.Booster) -> xgb.Booster:
         # xgb.train numbers rounds from 0 again when it continues a saved model.
@@ -99,7 +85,7 @@ class EarlyStoppingRounds(xgb.callback.TrainingCallback):
 
     def after_iteration(self, model: xgb.Booster, epoch: int, evals_log: dict) -> bool:
         round_number = self.first_round + epoch
-        score = float(evals_log[self.data_name][self.metric][-1])
+        score = float(evals_log["val"][self.metric][-1])
         if _improves(score, self.best_score, self.maximize):
             self.best_score, self.best_round = score, round_number
             model.set_attr(best_score=str(score), best_iteration=str(round_number))
@@ -110,69 +96,56 @@ class EarlyStoppingRounds(xgb.callback.TrainingCallback):
         return True
 
 
-class StopFileRounds(xgb.callback.TrainingCallback):
-    """CB-4: `touch STOP` ends training after the current round, the model so far kept and
-    tested. Rounds can take microseconds: the files are looked at once a second at most."""
+class StopRounds(xgb.callback.TrainingCallback):
+    """CB-4, CFG-4: ends training after the round in which a STOP file appears or the run's
+    wall-clock budget, earlier sessions' included, is spent. Rounds can take microseconds:
+    both are looked at once a second at most."""
 
-    def __init__(self, paths: Sequence[Path], interval_seconds: float = 1.0) -> None:
-        self.paths = list(paths)
-        self.interval = interval_seconds
-        self._next_check = 0.0
+    def __init__(self, stop_files: Sequence[Path], hours: float) -> None:
+        self.paths, self.seconds = list(stop_files), hours * 3600
+        self.started = self._next_check = 0.0
 
     def before_training(self, model: xgb.Booster) -> xgb.Booster:
         model.set_attr(**{STOP_REASON: None, STOP_KIND: None})  # a resumed model's are an earlier session's
-        return model
-
-    def after_iteration(self, model: xgb.Booster, epoch: int, evals_log: dict) -> bool:
-        stopper = None
-        if writes_files() and (now := time.monotonic()) >= self._next_check:
-            self._next_check = now + self.interval
-            stopper = stop_requested(self.paths)
-        if (stopper := rank_zero_decision(stopper)) is None:
-            return False
-        _record_stop(model, "stop_file", f"STOP file {stopper}")
-        return True
-
-
-class WallClockRounds(xgb.callback.TrainingCallback):
-    """CFG-4: ends training once the run's wall-clock budget, earlier sessions' included, is spent."""
-
-    def __init__(self, hours: float) -> None:
-        self.seconds = hours * 3600
-        self.started = time.monotonic()
-
-    def before_training(self, model: xgb.Booster) -> xgb.Booster:
         self.started = time.monotonic() - train_seconds_so_far(model)
         return model
 
     def after_iteration(self, model: xgb.Booster, epoch: int, evals_log: dict) -> bool:
-        if not rank_zero_decision(time.monotonic() - self.started >= self.seconds):
+        stop = None
+        if writes_files() and (now := time.monotonic()) >= self._next_check:
+            self._next_check = now + 1.0
+            if (stopper := stop_requested(self.paths)) is not None:
+                stop = ("stop_file", f"STOP file {stopper}")
+            elif now - self.started >= self.seconds:
+                stop = ("budget", f"wall-clock budget of {self.seconds / 3600:g} h spent")
+        # Rank 0's decision on every worker: one that stopped a round later than the others would
+        # wait for them forever. Wrapped: None is a decision too.
+        if collective.get_world_size() > 1:
+            stop = collective.broadcast([stop], root=0)[0]
+        if stop is None:
             return False
-        _record_stop(model, "budget", f"wall-clock budget of {self.seconds / 3600:g} h spent")
+        _record_stop(model, *stop)
         return True
 
 
 class AlertRounds(xgb.callback.TrainingCallback):
-    """src.ops.alerts while trees grow: each round's score on `data_name` with its rounds since
+    """src.ops.alerts while trees grow: each round's validation score with its rounds since
     the best (which EarlyStoppingRounds, acting before, keeps in the model); on a GPU, a
-    reading of it every `gpu_every_seconds`."""
+    reading of it every minute."""
 
-    def __init__(
-        self, alerts: Alerts, data_name: str, metric: str, on_gpu: bool, gpu_every_seconds: float = 60.0
-    ) -> None:
-        self.alerts, self.data_name, self.metric = alerts, data_name, metric
-        self.on_gpu, self.gpu_every_seconds = on_gpu, gpu_every_seconds
+    def __init__(self, alerts: Alerts, metric: str, on_gpu: bool) -> None:
+        self.alerts, self.metric, self.on_gpu = alerts, metric, on_gpu
         self._next_reading = 0.0
 
     def after_iteration(self, model: xgb.Booster, epoch: int, evals_log: dict) -> bool:
         if not writes_files():
             return False
         round_number = model.num_boosted_rounds() - 1
-        score = float(evals_log[self.data_name][self.metric][-1])
+        score = float(evals_log["val"][self.metric][-1])
         since_best = round_number - best_round_so_far(model)[1]
-        self.alerts.evaluated(f"{self.data_name}_{self.metric}", score, since_best, f"round {round_number}")
+        self.alerts.evaluated(f"val_{self.metric}", score, since_best, f"round {round_number}")
         if self.on_gpu and (now := time.monotonic()) >= self._next_reading:
-            self._next_reading = now + self.gpu_every_seconds
+            self._next_reading = now + 60.0
             self.alerts.gpu_read(gpu_readings())
         return False
 
@@ -181,20 +154,12 @@ class LatestModel(xgb.callback.TrainingCallback):
     """RES-1: checkpoints/last.ubj, every tree with the early-stopping state and the training
     time so far, rewritten every `every_minutes` and when training ends. `before_save` runs
     first (it writes the buffered metrics), so a resumed run's metrics.jsonl neither misses
-    nor repeats a round. With `keep_last_n`, each save also leaves round=R.ubj, the newest
-    `keep_last_n` of them kept."""
+    nor repeats a round. Each save also leaves round=R.ubj, the newest `keep_last_n` kept."""
 
-    def __init__(
-        self,
-        path: Path,
-        every_minutes: float,
-        before_save: Callable[[], None] = lambda: None,
-        keep_last_n: int = 0,
-    ) -> None:
-        self.path, self.interval, self.before_save = path, every_minutes * 60, before_save
-        self.keep_last_n = keep_last_n
-        self._started = time.monotonic()
-        self._next_save = self._started + self.interval
+    def __init__(self, path: Path, every_minutes: float, keep_last_n: int, before_save: Callable[[], None]):
+        self.path, self.interval, self.keep_last_n = path, every_minutes * 60, keep_last_n
+        self.before_save = before_save
+        self._started = self._next_save = 0.0
 
     def before_training(self, model: xgb.Booster) -> xgb.Booster:
         self._started = time.monotonic() - train_seconds_so_far(model)
@@ -214,18 +179,16 @@ class LatestModel(xgb.callback.TrainingCallback):
     def save(self, model: xgb.Booster) -> None:
         self.before_save()
         model.set_attr(**{TRAIN_SECONDS: f"{time.monotonic() - self._started:.3f}"})
-        if writes_files():
-            save_booster(model, self.path)
-            if self.keep_last_n:
-                self._keep(model)
-
-    def _keep(self, model: xgb.Booster) -> None:
-        # Removed only after the new one is written in full (save_booster is atomic), and
-        # by the round in their names, so a resumed run goes on removing the right ones.
-        save_booster(model, self.path.with_name(f"round={model.num_boosted_rounds() - 1}.ubj"))
-        kept = sorted(self.path.parent.glob("round=*.ubj"), key=lambda p: int(p.stem.removeprefix("round=")))
-        for old in kept[: -self.keep_last_n]:
-            old.unlink(missing_ok=True)
+        if not writes_files():
+            return
+        save_booster(model, self.path)
+        if self.keep_last_n:
+            # Removed only after the new one is written in full (save_booster is atomic), and
+            # by the round in their names, so a resumed run goes on removing the right ones.
+            save_booster(model, self.path.with_name(f"round={model.num_boosted_rounds() - 1}.ubj"))
+            kept = sorted(self.path.parent.glob("round=*.ubj"), key=lambda p: int(p.stem.partition("=")[2]))
+            for old in kept[: -self.keep_last_n]:
+                old.unlink(missing_ok=True)
 
 
 @dataclass
@@ -238,6 +201,14 @@ class RoundLoggers:
     lightning: list[Logger] = field(default_factory=list)
     wandb_every: int = 1
 
+    def log_start(self, jsonl_path: Path, facts: dict[str, Any]) -> None:
+        """LOG-5: a metrics.jsonl line, the W&B run's config and the other loggers' hyperparameters."""
+        append_jsonl(jsonl_path, {"event": "hyperparams", **facts})
+        if self.wandb_run is not None:
+            self.wandb_run.config.update(facts, allow_val_change=True)
+        for logger in self.lightning:
+            logger.log_hyperparams(facts)
+
     def log_rounds(self, events: list[dict[str, Any]]) -> None:
         for index, event in enumerate(events):
             metrics = {k: v for k, v in event.items() if k not in ("event", "step", "time")}
@@ -248,28 +219,29 @@ class RoundLoggers:
             for logger in self.lightning:
                 logger.log_metrics(numbers, step=event["step"])
 
-    def log_hyperparams(self, facts: dict[str, Any]) -> None:
-        if self.wandb_run is not None:
-            self.wandb_run.config.update(facts, allow_val_change=True)
-        for logger in self.lightning:
-            logger.log_hyperparams(facts)
-
     def finish(self, summary: dict[str, float], last_round: int, jsonl_path: Path) -> None:
         """The summary; in W&B also every round of metrics.jsonl, as the `rounds` table."""
         if self.wandb_run is not None:
-            self.wandb_run.log({"rounds": _rounds_table(jsonl_path)}, step=last_round)
+            import wandb  # here: only a run with W&B gets this far
+
+            rounds = logged_rounds(jsonl_path)
+            columns = list(
+                dict.fromkeys(key for event in rounds for key in event if key not in ("event", "time"))
+            )
+            table = wandb.Table(
+                columns=columns, data=[[event.get(key) for key in columns] for event in rounds]
+            )
+            self.wandb_run.log({"rounds": table}, step=last_round)
             self.wandb_run.summary.update(summary)
         for logger in self.lightning:
             logger.log_metrics(summary, step=last_round)
             logger.finalize("success")
 
 
-def _rounds_table(jsonl_path: Path) -> Any:
-    import wandb  # here: only a run with W&B gets this far
-
-    rounds = [event for event in read_jsonl(jsonl_path) if event.get("event") == "metrics"]
-    columns = list(dict.fromkeys(key for event in rounds for key in event if key not in ("event", "time")))
-    return wandb.Table(columns=columns, data=[[event.get(key) for key in columns] for event in rounds])
+def logged_rounds(jsonl_path: Path, first_round: int = 0) -> list[dict[str, Any]]:
+    """The rounds from `first_round` on that metrics.jsonl holds."""
+    events = read_jsonl(jsonl_path) if jsonl_path.is_file() else []
+    return [event for event in events if event.get("event") == "metrics" and event["step"] >= first_round]
 
 
 class RoundMetrics(xgb.callback.TrainingCallback):
@@ -286,10 +258,9 @@ class RoundMetrics(xgb.callback.TrainingCallback):
         self.flush_every = flush_every
         self.best, self.best_round = None, -1
         self._seconds: list[float] = []  # durations of the rounds not yet written
-        self._written = 0  # rounds of this training call already written
-        self._first_round = 0
+        self._written = self._first_round = 0  # rounds of this training call already written; before it
         self._evals_log: dict = {}
-        self._mark = time.perf_counter()
+        self._mark = 0.0
 
     def __getstate__(self) -> dict[str, Any]:
         # Sent to a Dask worker: the loggers stay in the training process, which logs
@@ -329,9 +300,7 @@ class RoundMetrics(xgb.callback.TrainingCallback):
 
     def replay(self, first_round: int) -> None:
         """Metrics.jsonl's rounds from `first_round` on, to the loggers the Dask workers lacked."""
-        events = read_jsonl(self.jsonl_path) if self.jsonl_path.is_file() else []
-        events = [e for e in events if e.get("event") == "metrics" and e["step"] >= first_round]
-        self.loggers.log_rounds(events)
+        self.loggers.log_rounds(logged_rounds(self.jsonl_path, first_round))
 
     def _progress_line(self, event: dict[str, Any]) -> str:
         """`round 99 | train_rmse 45.1 | val_rmse 61.23 | best 61.07 at round 25 | median 0.31
@@ -360,20 +329,15 @@ class RoundMetrics(xgb.callback.TrainingCallback):
 def round_callbacks(
     cfg: SLTreeConfig, run_dir: Path, loggers: RoundLoggers
 ) -> list[xgb.callback.TrainingCallback]:
+    """The callbacks of a run, in the order they act after each round."""
     metrics = RoundMetrics(run_dir / "metrics.jsonl", loggers, monitor=f"val_{cfg.watched_metric}")
-    latest = run_dir / "checkpoints" / "last.ubj"
     on_gpu = cfg.device != "cpu" and bool(visible_gpus())
     return [
         metrics,
-        EarlyStoppingRounds(cfg.early_stopping_rounds, data_name="val", metric=cfg.watched_metric),
-        AlertRounds(Alerts(cfg.alerts, run_dir), data_name="val", metric=cfg.watched_metric, on_gpu=on_gpu),
-        StopFileRounds(stop_file_paths(cfg.stop_file, run_dir)),
-        WallClockRounds(cfg.max_wall_clock_hours),
-        LatestModel(latest, cfg.checkpoint_minutes, metrics.flush, cfg.keep_last_n),
+        EarlyStoppingRounds(cfg.early_stopping_rounds, cfg.watched_metric),
+        AlertRounds(Alerts(cfg.alerts, run_dir), cfg.watched_metric, on_gpu),
+        StopRounds(stop_file_paths(cfg.stop_file, run_dir), cfg.max_wall_clock_hours),
+        LatestModel(
+            run_dir / "checkpoints" / "last.ubj", cfg.checkpoint_minutes, cfg.keep_last_n, metrics.flush
+        ),
     ]
-
-
-def log_start_of_run(jsonl_path: Path, loggers: RoundLoggers, facts: dict[str, Any]) -> None:
-    """LOG-5: a metrics.jsonl line, the W&B run's config and the other loggers' hyperparameters."""
-    append_jsonl(jsonl_path, {"event": "hyperparams", **facts})
-    loggers.log_hyperparams(facts)
