@@ -731,6 +731,19 @@ def test_the_model_keeps_the_classes_and_categories_it_read_the_table_with(task_
     assert last == encoding  # a checkpoint predicts too
 
 
+def test_predict_reports_a_cut_model_file_before_xgboost_reads_it(task_runs, tmp_path):  # OUT-5, RES-1
+    run_dir, _ = task_runs["binary"]
+    (tmp_path / "run").mkdir()
+    for name in ("config.json", "model.ubj"):
+        (tmp_path / "run" / name).write_bytes((run_dir / name).read_bytes())
+    cut = tmp_path / "run" / "model.ubj"
+    cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])
+    options = PredictOptions(tmp_path / "run", output=tmp_path / "out.csv", rows="test")
+    with pytest.raises(DataValidationError, match=r"model\.ubj is damaged \(.+\): a run saves it as it ends"):
+        predict_run(options, config.DiabetesConfig, data, model.load_model)
+    assert not (tmp_path / "out.csv").exists()
+
+
 @slow
 def test_predict_refuses_a_table_without_the_models_columns_in_one_line(task_runs, tmp_path):  # OUT-5
     run_dir, _ = task_runs["multiclass"]
