@@ -77,11 +77,12 @@ def open_run_dir(path: Path, project: Project) -> RunDir:
     if not (path / "config.json").is_file():
         problem = "has no config.json" if path.is_dir() else "is not a directory"
         raise BadInput(f"{path} {problem if path.exists() else 'does not exist'}; {VALID}")
-    from src.runs.directory import run_part  # the project's packages: psutil
-
     config = read_json(path / "config.json")
     run = read_json(path / "run.json") if (path / "run.json").is_file() else {}
-    part = next((p for p in project.parts if p.name == run_part(run)), None)
+    # run.json names the part, or its command the part's module (`-m part1.train`): read here,
+    # not through the project's own code, which its user may rename.
+    named = {run.get("part")} | {str(word).split(".")[0] for word in run.get("command", [])}
+    part = next((p for p in project.parts if p.name in named), None)
     if part is None:
         kinds = ", ".join(f"{p.name} ({p.kind})" for p in project.parts)
         raise BadInput(f"{path}: no run.json names one of this project's parts ({kinds}); {VALID}")
