@@ -29,7 +29,7 @@ def main_with_config(cfg: DigitsConfig, resume_from: Path | None = None) -> dict
     from part1.model import build_model, save_model
     from src.neural.data import TableDataModule
     from src.ops.memory import cleanup_vram
-    from src.predictions import PREDICTIONS_FILE, write_predictions
+    from src.predictions import PREDICTIONS_FILE
     from src.runs.lifetime import start_run
     from src.training.checkpoints import best_score, check_best_checkpoint
     from src.training.trainer import build_trainer
@@ -56,8 +56,8 @@ def main_with_config(cfg: DigitsConfig, resume_from: Path | None = None) -> dict
         check_best_checkpoint(trainer)  # intact, or the latest intact one stands in (RES-1)
         (test_metrics,) = trainer.test(model, datamodule=datamodule, ckpt_path="best")
         results = {**test_metrics, "best_val_loss": best_val_loss}
-        if trainer.is_global_zero:  # every test row's prediction, for report.md and `predict --rows test`
-            write_predictions(model.test_predictions, run.dir / PREDICTIONS_FILE)
+        # Every test row's prediction, for report.md and for checking `predict --rows test`.
+        model.save_test_predictions(run.dir / PREDICTIONS_FILE)
         # test() loaded that checkpoint's weights into `model`: they are the ones we keep.
         model_path = save_model(model, run.dir / "model.pt")
         log_model_artifact(model_path, f"{cfg.name}-model", metadata=test_metrics)  # once, at the end (LOG-6)

@@ -19,7 +19,7 @@ from torchmetrics.classification import MulticlassAccuracy
 from src.config import ConfigError
 from src.neural.config import SLNeuralConfig
 from src.neural.encoding import TableEncoding
-from src.predictions import task_metrics
+from src.predictions import task_metrics, write_predictions
 from src.training.checkpoints import config_hyperparameters, load_module
 from src.training.optim import adamw
 from src.training.schedules import step_schedule
@@ -118,6 +118,11 @@ class SupervisedModule(L.LightningModule):
         for name, value in task_metrics(self.test_predictions).items():
             # Every rank computed the same number: syncing averages equal values (DDP-1).
             self.log(f"test_{name}", value, sync_dist=True)
+
+    def save_test_predictions(self, path: Path) -> None:
+        """The last test()'s predictions, which every rank holds whole, written by rank zero (DDP-1)."""
+        if self.trainer.is_global_zero:
+            write_predictions(self.test_predictions, path)
 
     def configure_optimizers(self) -> dict:
         cfg = self.cfg
