@@ -32,12 +32,14 @@ def test_script_form_of_the_command_works(project):
     assert "--config NAME" in result.stdout
 
 
-def test_rendered_projects_own_suite_passes(project):
+def test_rendered_projects_own_suite_passes(project, capsys):
     # Started in the background when the project was installed (conftest.installed_projects).
     returncode = project.own_suite.wait()
     output = project.own_suite_log.read_text()
     assert returncode == 0, output[-5000:]
     assert " passed" in output
+    with capsys.disabled():  # its slowest tests and its time, in CI's log: most of CI's time
+        print(f"\n{project.dir.name}'s own suite:\n{output[output.rfind('= slowest') :].rstrip()}")
 
 
 def test_two_projects_share_one_environment(copie_session, tmp_path):
@@ -58,6 +60,7 @@ def test_two_projects_share_one_environment(copie_session, tmp_path):
     def trains_as_itself(slug: str) -> None:
         project_dir, output = projects[slug], tmp_path / "output" / slug
         command = [python, "-m", "part1.train", "--config", "smoke", "--output.base-dir", str(output)]
+        command += ["--output.no-report"]  # the report is tested elsewhere; here, whose code ran
         result = run(command, project_dir)
         assert result.returncode == 0, result.stderr[-3000:]
         run_dir = max(output.glob("smoke_*"))

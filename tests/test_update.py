@@ -284,7 +284,9 @@ def test_a_project_with_the_usual_edits_updates_then_passes_its_own_tests(templa
     text = readme.read_text()
     assert text.index("\n## Your notes\n") < text.index(NOTES.strip()), "the notes belong below 'Your notes'"
     python = install_into_venv(project, tmp_path / "venv")
-    fast_tier = [python, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "not slow"]
+    # Two at a time (the README's `pytest -n auto` on CI's two cores): the slow tier that runs
+    # beside this test leaves one of them idle whenever it waits on a process of its own.
+    fast_tier = [python, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "not slow", "-n", "2"]
     result = run(fast_tier, project)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     if start != LATEST:
