@@ -92,27 +92,26 @@ class Project:
     python: str  # the interpreter of the venv the project is installed in
     parts: list[str]  # part kinds, in folder order: parts[0] is part1
     slug: str  # the distribution's name and the W&B project
-    own_suite: subprocess.Popen  # the project's own test suite, started when it was installed
-    own_suite_log: Path  # where that suite's output goes
+    own_suite: subprocess.Popen | None  # the project's own test suite, started when it was installed
+    own_suite_log: Path | None  # where that suite's output goes
 
 
 # The projects the slow tests install and train: the default answers, and every part kind with
 # sweeps under a name with accents, a digit and punctuation (its ASCII slug names the distribution
 # and the W&B project).
 UNICODE_NAME = "Mi Proyecto-Ñandú 2 (beta)"
-INSTALLED = {
-    "defaults": {},
+INSTALLED = {  # in this order: the all-parts project's suite, the longest, starts first
     "all-parts-with-sweep": {"project_name": UNICODE_NAME, "parts": AVAILABLE_PARTS, "sweep": True},
+    "defaults": {},
 }
 # The slug each one's distribution and W&B project take.
 SLUGS = {"defaults": "ml-pipeline", "all-parts-with-sweep": "mi-proyecto-nandu-2-beta"}
-# The pytest options of each one's own suite. The all-parts project runs its slow tier, two
-# tests at a time (pytest-xdist): most of them run one Python process at a time, so on a machine
-# with a core to spare it takes half as long (on CI's two busy cores, as long). Its fast tier
-# runs in test_update.py, in all-parts projects of this release with a user's edits (the usual
-# edits test). The default project, whose one part the other contains,
-# runs its fast tier, which checks its own rendering and configs without training that part again.
-OWN_SUITE_OPTIONS = {"defaults": ["-m", "not slow"], "all-parts-with-sweep": ["-m", "slow", "-n", "2"]}
+# The pytest options of the own suite each one runs as soon as it is installed. The all-parts
+# project runs its slow tier, two tests at a time (pytest-xdist): most of them run one Python
+# process at a time, so on a machine with a core to spare it takes half as long. It is most of
+# CI's time. The fast tiers run in test_update.py (the usual edits test), after an update: the
+# all-parts project's from the previous release, the default project's from this one.
+OWN_SUITE_OPTIONS = {"all-parts-with-sweep": ["-m", "slow", "-n", "2"]}
 # Each suite's log ends with its slowest tests: that suite is most of CI's time.
 SUITE_REPORT = ["--durations=25"]
 
@@ -128,15 +127,17 @@ def installed_projects(copie_session, tmp_path_factory) -> Iterator[dict[str, Pr
         result = copie_session.copy(extra_answers=answers)
         assert result.exit_code == 0, result.exception
         python = install_into_venv(result.project_dir, tmp_path_factory.mktemp("venv"))
-        log = tmp_path_factory.mktemp("own-suite") / "pytest.log"
-        with log.open("w") as output:
-            command = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *SUITE_REPORT]
-            suite = start([*command, *OWN_SUITE_OPTIONS[name]], result.project_dir, output)
+        suite = log = None
+        if name in OWN_SUITE_OPTIONS:
+            log = tmp_path_factory.mktemp("own-suite") / "pytest.log"
+            with log.open("w") as output:
+                command = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *SUITE_REPORT]
+                suite = start([*command, *OWN_SUITE_OPTIONS[name]], result.project_dir, output)
         parts = answers.get("parts", ["sl_neural"])
         projects[name] = Project(result.project_dir, python, parts, SLUGS[name], suite, log)
     yield projects
     for project in projects.values():  # a test that failed before it waited for the suite
-        if project.own_suite.poll() is None:
+        if project.own_suite is not None and project.own_suite.poll() is None:
             os.killpg(project.own_suite.pid, signal.SIGKILL)
             project.own_suite.wait()
 

@@ -32,8 +32,9 @@ def test_script_form_of_the_command_works(project):
     assert "--config NAME" in result.stdout
 
 
-def test_rendered_projects_own_suite_passes(project, capsys):
+def test_rendered_projects_own_suite_passes(installed_projects, capsys):
     # Started in the background when the project was installed (conftest.installed_projects).
+    project = installed_projects["all-parts-with-sweep"]
     returncode = project.own_suite.wait()
     output = project.own_suite_log.read_text()
     assert returncode == 0, output[-5000:]

@@ -260,16 +260,19 @@ def release_next(template: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("start", [RELEASES[1][0], LATEST])
 def test_a_project_with_the_usual_edits_updates_then_passes_its_own_tests(template_repo, tmp_path, start):
-    # From the previous release to this one, and from this one to the next: a wider layer,
-    # a dependency, a module and README notes of the user's own merge without conflict, and
-    # the project's fast tier (which trains a smoke run of every part) passes afterwards; the
-    # project from the previous release, whose data.py and envs.py are that release's, also
-    # smoke-trains every part from the command line.
-    template, target = (
-        (template_repo, LATEST) if start != LATEST else (next_release(template_repo, tmp_path), NEXT)
-    )
-    project = render(template, tmp_path / "project", start, parts=AVAILABLE_PARTS, sweep=True)
-    kept = make_user_edits(project, AVAILABLE_PARTS)
+    # From the previous release to this one, every kind of part and sweeps, and from this one
+    # to the next, the default project: a wider layer, a dependency, a module and README notes
+    # of the user's own merge without conflict, and the project's fast tier (which trains a
+    # smoke run of every part) passes afterwards. These are the only fast tiers CI runs (the
+    # all-parts project of conftest.INSTALLED runs its slow tier). The project from the
+    # previous release, whose data.py and envs.py are that release's, also smoke-trains every
+    # part from the command line.
+    if start != LATEST:
+        template, target, parts, answers = template_repo, LATEST, AVAILABLE_PARTS, {"sweep": True}
+    else:
+        template, target, parts, answers = next_release(template_repo, tmp_path), NEXT, ["sl_neural"], {}
+    project = render(template, tmp_path / "project", start, parts=parts, **answers)
+    kept = make_user_edits(project, parts)
     wider = ("hidden_sizes: tuple[int, ...] = (1024, 512)", "hidden_sizes: tuple[int, ...] = (2048, 512)")
     edit(project / "part1" / "config.py", *wider)  # the sl_neural part's "wide" variant
     readme = project / "README.md"
@@ -284,17 +287,15 @@ def test_a_project_with_the_usual_edits_updates_then_passes_its_own_tests(templa
     text = readme.read_text()
     assert text.index("\n## Your notes\n") < text.index(NOTES.strip()), "the notes belong below 'Your notes'"
     python = install_into_venv(project, tmp_path / "venv")
-    # Two at a time (the README's `pytest -n auto` on CI's two cores): the slow tier that runs
-    # beside this test leaves one of them idle whenever it waits on a process of its own.
-    fast_tier = [python, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "not slow", "-n", "2"]
+    fast_tier = [python, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "not slow"]
     result = run(fast_tier, project)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     if start != LATEST:
         assert_each_part_smoke_trains(python, project, AVAILABLE_PARTS, "ml-pipeline")
-    wide = run(
-        [python, "-c", "from part3.config import CONFIGS; print(CONFIGS['wide']().hidden_sizes)"], project
-    )
-    assert wide.stdout.strip() == "(512, 256)"  # the user's default survived the update
+        wide = run(
+            [python, "-c", "from part3.config import CONFIGS; print(CONFIGS['wide']().hidden_sizes)"], project
+        )
+        assert wide.stdout.strip() == "(512, 256)"  # the user's default survived the update
 
 
 def bash_blocks(markdown: str) -> list[str]:
