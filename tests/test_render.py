@@ -21,7 +21,7 @@ SRC_MODULES = """
     ops/__init__ ops/alerts ops/babysit ops/gpu_lock ops/hardware ops/memory ops/records
     report/__init__ report/__main__ report/figures report/run_files report/run_report
 """
-CALLBACKS = "__init__ frozen_heap guards metrics progress resume"
+CALLBACKS = "__init__ guards metrics progress resume"
 CHECKLIST = "__init__ __main__ code_checks project registry run_checks"
 SHARED_FILES = {
     ".copier-answers.yml",

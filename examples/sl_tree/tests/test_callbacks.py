@@ -3,7 +3,6 @@ BoringModel, where what they do shows outside a run's files."""
 
 from __future__ import annotations
 
-import gc
 import pickle
 import re
 
@@ -12,26 +11,8 @@ import pytest
 from lightning.pytorch.callbacks import LambdaCallback
 from lightning.pytorch.demos.boring_classes import BoringModel
 
-from src.callbacks.frozen_heap import FrozenHeapCallback
 from src.training.profiler import BoundedSimpleProfiler
 from src.training.trainer import skip_inherited_batch_hooks
-
-
-class FreezeProbe(L.Callback):
-    """The objects gc leaves alone, at each training step."""
-
-    def __init__(self) -> None:
-        self.frozen: list[int] = []
-
-    def on_train_batch_end(self, *args) -> None:
-        self.frozen.append(gc.get_freeze_count())
-
-
-class FailingModel(BoringModel):
-    def training_step(self, batch, batch_idx):
-        if batch_idx == 2:
-            raise RuntimeError("a step that fails")
-        return super().training_step(batch, batch_idx)
 
 
 class StepCounter(L.Callback):
@@ -43,35 +24,6 @@ class StepCounter(L.Callback):
 
     def on_validation_batch_end(self, *args) -> None:
         self.validation_batches += 1
-
-
-def fit(tmp_path, model: L.LightningModule) -> FreezeProbe:
-    probe = FreezeProbe()
-    trainer = L.Trainer(
-        default_root_dir=tmp_path,
-        max_steps=4,
-        callbacks=[FrozenHeapCallback(), probe],
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-    )
-    trainer.fit(model)
-    return probe
-
-
-def test_a_fit_keeps_gc_off_its_starting_objects_and_gives_them_back(tmp_path):
-    assert gc.get_freeze_count() == 0
-    probe = fit(tmp_path, BoringModel())
-    assert len(probe.frozen) == 4
-    assert min(probe.frozen) > 1000  # the model, Lightning's and torch's own objects
-    assert gc.get_freeze_count() == 0  # collectable again: a sweep's next trial, a test
-
-
-def test_a_fit_that_fails_gives_its_objects_back_to_gc(tmp_path):
-    with pytest.raises(RuntimeError, match="a step that fails"):
-        fit(tmp_path, FailingModel())
-    assert gc.get_freeze_count() == 0
 
 
 def test_the_profiler_reports_every_call_in_memory_that_does_not_grow(tmp_path):  # PRF-1

@@ -1,6 +1,6 @@
 """The callbacks every Lightning part shares, by feature: guards (NaN loss, STOP file, wall
 clock, alerts), resume (exact resume after a kill), metrics (timing and the rest), progress
-(the bar and the epoch lines), frozen_heap (a faster step). src.training.trainer orders them."""
+(the bar and the epoch lines). src.training.trainer orders them."""
 
 import lightning as L
 

@@ -16,7 +16,6 @@ from lightning.pytorch.loggers import Logger
 from lightning.pytorch.profilers import AdvancedProfiler
 from lightning.pytorch.utilities import rank_zero_info
 
-from src.callbacks.frozen_heap import FrozenHeapCallback
 from src.callbacks.guards import AlertCallback, FiniteLossCallback, StopFileCallback, WallClockTimer
 from src.callbacks.metrics import MetricsCallback, RunInfoCallback, TimingCallback
 from src.callbacks.progress import EpochSummaryCallback, ModelSummary, ProgressBar
@@ -104,7 +103,6 @@ def build_callbacks(
         RunInfoCallback(run_dir),  # start-of-run facts (LOG-5)
         ExactResume(cfg, run_dir),  # RES-1, RES-2
         EpochSummaryCallback(),
-        FrozenHeapCallback(),  # the garbage collector walks only what a step makes
     ]
 
 
