@@ -268,10 +268,10 @@ def test_a_project_with_the_usual_edits_updates_then_passes_its_own_tests(templa
     # previous release, whose data.py and envs.py are that release's, also smoke-trains every
     # part from the command line.
     if start != LATEST:
-        template, target, parts, answers = template_repo, LATEST, AVAILABLE_PARTS, {"sweep": True}
+        template, target, parts = template_repo, LATEST, AVAILABLE_PARTS
     else:
-        template, target, parts, answers = next_release(template_repo, tmp_path), NEXT, ["sl_neural"], {}
-    project = render(template, tmp_path / "project", start, parts=parts, **answers)
+        template, target, parts = next_release(template_repo, tmp_path), NEXT, ["sl_neural"]
+    project = render(template, tmp_path / "project", start, parts=parts, sweep=start != LATEST)
     kept = make_user_edits(project, parts)
     wider = ("hidden_sizes: tuple[int, ...] = (1024, 512)", "hidden_sizes: tuple[int, ...] = (2048, 512)")
     edit(project / "part1" / "config.py", *wider)  # the sl_neural part's "wide" variant
