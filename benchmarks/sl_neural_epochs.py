@@ -10,7 +10,9 @@ profiler, the checkpoints and metrics.jsonl; W&B off) against a bare
 the same module on the same DataModule, against the bare Trainer on a default
 DataLoader (rows collated one at a time, as a bare script would serve them), and
 against a plain PyTorch loop (the same model, AdamW and data loaders, no Lightning),
-alternating the four, and prints the ratios of their median epoch times.
+alternating the four, and prints the ratios of their median epoch times. Then one more
+fit of the pipeline with every hook of every callback and logger timed prints what each
+costs an epoch (a checkpoint's time includes the state the other callbacks hand it).
 Validation is part of every epoch; each fit's first epoch (warm-up) is left out.
 --scale K repeats the table's rows K times: the per-step share of the cost shows on
 an epoch of many steps. --json FILE writes the figures. Run it with the project's
@@ -32,7 +34,9 @@ PARSER.add_argument("--scale", type=int, default=1, help="repeat the table's row
 PARSER.add_argument("--epochs", type=int, default=4, help="epochs a fit; the first is not timed")
 ARGS, PART = parse_and_import(PARSER, "sl_neural")
 
+import collections
 import dataclasses
+import functools
 import itertools
 import sys
 import tempfile
@@ -114,6 +118,48 @@ def fit_epochs(cfg, pipeline: bool, default_loader: bool = False) -> tuple[list[
     return clock.steady_epochs(), clock.batches
 
 
+def timed_hooks(owner: object, label: str, spent: collections.Counter) -> None:
+    """Wrap each Lightning hook `owner` defines (callback hooks; a logger's calls) so that its
+    seconds add up in spent[label]."""
+    for name in dir(type(owner)):
+        hook = getattr(owner, name, None)
+        lightning_hook = name.startswith("on_") or name in ("setup", "teardown", "state_dict")
+        if callable(hook) and (lightning_hook or name in ("log_metrics", "log_hyperparams", "save")):
+
+            @functools.wraps(hook)
+            def timed(*args, _hook=hook, **kwargs):
+                start = time.perf_counter()
+                try:
+                    return _hook(*args, **kwargs)
+                finally:
+                    spent[label] += time.perf_counter() - start
+
+            setattr(owner, name, timed)
+
+
+def callback_costs(cfg) -> dict[str, float]:
+    """Seconds an epoch that each callback's and logger's hooks take in one fit of the pipeline
+    (the first epoch, warm-up, included: each figure is its total over the epochs)."""
+    L.seed_everything(cfg.seed)
+    datamodule, model = TableDataModule(cfg, PART.data), PART.model.build_model(cfg)
+    spent: collections.Counter = collections.Counter()
+    with start_run(cfg) as run:
+        trainer = build_trainer(
+            cfg,
+            run.dir,
+            None,
+            accumulate_grad_batches=cfg.gradient_accumulation_steps,
+            gradient_clip_val=cfg.gradient_clip_val,
+        )
+        for owner in [*trainer.callbacks, *trainer.loggers]:
+            name = type(owner).__name__
+            if name == "ModelCheckpoint":
+                name += f" ({owner.filename or 'latest'})"
+            timed_hooks(owner, name, spent)
+        trainer.fit(model, datamodule=datamodule)
+    return {name: seconds / trainer.current_epoch for name, seconds in spent.most_common()}
+
+
 def plain_loop_epochs(cfg) -> list[float]:
     """The same model, AdamW and loaders in a loop of plain PyTorch: forward, loss,
     backward, gradient clipping, step, then a validation pass, for the same epochs."""
@@ -176,7 +222,12 @@ def main(args: argparse.Namespace) -> None:
             added = (median["pipeline"] - median[baseline]) * 1000
             print(f"pipeline / {baseline} = {ratio:.3f}  ({added:+.1f} ms an epoch)")
         print(setting)
+        costs = callback_costs(dataclasses.replace(timed, num_epochs=max(args.epochs, 10)))
+        print("each callback's and logger's hooks, ms an epoch (one fit of the pipeline):")
+        for name, seconds in costs.items():
+            print(f"  {name:<32} {seconds * 1000:7.2f}")
         figures.update(
+            callback_ms_an_epoch={name: seconds * 1000 for name, seconds in costs.items()},
             setting=setting,
             median_epoch_s=median,
             epochs_timed={name: len(times) for name, times in seconds.items()},

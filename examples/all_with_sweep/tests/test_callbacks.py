@@ -11,6 +11,9 @@ import pytest
 from lightning.pytorch.callbacks import LambdaCallback
 from lightning.pytorch.demos.boring_classes import BoringModel
 
+from src.callbacks.metrics import MetricsCallback, TimingCallback
+from src.runs.metrics_jsonl import read_jsonl
+from src.training.jsonl_logger import JsonlLogger
 from src.training.profiler import BoundedSimpleProfiler
 from src.training.trainer import skip_inherited_batch_hooks
 
@@ -86,3 +89,33 @@ def test_lightning_calls_only_the_batch_hooks_a_callback_defines(tmp_path):
     assert callback_hooks & {"on_before_backward", "on_after_backward", "on_before_zero_grad"} == set()
     assert timed["[Callback]LambdaCallback.on_train_batch_start"].count == 6
     assert {"on_fit_start", "on_train_epoch_end"} <= callback_hooks  # the other hooks untouched
+
+
+class EpochLoggingModel(BoringModel):
+    def training_step(self, batch, batch_idx):
+        output = super().training_step(batch, batch_idx)
+        self.log("train_loss", output["loss"], on_step=False, on_epoch=True)
+        return output
+
+
+def test_epoch_figures_share_the_step_of_the_epoch_metrics(tmp_path):  # LOG-4, OUT-4
+    # The callbacks hand their epoch figures to the loggers themselves, at Lightning's logging step.
+    trainer = L.Trainer(
+        default_root_dir=tmp_path,
+        max_epochs=3,
+        limit_train_batches=6,
+        limit_val_batches=2,
+        accumulate_grad_batches=2,  # Lightning logs at optimizer steps, not batches
+        log_every_n_steps=1,
+        logger=JsonlLogger(tmp_path / "metrics.jsonl"),
+        callbacks=[TimingCallback(), MetricsCallback(monitor="train_loss")],
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    trainer.fit(EpochLoggingModel())
+    events = [event for event in read_jsonl(tmp_path / "metrics.jsonl") if event["event"] == "metrics"]
+    lightnings = [(event["epoch"], event["step"]) for event in events if "train_loss" in event]
+    assert lightnings == [(0, 2), (1, 5), (2, 8)]  # three optimizer steps an epoch, at its last
+    for key in ("timing/epoch_seconds", "system/ram_used_gb", "tracking/best_train_loss", "lr"):
+        assert [(event["epoch"], event["step"]) for event in events if key in event] == lightnings, key

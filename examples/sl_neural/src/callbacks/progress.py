@@ -3,6 +3,7 @@ one line per epoch in the console and console.log."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import lightning as L
@@ -57,18 +58,25 @@ class ModelSummary(RichModelSummary):
 
 class EpochSummaryCallback(L.Callback):
     """`epoch 3 | lr 0.001 | train_loss 0.1203 | val_loss 0.0981 | val_acc 0.9712 | 1.4 s`: the
-    top-level metrics (LOG-4), so a detached run's log (OPS-2) reads at a glance."""
+    first parameter group's rate, the top-level metrics (LOG-4) and the epoch's seconds, so that
+    a detached run's log (OPS-2) reads at a glance."""
+
+    def __init__(self) -> None:
+        self._epoch_start = time.perf_counter()
+
+    def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._epoch_start = time.perf_counter()
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        metrics = trainer.callback_metrics
         parts = [f"epoch {trainer.current_epoch}"]
+        if trainer.optimizers:
+            parts.append(f"lr {trainer.optimizers[0].param_groups[0]['lr']:.4g}")
         parts += [
             f"{key} {float(value):.4g}"
-            for key, value in sorted(metrics.items())
+            for key, value in sorted(trainer.callback_metrics.items())
             if "/" not in key and not key.endswith(("_step", "_epoch"))
         ]
-        if "timing/epoch_seconds" in metrics:
-            parts.append(f"{float(metrics['timing/epoch_seconds']):.1f} s")
+        parts.append(f"{time.perf_counter() - self._epoch_start:.1f} s")
         line = " | ".join(parts)
         bar = trainer.progress_bar_callback
         if (

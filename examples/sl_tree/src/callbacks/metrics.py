@@ -13,7 +13,7 @@ import lightning as L
 import torch
 from lightning.pytorch.utilities.parsing import lightning_getattr, lightning_hasattr
 
-from src.callbacks import logs_this_step
+from src.callbacks import log_epoch_figures, logs_this_step
 from src.ops.hardware import GIB, collect_system_metrics, gpu_name
 from src.runs.lifetime import record_in_run_json, record_used_settings
 
@@ -76,7 +76,7 @@ class TimingCallback(L.Callback):
         metrics = {f"timing/{name}_seconds": value for name, value in seconds.items()}
         metrics |= {f"timing/{name}_pct": 100 * value / total for name, value in seconds.items()}
         metrics["timing/epoch_seconds"] = total
-        pl_module.log_dict(metrics, on_step=False, on_epoch=True, sync_dist=True)  # DDP-1: the ranks' mean
+        log_epoch_figures(trainer, pl_module, metrics)
 
     def _lap(self, section: str, until: float | None = None) -> None:
         now = until or time.perf_counter()
@@ -121,7 +121,7 @@ class MetricsCallback(L.Callback):
             metrics[f"tracking/best_{self.monitor}"] = self.best
             metrics["tracking/best_epoch"] = float(self.best_epoch)
             metrics["tracking/epochs_since_improvement"] = float(self.epochs_since_improvement)
-        pl_module.log_dict(metrics, on_step=False, on_epoch=True, sync_dist=True)  # DDP-1: the ranks' mean
+        log_epoch_figures(trainer, pl_module, metrics)
 
     def state_dict(self) -> dict[str, Any]:  # tracking/ goes on across a resume (RES-1)
         return {key: vars(self)[key] for key in ("best", "best_epoch", "epochs_since_improvement")}
