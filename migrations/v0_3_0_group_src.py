@@ -58,6 +58,11 @@ MOVED_HELPERS = {
     # The Lightning logger, apart from metrics.jsonl's reading and writing, which the tree
     # parts and the reports use without Lightning.
     ("src.metrics_jsonl", "JsonlLogger"): "src.training.jsonl_logger",
+    # Each config level beside the code of the part kinds that use it.
+    ("src.config", "LightningConfig"): "src.training.config",
+    ("src.config", "SLNeuralConfig"): "src.neural.config",
+    ("src.config", "SLTreeConfig"): "src.trees.config",
+    ("src.config", "RLConfig"): "src.rl.config",
 }
 # `from src import babysit` and `from src.callbacks.timing import Stopwatch` (one line, or
 # a parenthesized list without comments); then `src.run_dir` and `src.utils.memory`

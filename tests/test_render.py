@@ -13,15 +13,14 @@ from conftest import QUESTIONS, TEMPLATE, every_variant, run, variant_id
 
 SRC_MODULES = """
     __init__ cli config data_checks errors predictions project wandb_utils
-    training/__init__ training/checkpoints training/jsonl_logger
-    training/optim training/precision training/profiler training/schedules training/seeding training/stopwatch
-    training/trainer
     runs/__init__ runs/atomic runs/checkpoint_checks runs/console runs/directory
     runs/launch runs/lifetime runs/loggers runs/metrics_jsonl runs/provenance
     ops/__init__ ops/alerts ops/babysit ops/gpu_lock ops/hardware ops/memory ops/records
     report/__init__ report/__main__ report/figures report/run_files report/run_report
 """
 CALLBACKS = "__init__ guards metrics progress resume"
+TRAINING = "__init__ checkpoints config jsonl_logger optim precision profiler schedules seeding"
+TRAINING += " stopwatch trainer"
 CHECKLIST = "__init__ __main__ code_checks project registry run_checks"
 SHARED_FILES = {
     ".copier-answers.yml",
@@ -40,7 +39,6 @@ SHARED_FILES = {
     "tests/test_alerts.py",
     "tests/test_config_cli.py",
     "tests/test_loggers.py",
-    "tests/test_callbacks.py",
     "tests/test_checklist.py",
     "tests/test_ops.py",
     "tests/test_provenance.py",
@@ -51,10 +49,16 @@ SHARED_FILES = {
     "scripts/torchrun.sh",
     "scripts/slurm.sbatch",
     *(f"src/{name}.py" for name in SRC_MODULES.split()),
-    *(f"src/callbacks/{name}.py" for name in CALLBACKS.split()),
     *(f"src/checklist/{name}.py" for name in CHECKLIST.split()),
 }
 PART_FILES = ("__init__.py", "config.py", "data.py", "model.py", "train.py")
+# The Lightning machinery, which the neural and RL parts share and a project of trees lacks.
+LIGHTNING_FILES = [
+    "tests/test_callbacks.py",
+    "src/checklist/lightning_checks.py",
+    *(f"src/callbacks/{name}.py" for name in CALLBACKS.split()),
+    *(f"src/training/{name}.py" for name in TRAINING.split()),
+]
 SWEEP_MODULES = "__init__ command local runner spec wandb_sweep"
 
 
@@ -63,7 +67,7 @@ KIND_FILES = {
     "sl_neural": [
         "{part}/predict.py",
         "src/predict.py",
-        "src/checklist/lightning_checks.py",
+        *LIGHTNING_FILES,
         "src/neural/predict.py",
         *(f"src/neural/{name}.py" for name in ("__init__", "config", "data", "encoding", "module")),
     ],
@@ -76,7 +80,7 @@ KIND_FILES = {
     "rl": [
         "{part}/envs.py",
         "{part}/evaluate.py",
-        "src/checklist/lightning_checks.py",
+        *LIGHTNING_FILES,
         "src/checklist/rl_checks.py",
         *(f"src/rl/{name}.py" for name in ("__init__", "config", "data", "evaluate", "module", "policy")),
     ],

@@ -444,11 +444,13 @@ V0_2_0 = "v0.2.0"  # the last release with a flat src/
 OUR_RUN_DIR_LINE = 'SCRATCH = Path("/scratch")  # where our cluster wants runs\n'
 OUR_MODULE = """from src import babysit, cli
 from src.callbacks.timing import Stopwatch
+from src.config import BaseConfig, LightningConfig, SLNeuralConfig
 from src.run_dir import find_latest_run
 from src.metrics_jsonl import JsonlLogger, read_jsonl
 from src import tree_plots
 
-__all__ = ["JsonlLogger", "Stopwatch", "babysit", "cli", "find_latest_run", "read_jsonl", "tree_plots"]
+__all__ = ["BaseConfig", "JsonlLogger", "LightningConfig", "SLNeuralConfig", "Stopwatch", "babysit", "cli"]
+__all__ += ["find_latest_run", "read_jsonl", "tree_plots"]
 """
 
 
@@ -482,12 +484,16 @@ def test_the_v0_3_0_migration_merges_edits_to_modules_the_release_moved_and_chan
         == """from src.ops import babysit
 from src import cli
 from src.training.stopwatch import Stopwatch
+from src.config import BaseConfig
+from src.training.config import LightningConfig
+from src.neural.config import SLNeuralConfig
 from src.runs.directory import find_latest_run
 from src.training.jsonl_logger import JsonlLogger
 from src.runs.metrics_jsonl import read_jsonl
 from src.trees import plots as tree_plots
 
-__all__ = ["JsonlLogger", "Stopwatch", "babysit", "cli", "find_latest_run", "read_jsonl", "tree_plots"]
+__all__ = ["BaseConfig", "JsonlLogger", "LightningConfig", "SLNeuralConfig", "Stopwatch", "babysit", "cli"]
+__all__ += ["find_latest_run", "read_jsonl", "tree_plots"]
 """
     )
     assert (project / "scripts" / "nightly.sh").read_text() == "python -m src.ops.babysit output/latest\n"

@@ -23,8 +23,6 @@ import pandas as pd
 import pytest
 import torch
 
-from src.training import trainer as trainer_module
-
 ROOT = Path(__file__).resolve().parents[1]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -173,6 +171,8 @@ def kill_next_run(monkeypatch, hook: str, when: Callable[[L.Trainer], bool]) -> 
             raise Killed
 
     setattr(Kill, hook, kill)
+    from src.training import trainer as trainer_module  # a project of trees alone has none
+
     # train.py imports build_trainer when a run starts: the run gets this module's.
     build_trainer = trainer_module.build_trainer
 

@@ -182,7 +182,7 @@ STATIC_BREAKS = [
     ("SWP-5", None, "src", replace("max_hours", "max_trial_hours")),
     ("SWP-6", None, "README.md", replace("tmux new -s sweep", "screen -S sweep")),
     ("SWP-7", None, "src", replace("        gc.collect()\n        gc.collect()\n", "        gc.collect()\n")),
-    ("RES-3", None, "src", replace("map_location=map_location, weights_only", "weights_only")),
+    ("RES-3", None, "src", replace('map_location="cpu", weights_only', "weights_only")),
     ("DATA-1", "sl_neural", "src/neural/data.py", replace("return validate_table(", "return (")),
     ("DATA-1", "sl_tree", "src/trees/data.py", replace("table = validate_table(", "table = (")),
 ]

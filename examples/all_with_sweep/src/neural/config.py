@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from src.config import SPANNING_SCHEDULES, LightningConfig, Schedule, at_least, split_problems
+from src.config import at_least, split_problems
+from src.training.config import SPANNING_SCHEDULES, LightningConfig, Schedule
 
 Task = Literal["classification", "regression"]
 

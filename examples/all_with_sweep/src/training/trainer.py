@@ -20,12 +20,12 @@ from src.callbacks.guards import AlertCallback, FiniteLossCallback, StopFileCall
 from src.callbacks.metrics import MetricsCallback, RunInfoCallback, TimingCallback
 from src.callbacks.progress import EpochSummaryCallback, ModelSummary, ProgressBar
 from src.callbacks.resume import ExactResume, ResumableEarlyStopping
-from src.config import LightningConfig
 from src.ops.alerts import Alerts
 from src.runs.directory import stop_file_paths
 from src.runs.launch import current_launch, trainer_processes
 from src.runs.loggers import file_loggers
 from src.training.checkpoints import AtomicCheckpointIO
+from src.training.config import LightningConfig
 from src.training.jsonl_logger import JsonlLogger
 from src.training.precision import choose_precision
 from src.training.profiler import BoundedSimpleProfiler

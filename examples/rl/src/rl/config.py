@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from src.config import LightningConfig, at_least
+from src.config import at_least
+from src.training.config import LightningConfig
 
 MAX_EPISODES = 10_000  # evaluation episodes: Lightning times training, not evaluation
 

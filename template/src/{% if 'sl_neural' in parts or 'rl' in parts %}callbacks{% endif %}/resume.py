@@ -16,8 +16,9 @@ from lightning.pytorch.callbacks import EarlyStopping
 from lightning.pytorch.callbacks.early_stopping import EarlyStoppingReason
 from lightning.pytorch.utilities import rank_zero_info
 
-from src.config import SPANNING_SCHEDULES, ConfigError, LightningConfig
+from src.config import ConfigError
 from src.runs.lifetime import mark_training_ended, training_ended, training_stopped
+from src.training.config import SPANNING_SCHEDULES, LightningConfig
 from src.training.jsonl_logger import JsonlLogger
 from src.training.seeding import rank_seed
 

@@ -1,1 +1,0 @@
-"""The Lightning training core: Trainer, optimizer, precision, checkpoints, step timing."""
