@@ -224,10 +224,10 @@ def main(args: argparse.Namespace) -> None:
         print(setting)
         costs = callback_costs(dataclasses.replace(timed, num_epochs=max(args.epochs, 10)))
         print("each callback's and logger's hooks, ms an epoch (one fit of the pipeline):")
-        for name, seconds in costs.items():
-            print(f"  {name:<32} {seconds * 1000:7.2f}")
+        for name, cost in costs.items():
+            print(f"  {name:<32} {cost * 1000:7.2f}")
         figures.update(
-            callback_ms_an_epoch={name: seconds * 1000 for name, seconds in costs.items()},
+            callback_ms_an_epoch={name: cost * 1000 for name, cost in costs.items()},
             setting=setting,
             median_epoch_s=median,
             epochs_timed={name: len(times) for name, times in seconds.items()},
