@@ -87,15 +87,20 @@ class DefaultLoaderDataModule(TableDataModule):
         return DataLoader(TensorDataset(*self.val_dataset.tensors), batch_size=self.batch_size)
 
 
+def trainer_arguments(cfg) -> dict:
+    """What the part's train.py passes build_trainer beside the config, for every Trainer here."""
+    return {
+        "accumulate_grad_batches": cfg.gradient_accumulation_steps,
+        "gradient_clip_val": cfg.gradient_clip_val,
+    }
+
+
 def fit_epochs(cfg, pipeline: bool, default_loader: bool = False) -> tuple[list[float], int]:
     """The steady epochs' seconds, and the batches of an epoch."""
     L.seed_everything(cfg.seed)
     datamodule = (DefaultLoaderDataModule if default_loader else TableDataModule)(cfg, PART.data)
     model, clock = PART.model.build_model(cfg), EpochClock()
-    arguments = {
-        "accumulate_grad_batches": cfg.gradient_accumulation_steps,
-        "gradient_clip_val": cfg.gradient_clip_val,
-    }
+    arguments = trainer_arguments(cfg)
     if pipeline:
         with start_run(cfg) as run:  # the run directory, run.json and console.log it writes to
             trainer = build_trainer(cfg, run.dir, None, extra_callbacks=[clock], **arguments)
@@ -144,13 +149,7 @@ def callback_costs(cfg) -> dict[str, float]:
     datamodule, model = TableDataModule(cfg, PART.data), PART.model.build_model(cfg)
     spent: collections.Counter = collections.Counter()
     with start_run(cfg) as run:
-        trainer = build_trainer(
-            cfg,
-            run.dir,
-            None,
-            accumulate_grad_batches=cfg.gradient_accumulation_steps,
-            gradient_clip_val=cfg.gradient_clip_val,
-        )
+        trainer = build_trainer(cfg, run.dir, None, **trainer_arguments(cfg))
         for owner in [*trainer.callbacks, *trainer.loggers]:
             name = type(owner).__name__
             if name == "ModelCheckpoint":
