@@ -438,8 +438,16 @@ def trained_so_far(kind: str, run_dir: Path) -> int:
 @slow
 @pytest.mark.parametrize("kind", LIGHTNING_KINDS)
 def test_metrics_jsonl_has_each_step_once_after_a_resume(kind, tmp_path):
-    process = start(kind, tmp_path, "--num-epochs", "8", "--patience", "100")
-    written = []
+    # Killed once it has logged past its second checkpoint, however fast its epochs are: the
+    # run has no end of its own (TRAINS_ON); the resumed one, the same config, ends at the end
+    # of its first epoch, by the STOP file in its run directory.
+    process = start(kind, tmp_path, *TRAINS_ON[kind])
+    written, checkpointed_steps = [], []
+
+    def logged_steps() -> list[int]:
+        found = list(tmp_path.glob("*/metrics.jsonl"))
+        events = read_jsonl(found[0]) if found else []
+        return [event["step"] for event in events if event.get("event") == "metrics"]
 
     def second_checkpoint() -> bool:
         checkpoint = last_checkpoint(tmp_path)
@@ -448,15 +456,18 @@ def test_metrics_jsonl_has_each_step_once_after_a_resume(kind, tmp_path):
                 mtime = checkpoint.stat().st_mtime_ns
                 if mtime not in written:
                     written.append(mtime)
+                    checkpointed_steps.append(max(logged_steps(), default=-1))
         return len(written) >= 2
 
-    if not wait_until(second_checkpoint, process):
-        pytest.skip("the run finished before its second checkpoint could be seen")
-    time.sleep(0.2)  # into the next epoch: lines the resume will log again
+    def logged_past_it() -> bool:  # lines the resume will log again
+        return max(logged_steps(), default=-1) > checkpointed_steps[1]
+
+    assert wait_until(second_checkpoint, process) and wait_until(logged_past_it, process)
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
 
-    resumed = train(kind, tmp_path, "--resume", "auto", "--num-epochs", "8", "--patience", "100")
+    (run_dir_in(tmp_path) / "STOP").touch()
+    resumed = train(kind, tmp_path, "--resume", "auto", *TRAINS_ON[kind])
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     lines = read_jsonl(run_dir_in(tmp_path) / "metrics.jsonl")
     logged = Counter(

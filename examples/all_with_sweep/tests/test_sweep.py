@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 import weakref
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -223,6 +224,23 @@ def test_a_sweep_whose_every_trial_failed_exits_non_zero(tmp_path, capsys, error
     errors = capsys.readouterr().err
     assert exit_info.value.code == status and "error: every trial failed;" in errors
     assert errors.count("Traceback") == (2 if status == 1 else 0)  # a bug's is kept, once per trial
+
+
+def test_two_sweeps_started_in_the_same_second_get_folders_of_their_own(tmp_path, monkeypatch):
+    class SameSecond(datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return datetime(2026, 11, 27, 6, 30, 0, tzinfo=tz)
+
+    monkeypatch.setattr("src.runs.directory.datetime", SameSecond)
+
+    def train(cfg: BaseConfig, resume_from: Path | None = None) -> dict[str, float]:
+        with start_run(cfg, resume_from):
+            return {"score": float(cfg.seed)}
+
+    first, second = (toy_sweep(toy_spec(train), tmp_path, "--trials", "1") for _ in range(2))
+    assert (first.dir.name, second.dir.name) == ("baseline_20261127_063000", "baseline_20261127_063000_2")
+    assert all(sweep.trials[0].status == "finished" for sweep in (first, second))
 
 
 @slow

@@ -95,18 +95,19 @@ class EpochLoggingModel(BoringModel):
     def training_step(self, batch, batch_idx):
         output = super().training_step(batch, batch_idx)
         self.log("train_loss", output["loss"], on_step=False, on_epoch=True)
+        self.log("step_loss", output["loss"], on_step=True, on_epoch=False)
         return output
 
 
-def test_epoch_figures_share_the_step_of_the_epoch_metrics(tmp_path):  # LOG-4, OUT-4
-    # The callbacks hand their epoch figures to the loggers themselves, at Lightning's logging step.
+def test_step_and_epoch_figures_share_the_steps_of_lightnings_metrics(tmp_path):  # LOG-4, OUT-4
+    # The callbacks hand their figures to the loggers themselves, at Lightning's logging steps.
     trainer = L.Trainer(
         default_root_dir=tmp_path,
         max_epochs=3,
         limit_train_batches=6,
         limit_val_batches=2,
         accumulate_grad_batches=2,  # Lightning logs at optimizer steps, not batches
-        log_every_n_steps=1,
+        log_every_n_steps=2,
         logger=JsonlLogger(tmp_path / "metrics.jsonl"),
         callbacks=[TimingCallback(), MetricsCallback(monitor="train_loss")],
         enable_checkpointing=False,
@@ -119,3 +120,6 @@ def test_epoch_figures_share_the_step_of_the_epoch_metrics(tmp_path):  # LOG-4, 
     assert lightnings == [(0, 2), (1, 5), (2, 8)]  # three optimizer steps an epoch, at its last
     for key in ("timing/epoch_seconds", "system/ram_used_gb", "tracking/best_train_loss", "lr"):
         assert [(event["epoch"], event["step"]) for event in events if key in event] == lightnings, key
+    steps = sorted({(event["epoch"], event["step"]) for event in events if "step_loss" in event})
+    assert steps == [(0, 1), (1, 3), (1, 5), (2, 7)]  # every second optimizer step
+    assert [(event["epoch"], event["step"]) for event in events if "batch/grad_norm" in event] == steps

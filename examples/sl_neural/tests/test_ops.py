@@ -14,8 +14,9 @@ import sys
 import time
 import weakref
 from dataclasses import replace
-from types import SimpleNamespace
+from types import MappingProxyType, SimpleNamespace
 
+import numpy as np
 import pytest
 import torch
 from conftest import PARTS, ROOT, slow
@@ -475,7 +476,16 @@ def test_torchrun_script_sets_the_cpu_threads_itself(tmp_path):  # DDP-1
 
 def test_metrics_jsonl_stays_json_when_a_value_is_not_finite(tmp_path):  # OUT-4
     path = tmp_path / "metrics.jsonl"
-    append_jsonl(path, {"loss": float("nan"), "grad": torch.tensor(float("inf")), "lr": [1.0, float("-inf")]})
-    line = path.read_text().splitlines()[0]
-    event = json.loads(line, parse_constant=lambda name: pytest.fail(f"bare {name}"))
-    assert (event["loss"], event["grad"], event["lr"]) == (None, None, [1.0, None])
+    append_jsonl(
+        path,
+        {"loss": float("nan"), "grad": torch.tensor(float("inf")), "lr": [1.0, float("-inf")]},
+        {"val": np.float64("nan"), "per_class": MappingProxyType({"a": np.float32("inf"), "b": (2.5,)})},
+        {"step": 3, "val": np.float32(0.5), "tensor": torch.tensor([1.0, 2.0])},  # all finite
+    )
+    events = [
+        json.loads(line, parse_constant=lambda name: pytest.fail(f"bare {name}"))
+        for line in path.read_text().splitlines()
+    ]
+    assert (events[0]["loss"], events[0]["grad"], events[0]["lr"]) == (None, None, [1.0, None])
+    assert (events[1]["val"], events[1]["per_class"]) == (None, {"a": None, "b": [2.5]})
+    assert (events[2]["step"], events[2]["val"], events[2]["tensor"]) == (3, 0.5, [1.0, 2.0])

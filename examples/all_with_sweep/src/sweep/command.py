@@ -6,12 +6,10 @@ from __future__ import annotations
 import dataclasses
 import fcntl
 import math
-import os
 import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import IO, Annotated, Any, Literal
 
@@ -21,7 +19,7 @@ from src.cli import exit_on_bad_input, parse_command
 from src.config import BaseConfig, ConfigError
 from src.ops.gpu_lock import GpuLock
 from src.runs.atomic import write_text_atomic
-from src.runs.directory import STAMP_FORMAT
+from src.runs.directory import create_run_dir
 from src.runs.lifetime import hangup_and_sigterm_unwind, signals_wait_for_cleanup
 from src.sweep.runner import (
     CONFIG_FILE,
@@ -114,9 +112,8 @@ def main(spec: SweepSpec, argv: Sequence[str] | None = None, prog: str | None = 
         if found is not None:
             print(f"sweep directory: {sweep_dir} ({'joined' if args.study else 'resumed'})")
         else:
-            stamp = datetime.now().strftime(STAMP_FORMAT)
-            sweep_dir = base.runs_dir() / "sweeps" / f"{base.name}_{stamp}_{os.getpid()}"
-            sweep_dir.mkdir(parents=True)
+            # BASE_STAMP, with a number after it for a second sweep in the same second.
+            sweep_dir = create_run_dir(base.runs_dir() / "sweeps", base.name)
             lock = lock_sweep(sweep_dir)
             state = SweepState(
                 engine=args.engine,
@@ -208,7 +205,7 @@ def find_sweep(base: BaseConfig, flag: str, named: str) -> tuple[Path, SweepStat
     Another engine or config than this command's is refused: its trials would not fit."""
     if flag == "--resume" and named == "auto":
         sweeps = base.runs_dir() / "sweeps"
-        # Folders are named BASE_STAMP_PID: the newest first.
+        # Folders are named BASE_STAMP or BASE_STAMP_N: the newest first.
         for path in sorted(sweeps.glob(f"{base.name}_*"), reverse=True):
             state = SweepState.read(path)
             unfinished = state is not None and state.engine == "local" and state.status != "finished"

@@ -210,6 +210,8 @@ class RoundLoggers:
             logger.log_hyperparams(facts)
 
     def log_rounds(self, events: list[dict[str, Any]]) -> None:
+        if self.wandb_run is None and not self.lightning:
+            return
         for index, event in enumerate(events):
             metrics = {k: v for k, v in event.items() if k not in ("event", "step", "time")}
             charted = event["step"] % self.wandb_every == 0 or index == len(events) - 1

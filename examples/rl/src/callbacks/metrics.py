@@ -97,12 +97,18 @@ class MetricsCallback(L.Callback):
 
     def on_before_optimizer_step(self, trainer: L.Trainer, pl_module: L.LightningModule, *args: Any) -> None:
         # A manual-optimization module logs its own norms (RL: batch/actor_grad_norm). The norm
-        # takes a kernel per parameter: only on the steps whose metrics reach the loggers.
-        if pl_module.automatic_optimization and logs_this_step(trainer):
+        # takes a kernel per parameter: only on the steps whose metrics reach the loggers, and on
+        # rank zero, since DDP leaves every rank the same gradients.
+        if pl_module.automatic_optimization and trainer.is_global_zero and logs_this_step(trainer):
             grads = [p.grad.detach().norm() for p in pl_module.parameters() if p.grad is not None]
             if grads:
-                norm = torch.linalg.vector_norm(torch.stack(grads))
-                pl_module.log("batch/grad_norm", norm, on_step=True, on_epoch=False)
+                norm = float(torch.linalg.vector_norm(torch.stack(grads)))
+                # To the loggers, as log_epoch_figures does, at the step Lightning logs this step's
+                # own metrics at: it counts the step after them (private; a change shows in
+                # test_step_and_epoch_figures_share_the_steps_of_lightnings_metrics).
+                step = trainer.fit_loop.epoch_loop._batches_that_stepped
+                for logger in trainer.loggers:
+                    logger.log_metrics({"batch/grad_norm": norm, "epoch": trainer.current_epoch}, step=step)
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         metrics = collect_system_metrics(gpu=pl_module.device.index or 0)  # this rank's GPU

@@ -17,7 +17,8 @@ def log_epoch_figures(trainer: L.Trainer, pl_module: L.LightningModule, figures:
     """An epoch's figures that no callback monitors, straight to the loggers at the step of the
     epoch's aggregates, as Lightning's LearningRateMonitor hands its own over: `self.log` costs
     about a millisecond a key. Under DDP, the ranks' mean (DDP-1) in one collective. The step is
-    private Lightning state; a change shows in test_epoch_figures_share_the_step_of_the_epoch_metrics."""
+    private Lightning state; a change shows in
+    test_step_and_epoch_figures_share_the_steps_of_lightnings_metrics."""
     if trainer.world_size > 1:
         values = torch.tensor(list(figures.values()), dtype=torch.float64, device=pl_module.device)
         figures = dict(zip(figures, trainer.strategy.reduce(values, reduce_op="mean").tolist(), strict=True))

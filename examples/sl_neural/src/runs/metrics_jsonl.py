@@ -18,10 +18,7 @@ def append_jsonl(path: Path, *records: Mapping[str, Any]) -> None:
     """Append events, one line each; values JSON cannot hold (tensors, paths) become
     numbers or text."""
     now = round(time.time(), 3)
-    lines = [
-        json.dumps(_finite({"time": now, **record}), default=_plain, allow_nan=False) + "\n"
-        for record in records
-    ]
+    lines = [_json_line({"time": now, **record}) for record in records]
     with translate_write_errors(path), open(path, "a", encoding="utf-8") as file:
         file.writelines(lines)
 
@@ -46,12 +43,21 @@ def drop_metrics_from_step(path: Path, step: int) -> None:
     write_text_atomic(path, "".join(json.dumps(record) + "\n" for record in kept))
 
 
+def _json_line(record: Mapping[str, Any]) -> str:
+    try:  # most records hold only finite numbers: walked only when JSON refuses one
+        return json.dumps(record, default=_plain, allow_nan=False) + "\n"
+    except ValueError:
+        return json.dumps(_finite(record), default=_plain, allow_nan=False) + "\n"
+
+
 def as_read_back(record: Mapping[str, Any]) -> dict[str, Any]:
     """The record as read_jsonl() reads it back once append_jsonl() has written it."""
     return json.loads(json.dumps(_finite(record), default=_plain))
 
 
 def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):  # not a dict
+        return _finite(value)
     if hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
         return _finite(value.item())
     if hasattr(value, "tolist"):
