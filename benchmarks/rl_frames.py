@@ -56,7 +56,7 @@ def environment_fps(cfg, batches: int) -> tuple[float, float, float]:
     """Frames per second of a random policy, and the seconds to start and to shut down."""
     started = time.perf_counter()
     env = training_env(cfg, env_maker(PART.data), cfg.seed)
-    collector = Collector(env, None, frames_per_batch=cfg.frames_per_batch)
+    collector = Collector(env, None, frames_per_batch=cfg.frames_per_batch, track_traj_ids=False)
     frames = iter(collector)
     next(frames)  # warm-up: workers started, first reset done
     start_seconds = time.perf_counter() - started
@@ -147,7 +147,9 @@ def plain_torchrl_fps(cfg, iterations: int) -> float:
         training_env(cfg, make_env, cfg.seed),
         policy,
         frames_per_batch=cfg.frames_per_batch,
-        auto_register_policy_transforms=False,  # as the pipeline's collector (src/rl/data.py)
+        # As the pipeline's collector (src/rl/data.py):
+        auto_register_policy_transforms=False,
+        track_traj_ids=False,
     )
     frames = 0
     try:

@@ -67,12 +67,14 @@ KIND_FILES = {
     "sl_neural": [
         "{part}/predict.py",
         "src/predict.py",
+        "src/checklist/table_checks.py",
         *LIGHTNING_FILES,
         "src/neural/predict.py",
         *(f"src/neural/{name}.py" for name in ("__init__", "config", "data", "encoding", "module")),
     ],
     "sl_tree": [
         "src/checklist/tree_checks.py",
+        "src/checklist/table_checks.py",
         *(f"src/trees/{name}.py" for name in ("__init__", "booster", "config", "data", "plots", "rounds")),
         "{part}/predict.py",
         "src/predict.py",

@@ -418,9 +418,11 @@ def start_fact(key: str, change: Callable) -> Callable[[Path], None]:
 
 
 def decay_vectors(optimizers: list[dict]) -> list[dict]:
-    """As if weight decay also reached biases and norm scales (dim 1) (LIT-4)."""
-    for group in optimizers[0]["param_groups"]:
-        group["param_dims"] = sorted({1, *group["param_dims"]})
+    """As if weight decay also reached biases and norm scales (dim 1) (LIT-4); the RL part's
+    weight decay is 0, which no dimension breaks, so the decayed group gets some too."""
+    group = optimizers[0]["param_groups"][0]
+    group["param_dims"] = sorted({1, *group["param_dims"]})
+    group["weight_decay"] = group["weight_decay"] or 0.01
     return optimizers
 
 

@@ -394,7 +394,7 @@ with start_run(cfg):
 
 
 # RES-1, OPS-3: a run killed before its first checkpoint is marked as such, not left "running".
-def test_a_run_killed_before_its_first_checkpoint_is_marked_and_passed_over(tmp_path, capsys):
+def test_a_run_killed_before_its_first_checkpoint_is_marked_and_passed_over(tmp_path, capsys, monkeypatch):
     part = sorted(PARTS.values())[0]
     command = [sys.executable, "-c", KILLED_BEFORE_ITS_FIRST_CHECKPOINT, part, str(tmp_path)]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
@@ -410,9 +410,12 @@ def test_a_run_killed_before_its_first_checkpoint_is_marked_and_passed_over(tmp_
     assert parse_cli(configs, argv)[1] is None  # a new run, not that one
     assert "passing over 1 run(s) that died before their first checkpoint" in capsys.readouterr().err
     assert json.loads((run_dir / "run.json").read_text())["status"] == "never_checkpointed"
+    monkeypatch.chdir(tmp_path)  # the babysitter records the issue under the working directory
     (process_finding, *_) = babysitter(tmp_path, run_dir, restart=True).check()
     assert process_finding.level == "FAIL" and "died before its first checkpoint" in process_finding.message
     assert not process_finding.restartable
+    (issue,) = (tmp_path / "issues").glob("*.md")
+    assert "died before its first checkpoint" in issue.read_text()
 
 
 # OPS-2: one command starts a run detached, with unbuffered output.

@@ -236,6 +236,9 @@ class RolloutDataModule(L.LightningDataModule):
             frames_per_batch=self.cfg.frames_per_batch,
             total_frames=-1,  # endless: Lightning's limit_train_batches makes the epochs
             auto_register_policy_transforms=False,
+            # Nothing here reads ("collector", "traj_ids"): numbering each step's trajectory
+            # took a fifth of the collection's time on Pendulum-v1, a tenth on CartPole-v1.
+            track_traj_ids=False,
             **(devices if device.type != "cpu" else {}),
         )
         return self.collector

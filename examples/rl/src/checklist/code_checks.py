@@ -191,18 +191,3 @@ def map_location(project: Project) -> None:
     for path, call in project.calls("load"):
         missing = source(call.func) == "torch.load" and not keyword(call, "map_location")
         require(not missing, f"{path}:{call.lineno}: torch.load without map_location=")
-
-
-@each_part("DATA-1", "the table is validated against a pandera schema before training", "sl")
-def data_validated(project: Project, part: Part) -> None:
-    # Where the rows go: data.py's own functions, the DataModule the part builds, and what
-    # train.py hands the part's data module to.
-    loaders: list[ast.AST] = of_type(project.tree(f"{part.name}/data.py"), ast.FunctionDef)
-    for _, datamodule in project.built("LightningDataModule", part):
-        loaders += project.methods(datamodule, part).values()
-    train = project.tree(f"{part.name}/train.py")
-    imported = [a for n in of_type(train, ast.ImportFrom) if n.module == part.name for a in n.names]
-    aliases = {a.asname or a.name for a in imported if a.name == "data"}
-    loaders += [c for c in of_type(train, ast.Call) if set(map(name_of, c.args)) & aliases]
-    validates = any(project.reaches(f, "validate", part) for f in loaders)
-    require(validates, "neither data.py nor the code it goes to validates the table (pandera's validate())")
