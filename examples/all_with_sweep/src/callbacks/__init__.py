@@ -16,13 +16,19 @@ def logs_this_step(trainer: L.Trainer) -> bool:
 def log_epoch_figures(trainer: L.Trainer, pl_module: L.LightningModule, figures: dict[str, float]) -> None:
     """An epoch's figures that no callback monitors, straight to the loggers at the step of the
     epoch's aggregates, as Lightning's LearningRateMonitor hands its own over: `self.log` costs
-    about a millisecond a key. Under DDP, the ranks' mean (DDP-1) in one collective. The step is
-    private Lightning state; a change shows in
-    test_step_and_epoch_figures_share_the_steps_of_lightnings_metrics."""
+    about a millisecond a key. Under DDP, the ranks' mean (DDP-1) in one collective."""
     if trainer.world_size > 1:
         values = torch.tensor(list(figures.values()), dtype=torch.float64, device=pl_module.device)
         figures = dict(zip(figures, trainer.strategy.reduce(values, reduce_op="mean").tolist(), strict=True))
-    if trainer.is_global_zero:  # the step Lightning logs the epoch's aggregates at, one before the next
-        step = trainer.fit_loop.epoch_loop._batches_that_stepped - 1
+    log_to_loggers(trainer, figures, epoch_end=True)
+
+
+def log_to_loggers(trainer: L.Trainer, figures: dict[str, float], epoch_end: bool = False) -> None:
+    """`figures` from rank zero to every logger, with the epoch, at the step Lightning logs this
+    training step's own metrics at (it counts the step after them), or at the epoch's end the
+    step of its aggregates, the last step's. The step is private Lightning state; a change shows
+    in test_step_and_epoch_figures_share_the_steps_of_lightnings_metrics."""
+    if trainer.is_global_zero:
+        step = trainer.fit_loop.epoch_loop._batches_that_stepped - (1 if epoch_end else 0)
         for logger in trainer.loggers:
             logger.log_metrics({**figures, "epoch": trainer.current_epoch}, step=step)

@@ -13,7 +13,7 @@ import lightning as L
 import torch
 from lightning.pytorch.utilities.parsing import lightning_getattr, lightning_hasattr
 
-from src.callbacks import log_epoch_figures, logs_this_step
+from src.callbacks import log_epoch_figures, log_to_loggers, logs_this_step
 from src.ops.hardware import GIB, collect_system_metrics, gpu_name
 from src.runs.lifetime import record_in_run_json, record_used_settings
 
@@ -102,13 +102,8 @@ class MetricsCallback(L.Callback):
         if pl_module.automatic_optimization and trainer.is_global_zero and logs_this_step(trainer):
             grads = [p.grad.detach().norm() for p in pl_module.parameters() if p.grad is not None]
             if grads:
-                norm = float(torch.linalg.vector_norm(torch.stack(grads)))
-                # To the loggers, as log_epoch_figures does, at the step Lightning logs this step's
-                # own metrics at: it counts the step after them (private; a change shows in
-                # test_step_and_epoch_figures_share_the_steps_of_lightnings_metrics).
-                step = trainer.fit_loop.epoch_loop._batches_that_stepped
-                for logger in trainer.loggers:
-                    logger.log_metrics({"batch/grad_norm": norm, "epoch": trainer.current_epoch}, step=step)
+                norm = torch.linalg.vector_norm(torch.stack(grads))
+                log_to_loggers(trainer, {"batch/grad_norm": float(norm)})  # not self.log, as the epoch's
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         metrics = collect_system_metrics(gpu=pl_module.device.index or 0)  # this rank's GPU
