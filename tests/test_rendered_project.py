@@ -32,6 +32,21 @@ def test_script_form_of_the_command_works(project):
     assert "--config NAME" in result.stdout
 
 
+@pytest.mark.parametrize("kind", ["sl_tree", "rl"])
+def test_a_project_of_one_part_kind_passes_its_own_fast_tier(kind, copie_session, installed_projects):
+    # What renders only with a kind (its checks, its tests, its src/ package) must hold up without
+    # the others: a failure here once went unseen while the projects above passed. The default
+    # project is the neural part alone. In the largest project's environment, which holds every
+    # kind's dependencies: a project's code is imported from its folder, not installed.
+    result = copie_session.copy(extra_answers={"parts": [kind]})
+    assert result.exit_code == 0, result.exception
+    python = installed_projects["all-parts-with-sweep"].python
+    command = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow", "-n", "2"]
+    suite = run(command, result.project_dir)
+    assert suite.returncode == 0, suite.stdout[-5000:]
+    assert " passed" in suite.stdout
+
+
 def test_rendered_projects_own_suite_passes(installed_projects, capsys):
     # Started in the background when the project was installed (conftest.installed_projects).
     project = installed_projects["all-parts-with-sweep"]
