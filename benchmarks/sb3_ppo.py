@@ -6,7 +6,9 @@ reference the RL part's time-to-solve is raced against.
 Runs in a venv of its own (stable-baselines3 is no dependency of a rendered project):
 `nox -s race` makes one. Every `--eval-every-frames` it plays `--eval-episodes`
 deterministic evaluation episodes and stops once their mean reaches the env's target, as
-the RL part's early stopping does; then it tests on `--test-episodes` episodes. It prints
+the RL part's early stopping does, with the RL part's config's cadence and episodes, played
+at once in a vectorised env as the RL part plays them; then it tests on `--test-episodes`
+episodes. It prints
 one JSON line: the env, seed, frames trained, the evaluation and test rewards, and whether
 the test reached the target.
 """
@@ -16,12 +18,10 @@ from __future__ import annotations
 import argparse
 import json
 
-import gymnasium as gym
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import EvalCallback, StopTrainingOnRewardThreshold
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
-from stable_baselines3.common.monitor import Monitor
 
 
 def linear(start: float):
@@ -33,8 +33,8 @@ def linear(start: float):
 # RL part's config's. The target and the frame budget are the race's: benchmarks/rl_race.py passes them.
 RACES = {
     "CartPole-v1": {
-        "eval_every_frames": 5120,
-        "eval_episodes": 5,
+        "eval_every_frames": 4096,
+        "eval_episodes": 32,
         "n_envs": 8,
         "ppo": {
             "n_steps": 32,
@@ -79,19 +79,20 @@ def main() -> None:
     race = RACES[args.env]
     every = args.eval_every_frames or race["eval_every_frames"]
 
+    episodes = args.eval_episodes or race["eval_episodes"]
     env = make_vec_env(args.env, n_envs=race["n_envs"], seed=args.seed)
     model = PPO("MlpPolicy", env, **race["ppo"], seed=args.seed, device="cpu", verbose=0)
     evaluation = EvalCallback(
-        Monitor(gym.make(args.env)),
-        n_eval_episodes=args.eval_episodes or race["eval_episodes"],
+        # Its episodes at once, as the RL part plays them: one vectorised env of up to 32.
+        make_vec_env(args.env, n_envs=min(episodes, 32), seed=args.seed + 500),
+        n_eval_episodes=episodes,
         eval_freq=max(every // race["n_envs"], 1),
         callback_on_new_best=StopTrainingOnRewardThreshold(reward_threshold=args.target),
         deterministic=True,
         verbose=0,
     )
     model.learn(total_timesteps=args.max_frames, callback=evaluation)
-    test_env = Monitor(gym.make(args.env))
-    test_env.reset(seed=args.seed + 1000)
+    test_env = make_vec_env(args.env, n_envs=min(args.test_episodes, 32), seed=args.seed + 1000)
     test_reward, _ = evaluate_policy(model, test_env, n_eval_episodes=args.test_episodes, deterministic=True)
     print(
         json.dumps(

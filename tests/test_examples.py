@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -30,3 +33,31 @@ def test_example_is_what_the_template_renders_now(answers_file, tmp_path):
         name for name in committed.keys() | rendered.keys() if committed.get(name) != rendered.get(name)
     )
     assert not stale, f"examples/{answers_file.stem}/ is stale in {stale[:10]}: run `nox -s examples`"
+
+
+def test_the_sb3_race_evaluates_as_the_rl_part_does():
+    # benchmarks/sb3_ppo.py imports stable-baselines3, which this venv lacks: its RACES are read
+    # from the source. Each env's cadence and episodes are those of the config the race trains.
+    source = (TEMPLATE / "benchmarks" / "sb3_ppo.py").read_text()
+    races = next(
+        node.value
+        for node in ast.parse(source).body
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "RACES"
+    )
+    raced = {"CartPole-v1": "baseline", "Pendulum-v1": "pendulum"}  # benchmarks/rl_race.py's configs
+    for env, settings in zip(map(ast.literal_eval, races.keys), races.values, strict=True):
+        sb3 = {ast.literal_eval(k): v for k, v in zip(settings.keys, settings.values, strict=True)}
+        probe = (
+            "from part1.config import CONFIGS\n"
+            f"cfg = CONFIGS[{raced[env]!r}]()\n"
+            "print(cfg.env_name, cfg.frames_per_batch * cfg.iterations_per_epoch, cfg.eval_episodes)"
+        )
+        ours = subprocess.run(
+            [sys.executable, "-c", probe],
+            cwd=TEMPLATE / "examples" / "rl",
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        every, episodes = (ast.literal_eval(sb3[key]) for key in ("eval_every_frames", "eval_episodes"))
+        assert ours == [env, str(every), str(episodes)]
