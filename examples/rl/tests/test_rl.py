@@ -416,7 +416,7 @@ def test_evaluation_plays_the_action_the_deterministic_policy_takes(overrides):
         expected = ppo.policy(observations.clone())["action"]
         greedy = ppo.greedy_policy()(observations.clone())["action"]
     assert expected.unique().numel() >= 2
-    if ppo.action_space.continuous:  # the mean, which the envs clip to the bounds
+    if ppo.action_space.continuous:  # the mean, clipped to the bounds as the training envs clip it
         assert greedy.shape == (256, 1) and expected.abs().max() > 2.0
         expected = expected.clamp(-2.0, 2.0)
     torch.testing.assert_close(greedy, expected)
