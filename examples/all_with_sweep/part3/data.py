@@ -1,6 +1,6 @@
 """Where this part's environments come from: `make_env(env_name, num_envs)` returns `num_envs`
 TorchRL environments stepping as one batch (batch_size `(num_envs,)`), with a flat vector
-"observation" and discrete actions or a vector of continuous ones within finite bounds. To train
+"observation" and discrete actions or a vector of continuous ones, bounded or not. To train
 on an environment of your own, write it in envs.py and name it here.
 """
 

@@ -423,11 +423,13 @@ def test_evaluation_plays_the_action_the_deterministic_policy_takes(overrides):
 
 
 class SteeredLineWalk(envs.LineWalk):
-    """LineWalk moving by any amount up to a step either way: a bounded continuous action."""
+    """LineWalk moving by any amount up to a step either way: a bounded continuous action
+    (any amount at all: unbounded)."""
 
-    def __init__(self, num_envs):
+    def __init__(self, num_envs, bounded=True):
         super().__init__(num_envs)
-        self.action_spec = Bounded(low=-1.0, high=1.0, shape=(num_envs, 1))
+        shape = (num_envs, 1)
+        self.action_spec = Bounded(low=-1.0, high=1.0, shape=shape) if bounded else Unbounded(shape=shape)
 
     def _step(self, tensordict):
         steered = tensordict.clone(False)
@@ -457,6 +459,23 @@ def test_the_envs_take_a_continuous_action_clipped_and_the_batch_keeps_the_sampl
     assert not torch.equal(step(0.5)["next", "observation"], bound["next", "observation"])
 
 
+@slow
+def test_a_continuous_action_without_bounds_trains_saves_and_loads(tmp_path, monkeypatch):
+    monkeypatch.setattr(data, "make_env", lambda env_name, num_envs: SteeredLineWalk(num_envs, bounded=False))
+    space = rl_data.observation_and_action_space(data.make_env, "LineWalk")[1]
+    assert space == ActionSpace(1, (-math.inf,), (math.inf,))
+    env = rl_data.training_env(smoke_config(tmp_path), data.make_env, 0)
+    assert not any(isinstance(t, rl_data.ClipAction) for t in env.transform)  # nothing to clip to
+    env.close()
+    test_metrics = train.main_with_config(smoke_config(tmp_path, env_name="LineWalk"))
+    assert math.isfinite(test_metrics["test_episode_reward"])
+    (run_dir,) = tmp_path.glob("smoke_*")
+    loaded = model.load_model_from_checkpoint(run_dir / "model.pt")
+    assert loaded.action_space == space
+    played = rl_evaluate.play_saved_policy(run_dir, data, model.load_model_from_checkpoint)
+    assert played["mean_reward"] == pytest.approx(test_metrics["test_episode_reward"])  # the test again
+
+
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
@@ -482,10 +501,10 @@ def test_no_flag_is_offered_that_ppo_would_ignore(flag, capsys):  # CFG-3, RL-13
     assert f"Unrecognized options: {flag.split('=')[0]}" in capsys.readouterr().err
 
 
-def unbounded_line_walk(env_name, num_envs):
-    """LineWalk moving by any amount: a continuous action without bounds."""
+def square_line_walk(env_name, num_envs):
+    """LineWalk whose action is a 2 x 2 matrix of values: no flat vector."""
     env = envs.LineWalk(num_envs)
-    env.action_spec = Unbounded(shape=(num_envs, 1))
+    env.action_spec = Unbounded(shape=(num_envs, 2, 2))
     return env
 
 
@@ -494,7 +513,7 @@ def unbounded_line_walk(env_name, num_envs):
     [
         (data.make_env, "NoSuchEnv-v0", "`NoSuchEnv` doesn't exist"),
         (data.make_env, "FrozenLake-v1", "its observation is Categorical"),
-        (unbounded_line_walk, "LineWalk", "its actions are UnboundedContinuous of shape \\(1,\\), neither"),
+        (square_line_walk, "LineWalk", "its actions are UnboundedContinuous of shape \\(2, 2\\), neither"),
     ],
 )
 def test_an_env_the_policy_cannot_train_is_a_config_error(make_env, env_name, message):  # CFG-3

@@ -20,7 +20,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModuleBase
 from torchrl.collectors import Collector
-from torchrl.data import Bounded
+from torchrl.data import Bounded, Unbounded
 from torchrl.envs import EnvBase, ParallelEnv, RewardSum, StepCounter, Transform, TransformedEnv
 
 from src.config import ConfigError
@@ -31,7 +31,7 @@ from src.training.seeding import derived_seed, rank_seed
 EVAL_MAX_STEPS = 10_000  # ends an evaluation episode that never ends on its own
 MAX_EVAL_ENVS = 32  # evaluation episodes played at once, at most: the envs' memory
 TRAINABLE = (
-    "use an env with a flat vector observation and discrete or bounded continuous actions that "
+    "use an env with a flat vector observation and discrete actions or a vector of continuous ones that "
     "the part's make_env() makes (gymnasium's CartPole-v1, Acrobot-v1, Pendulum-v1, "
     "MountainCarContinuous-v0)"
 )
@@ -103,13 +103,16 @@ def observation_and_action_space(make_env: MakeEnv, env_name: str) -> tuple[int,
         raise refused(f"its observation is {described(observation)}, not one flat vector of floats")
     if hasattr(action.space, "n"):
         return observation.shape[0], ActionSpace(action.space.n)
-    if isinstance(action, Bounded) and action.domain == "continuous" and len(action.shape) == 1:
-        low, high = action.space.low.tolist(), action.space.high.tolist()
-        if all(math.isfinite(bound) for bound in (*low, *high)) and all(map(float.__lt__, low, high)):
-            return observation.shape[0], ActionSpace(action.shape[0], tuple(low), tuple(high))
+    if isinstance(action, Bounded | Unbounded) and action.domain == "continuous" and len(action.shape) == 1:
+        # Unbounded values: the normal distribution needs no bounds, and the envs clip nothing.
+        size, bounded = action.shape[0], isinstance(action, Bounded)
+        low = action.space.low.tolist() if bounded else [-math.inf] * size
+        high = action.space.high.tolist() if bounded else [math.inf] * size
+        if all(map(float.__lt__, low, high)):
+            return observation.shape[0], ActionSpace(size, tuple(low), tuple(high))
     raise refused(
         f"its actions are {described(action)}, neither one choice of n nor a vector of values "
-        "within finite bounds"
+        "(its lower bounds below its upper ones)"
     )
 
 

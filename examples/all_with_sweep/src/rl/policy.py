@@ -21,7 +21,8 @@ CLIP_NORMALIZED = 10.0
 
 @dataclass(frozen=True)
 class ActionSpace:
-    """One of `size` actions (discrete), or `size` values, value i within [low[i], high[i]]."""
+    """One of `size` actions (discrete), or `size` values, value i within [low[i], high[i]]
+    (infinite where the env does not bound it)."""
 
     size: int
     low: tuple[float, ...] = ()
