@@ -226,7 +226,9 @@ def test_a_sweep_whose_every_trial_failed_exits_non_zero(tmp_path, capsys, error
     assert errors.count("Traceback") == (2 if status == 1 else 0)  # a bug's is kept, once per trial
 
 
-def test_two_sweeps_started_in_the_same_second_get_folders_of_their_own(tmp_path, monkeypatch):
+def test_sweeps_started_in_the_same_second_get_folders_of_their_own_and_resume_in_order(
+    tmp_path, monkeypatch
+):
     class SameSecond(datetime):
         @classmethod
         def now(cls, tz=None):
@@ -241,6 +243,17 @@ def test_two_sweeps_started_in_the_same_second_get_folders_of_their_own(tmp_path
     first, second = (toy_sweep(toy_spec(train), tmp_path, "--trials", "1") for _ in range(2))
     assert (first.dir.name, second.dir.name) == ("baseline_20261127_063000", "baseline_20261127_063000_2")
     assert all(sweep.trials[0].status == "finished" for sweep in (first, second))
+
+    # The ninth and tenth of that second, both cut short: --resume auto takes the tenth, which
+    # sorts before the ninth as text.
+    for number in range(3, 9):
+        (tmp_path / "sweeps" / f"baseline_20261127_063000_{number}").mkdir()
+    ninth, tenth = (toy_sweep(toy_spec(train), tmp_path, "--trials", "1").dir for _ in range(2))
+    assert (ninth.name, tenth.name) == ("baseline_20261127_063000_9", "baseline_20261127_063000_10")
+    for sweep_dir in (ninth, tenth):
+        state = json.loads((sweep_dir / "sweep.json").read_text())
+        (sweep_dir / "sweep.json").write_text(json.dumps({**state, "status": "interrupted"}))
+    assert toy_sweep(toy_spec(train), tmp_path, "--resume", "auto").dir == tenth
 
 
 @slow

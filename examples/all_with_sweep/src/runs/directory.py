@@ -40,16 +40,22 @@ def create_run_dir(base_dir: Path, name: str) -> Path:
             candidate = base_dir / f"{name}_{stamp}_{attempt}"
 
 
+def newest_first(base_dir: Path, name: str) -> list[Path]:
+    """The folders create_run_dir made for `name` in base_dir, the newest first: by their stamp,
+    then their number in its second (_10 after _9)."""
+    pattern = re.compile(re.escape(name) + r"_(\d{8}_\d{6})(?:_(\d+))?")
+    matches = [(pattern.fullmatch(path.name), path) for path in base_dir.glob(f"{name}_*")]
+    found = sorted(((m[1], int(m[2] or 1), path) for m, path in matches if m), reverse=True)
+    return [path for *_, path in found]
+
+
 def find_latest_run(base_dir: Path, name: str, part: str) -> Path | None:
     """The newest unfinished run of config `name` of this part that has a checkpoint."""
-    pattern = re.compile(re.escape(name) + r"_(\d{8}_\d{6})(?:_(\d+))?")
-    runs = []
-    for path in base_dir.glob(f"{name}_*"):
-        match, record = pattern.fullmatch(path.name), run_record(path)
-        ours = run_part(record) in ("", part)
-        if match and ours and resume_candidates(path) and record.get("status") != "finished":
-            runs.append(((match[1], int(match[2] or 1)), path))
-    return max(runs)[1] if runs else None
+    for path in newest_first(base_dir, name):
+        record = run_record(path)
+        if run_part(record) in ("", part) and resume_candidates(path) and record.get("status") != "finished":
+            return path
+    return None
 
 
 def run_part(record: dict) -> str:

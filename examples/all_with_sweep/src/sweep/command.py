@@ -19,7 +19,7 @@ from src.cli import exit_on_bad_input, parse_command
 from src.config import BaseConfig, ConfigError
 from src.ops.gpu_lock import GpuLock
 from src.runs.atomic import write_text_atomic
-from src.runs.directory import create_run_dir
+from src.runs.directory import create_run_dir, newest_first
 from src.runs.lifetime import hangup_and_sigterm_unwind, signals_wait_for_cleanup
 from src.sweep.runner import (
     CONFIG_FILE,
@@ -205,8 +205,7 @@ def find_sweep(base: BaseConfig, flag: str, named: str) -> tuple[Path, SweepStat
     Another engine or config than this command's is refused: its trials would not fit."""
     if flag == "--resume" and named == "auto":
         sweeps = base.runs_dir() / "sweeps"
-        # Folders are named BASE_STAMP or BASE_STAMP_N: the newest first.
-        for path in sorted(sweeps.glob(f"{base.name}_*"), reverse=True):
+        for path in newest_first(sweeps, base.name):
             state = SweepState.read(path)
             unfinished = state is not None and state.engine == "local" and state.status != "finished"
             # One another process runs is skipped.
