@@ -8,9 +8,8 @@ Runs in a venv of its own (stable-baselines3 is no dependency of a rendered proj
 deterministic evaluation episodes and stops once their mean reaches the env's target, as
 the RL part's early stopping does, with the RL part's config's cadence and episodes, played
 at once in a vectorised env as the RL part plays them; then it tests on `--test-episodes`
-episodes. It prints
-one JSON line: the env, seed, frames trained, the evaluation and test rewards, and whether
-the test reached the target.
+episodes. It prints one JSON line: the env, seed, frames trained, the evaluation and test
+rewards, and whether the test reached the target.
 """
 
 from __future__ import annotations

@@ -145,7 +145,8 @@ def training_env(cfg: RLConfig, make_env: MakeEnv, seed: int) -> TransformedEnv:
 class ClipAction(Transform):
     """Steps the envs with the policy's action clipped to the bounds, and leaves the sampled one
     in the collected batch, whose log-probability PPO's ratio needs (TorchRL's inverse
-    transforms work on a copy). gymnasium's ClipAction wrapper, for a batch of TorchRL envs."""
+    transforms work on a copy). gymnasium's ClipAction wrapper, for a batch of TorchRL envs:
+    TorchRL's ClipTransform takes one bound for every value, and a Box may bound each its own."""
 
     def __init__(self, low: torch.Tensor, high: torch.Tensor) -> None:
         super().__init__(in_keys_inv=["action"], out_keys_inv=["action"])
