@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import types
 from operator import itemgetter
 
@@ -320,11 +321,15 @@ def test_a_stop_file_stops_every_dask_worker_after_the_same_round(tmp_path):  # 
 def test_every_dask_worker_trains_on_rows_of_its_own():  # DDP-1 for trees
     """XGBoost trains each worker on the partitions that worker holds: one holding none
     trains on an empty DMatrix while the others do all the work. Left to the scheduler,
-    where the partitions land varies from run to run; they must land on every worker always."""
+    where the partitions land varies from run to run, and a worker busy while the rows are
+    shared out loses its share to an idle one; they must land on every worker always."""
     split = load_split(config.CONFIGS["smoke"](), data)
     with dask_client("local:2") as client:
         workers = set(client.nthreads())
+        # Busy for longer than sharing the rows out takes on a quiet machine.
+        busy = client.submit(time.sleep, 2, workers=[max(workers)], pure=False)
         matrices = training_matrices(split, client)
+        busy.result()  # held until here: Dask cancels a task whose future is dropped
         for matrix, labels in zip(matrices, (split.train_labels, split.val_labels), strict=True):
             assert set(matrix.worker_map) == workers, matrix.worker_map
             rows_held = {
