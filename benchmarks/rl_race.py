@@ -35,9 +35,11 @@ RACES = {
 }
 
 
-def timed(command: list[str], cwd: Path) -> tuple[float, subprocess.CompletedProcess]:
+def timed(
+    command: list[str], cwd: Path, env: dict[str, str] | None = None
+) -> tuple[float, subprocess.CompletedProcess]:
     started = time.perf_counter()
-    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
+    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     return time.perf_counter() - started, result
 
 
@@ -70,11 +72,12 @@ def ours(args: argparse.Namespace, seed: int, output: Path) -> dict:
     return {"wall_s": wall, "frames": int(frames), "test_reward": test, "solved": test >= target}
 
 
-def sb3(args: argparse.Namespace, seed: int) -> dict:
+def sb3(args: argparse.Namespace, seed: int, output: Path) -> dict:
     _, _, target, max_frames = RACES[args.env]
     command = [args.sb3_python, str(HERE / "sb3_ppo.py"), "--env", args.env, "--seed", str(seed)]
     command += ["--target", str(target), "--max-frames", str(max_frames)]
-    wall, result = timed(command, HERE)
+    # SB3's logger makes a folder even when it writes nothing: the scratch one, not /tmp.
+    wall, result = timed(command, HERE, {**os.environ, "SB3_LOGDIR": str(output / "sb3-logs")})
     if result.returncode != 0:
         sys.exit(f"error: {' '.join(command)} exited {result.returncode}:\n{result.stderr[-2000:]}")
     line = json.loads(result.stdout.strip().splitlines()[-1])
@@ -99,7 +102,7 @@ def main() -> None:
             order = ["ours", "sb3"] if number % 2 == 0 else ["sb3", "ours"]
             results = {}
             for name in order:
-                results[name] = ours(args, seed, Path(scratch)) if name == "ours" else sb3(args, seed)
+                results[name] = (ours if name == "ours" else sb3)(args, seed, Path(scratch))
             rows.append({"seed": seed, **results})
             o, s = results["ours"], results["sb3"]
             print(
