@@ -764,11 +764,14 @@ def test_predict_refuses_a_table_without_the_models_columns_in_one_line(task_run
     assert not (tmp_path / "out.csv").exists()
 
 
-def test_a_users_table_reads_every_column_but_the_label_and_text_as_categories(tmp_path):  # DATA-1
-    cfg = task_config(tmp_path, "multiclass", feature_columns=())
+def test_a_users_table_reads_every_column_but_the_label_numbers_as_float32_text_as_categories(tmp_path):
+    cfg = task_config(tmp_path, "multiclass", feature_columns=())  # DATA-1
     split = load_split(cfg, data)
     assert split.encoding.feature_columns == ("colour", "size", "weight", "score", "flag")
     assert list(split.encoding.categories) == ["colour", "flag"]
+    # XGBoost reads numbers as float32: a float64 copy of a large table would double its memory.
+    numbers = split.train_features.drop(columns=["colour", "flag"])
+    assert set(map(str, numbers.dtypes)) == {"float32"}, numbers.dtypes
     assert split.train_features["colour"].dtype == "category" and split.train_features["colour"].isna().any()
     assert split.train_features["size"].isna().any() and set(split.train_labels) == {0, 1, 2}
     # Every class in each split in its share of the table (stratified by class).
