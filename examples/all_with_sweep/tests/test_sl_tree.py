@@ -325,13 +325,15 @@ def test_every_dask_worker_trains_on_rows_of_its_own():  # DDP-1 for trees
     shared out loses its share to an idle one; they must land on every worker always."""
     split = load_split(config.CONFIGS["smoke"](), data)
     with dask_client("local:2") as client:
-        workers = set(client.nthreads())
-        # Busy for longer than sharing the rows out takes on a quiet machine.
-        busy = client.submit(time.sleep, 2, workers=[max(workers)], pure=False)
+        workers = client.nthreads()
+        # Busy for longer than sharing the rows out takes on a quiet machine, with more tasks
+        # than it runs at once: the others wait in the scheduler's queue.
+        busy = max(workers)
+        waits = [client.submit(time.sleep, 1, workers=[busy], pure=False) for _ in range(3 * workers[busy])]
         matrices = training_matrices(split, client)
-        busy.result()  # held until here: Dask cancels a task whose future is dropped
+        client.gather(waits)  # held until here: Dask cancels a task whose future is dropped
         for matrix, labels in zip(matrices, (split.train_labels, split.val_labels), strict=True):
-            assert set(matrix.worker_map) == workers, matrix.worker_map
+            assert set(matrix.worker_map) == set(workers), matrix.worker_map
             rows_held = {
                 worker: sum(client.gather(client.map(len, client.map(itemgetter("data"), parts))))
                 for worker, parts in matrix.worker_map.items()

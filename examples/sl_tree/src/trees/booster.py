@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -61,12 +62,22 @@ def training_matrices(split: Split, client: Any = None) -> tuple[xgb.QuantileDMa
     """Train and validation data, quantized once for the hist tree method; validation
     reuses the training set's bins. With a Dask `client`, spread over its workers."""
     if client is not None:
+        import dask
         from xgboost import dask as dxgb  # the distributed extra
 
         train_data = partitioned(client, split.train_features, split.train_labels)
         val_data = partitioned(client, split.val_features, split.val_labels)
-        train = dxgb.DaskQuantileDMatrix(client, *train_data, enable_categorical=True)
-        return train, dxgb.DaskQuantileDMatrix(client, *val_data, ref=train, enable_categorical=True)
+        # Restricted to the workers there are, each task runs where its rows are. Unrestricted,
+        # Dask takes from_delayed's tasks for loading new data and hands them to whichever
+        # worker is free first, which then holds the shares of the busy ones. The client puts
+        # the restriction on every task it sends, which dask.dataframe's warning that it
+        # ignores annotations does not know.
+        workers = sorted(client.nthreads())
+        with warnings.catch_warnings(), dask.annotate(workers=workers, allow_other_workers=True):
+            warnings.filterwarnings("ignore", message="Dask annotations .* detected")
+            train = dxgb.DaskQuantileDMatrix(client, *train_data, enable_categorical=True)
+            val = dxgb.DaskQuantileDMatrix(client, *val_data, ref=train, enable_categorical=True)
+        return train, val
     train = xgb.QuantileDMatrix(split.train_features, split.train_labels, enable_categorical=True)
     val = xgb.QuantileDMatrix(split.val_features, split.val_labels, ref=train, enable_categorical=True)
     return train, val
