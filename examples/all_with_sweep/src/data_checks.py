@@ -90,7 +90,9 @@ def validate_table(table: pd.DataFrame, schema: pa.DataFrameSchema, source: str)
     """`table` if it matches `schema`; else one DataValidationError listing every failure: its
     column, check and a few of its values with their rows."""
     try:
-        return schema.validate(table, lazy=True)
+        # In place on a shallow copy, which pandas copies on write: the caller's table stays as it
+        # was, and only the columns coerced are new (pandera's default copies the whole table).
+        return schema.validate(table.copy(deep=False), lazy=True, inplace=True)
     except pa.errors.SchemaErrors as errors:
         failures = errors.failure_cases
     lines = [f"{source}: the data does not match its schema ({len(failures)} problem(s))"]

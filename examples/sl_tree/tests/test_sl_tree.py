@@ -14,12 +14,13 @@ from operator import itemgetter
 
 import numpy as np
 import pandas as pd
+import pandera.pandas as pa
 import pytest
 import xgboost as xgb
 from conftest import PARTS, ROOT, assert_ended, assert_report, gpu, part_module, run_python, slow
 
 from src.config import ConfigError
-from src.data_checks import DataValidationError
+from src.data_checks import DataValidationError, validate_table
 from src.predict import PredictOptions
 from src.runs.directory import latest_checkpoint
 from src.runs.metrics_jsonl import read_jsonl
@@ -781,6 +782,15 @@ def test_a_users_table_reads_every_column_but_the_label_numbers_as_float32_text_
         labels.value_counts(normalize=True).sort_index() for labels in (split.train_labels, split.test_labels)
     ]
     np.testing.assert_allclose(shares[0], shares[1], atol=0.05)
+
+
+def test_checking_a_table_copies_only_the_columns_it_converts():  # DATA-1
+    """A large table is checked as it is read: copied whole, it would be held twice."""
+    table = pd.DataFrame({"number": np.arange(1000, dtype=np.float64), "count": np.arange(1000)})
+    schema = pa.DataFrameSchema({name: pa.Column(float, coerce=True) for name in table})
+    checked = validate_table(table, schema, "the table")
+    assert np.shares_memory(checked["number"].to_numpy(), table["number"].to_numpy())
+    assert checked["count"].dtype == "float64" and table["count"].dtype == "int64"  # the caller's unchanged
 
 
 def test_unlabelled_rows_are_left_out_when_asked_keeping_each_rows_place(tmp_path):  # DATA-1

@@ -106,7 +106,7 @@ def load_split(cfg: SLTreeConfig, source: ModuleType) -> Split:
     table = labelled_rows(table, label, cfg.drop_unlabelled_rows, where)
     classes = label_classes(table[label], cfg, where)
     text = [name for name in features if column_kind(table[name], name, where) == "text"]
-    table = validate_table(table, table_schema(cfg, features, text, known), where)
+    table = validate_table(table[[*features, label]], table_schema(cfg, features, text, known), where)
     train, val, test = split_rows(table, cfg, classes is not None, where)
     categories = {name: sorted(_as_text(table.loc[train, name]).dropna().unique().tolist()) for name in text}
     encoding = TableEncoding(label, tuple(features), categories, classes)
@@ -231,7 +231,6 @@ def table_schema(
             if cfg.task == "regression"
             else pa.Column(checks=known.get(label, []), nullable=False),
         },
-        strict="filter",
         ordered=False,
     )
 
