@@ -32,25 +32,27 @@ from src.runs.metrics_jsonl import append_jsonl
 
 # OPS-1: concurrent jobs queue on the lock instead of failing.
 def test_gpu_lock_makes_a_second_job_wait(tmp_path):
-    lock = tmp_path / "gpu.lock"
+    lock, releasing = tmp_path / "gpu.lock", tmp_path / "releasing"
+    # The holder writes `releasing` as the last thing it does with the lock held: a second job
+    # that got the lock without waiting would find no such file, however slow the machine.
     holder = subprocess.Popen(
         [
             sys.executable,
             "-c",
-            "import sys, time\nfrom src.ops.gpu_lock import GpuLock\n"
-            "with GpuLock(sys.argv[1], without_gpu=True):\n    print('locked', flush=True); time.sleep(1.5)",
+            "import pathlib, sys, time\nfrom src.ops.gpu_lock import GpuLock\n"
+            "with GpuLock(sys.argv[1], without_gpu=True):\n"
+            "    print('locked', flush=True); time.sleep(1.5); pathlib.Path(sys.argv[2]).touch()",
             str(lock),
+            str(releasing),
         ],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,
     )
     assert holder.stdout.readline().strip() == "locked"
-    started = time.monotonic()
     with GpuLock(lock, without_gpu=True):
-        waited = time.monotonic() - started
+        assert releasing.exists()
     holder.wait()
-    assert waited > 0.5
     assert holder.returncode == 0
     assert lock.stat().st_mode & 0o777 == 0o666  # every user of the machine can queue on it
 
