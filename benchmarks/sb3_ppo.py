@@ -22,6 +22,8 @@ from stable_baselines3.common.callbacks import EvalCallback, StopTrainingOnRewar
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 
+MAX_EVAL_ENVS = 32  # episodes played at once, at most: the RL part's (src/rl/data.py)
+
 
 def linear(start: float):
     """RL-Zoo's lin_<start>: decays to 0 over training (SB3 passes the progress left)."""
@@ -82,8 +84,8 @@ def main() -> None:
     env = make_vec_env(args.env, n_envs=race["n_envs"], seed=args.seed)
     model = PPO("MlpPolicy", env, **race["ppo"], seed=args.seed, device="cpu", verbose=0)
     evaluation = EvalCallback(
-        # Its episodes at once, as the RL part plays them: one vectorised env of up to 32.
-        make_vec_env(args.env, n_envs=min(episodes, 32), seed=args.seed + 500),
+        # Its episodes at once, as the RL part plays them.
+        make_vec_env(args.env, n_envs=min(episodes, MAX_EVAL_ENVS), seed=args.seed + 500),
         n_eval_episodes=episodes,
         eval_freq=max(every // race["n_envs"], 1),
         callback_on_new_best=StopTrainingOnRewardThreshold(reward_threshold=args.target),
@@ -91,7 +93,7 @@ def main() -> None:
         verbose=0,
     )
     model.learn(total_timesteps=args.max_frames, callback=evaluation)
-    test_env = make_vec_env(args.env, n_envs=min(args.test_episodes, 32), seed=args.seed + 1000)
+    test_env = make_vec_env(args.env, n_envs=min(args.test_episodes, MAX_EVAL_ENVS), seed=args.seed + 1000)
     test_reward, _ = evaluate_policy(model, test_env, n_eval_episodes=args.test_episodes, deterministic=True)
     print(
         json.dumps(

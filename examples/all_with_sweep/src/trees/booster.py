@@ -65,14 +65,14 @@ def training_matrices(split: Split, client: Any = None) -> tuple[xgb.QuantileDMa
         import dask
         from xgboost import dask as dxgb  # the distributed extra
 
-        train_data = partitioned(client, split.train_features, split.train_labels)
-        val_data = partitioned(client, split.val_features, split.val_labels)
+        workers = sorted(client.nthreads())
+        train_data = partitioned(client, workers, split.train_features, split.train_labels)
+        val_data = partitioned(client, workers, split.val_features, split.val_labels)
         # Restricted to the workers there are, each task runs where its rows are. Unrestricted,
         # Dask takes from_delayed's tasks for loading new data and hands them to whichever
         # worker is free first, which then holds the shares of the busy ones. The client puts
         # the restriction on every task it sends, which dask.dataframe's warning that it
         # ignores annotations does not know.
-        workers = sorted(client.nthreads())
         with warnings.catch_warnings(), dask.annotate(workers=workers, allow_other_workers=True):
             warnings.filterwarnings("ignore", message="Dask annotations .* detected")
             train = dxgb.DaskQuantileDMatrix(client, *train_data, enable_categorical=True)
@@ -268,14 +268,13 @@ def dask_client(cluster: str) -> Iterator[Any]:
         yield client
 
 
-def partitioned(client: Any, *frames: pd.DataFrame | pd.Series) -> list:
-    """The frames, which share one index, as Dask collections of one partition per worker,
+def partitioned(client: Any, workers: list[str], *frames: pd.DataFrame | pd.Series) -> list:
+    """The frames, which share one index, as Dask collections of one partition for each of `workers`,
     the same rows of every frame on the same worker. XGBoost trains each worker on the
     partitions it holds; left to the scheduler, a small table's often all land on one, and
     the others train on nothing ("has an empty DMatrix")."""
     import dask.dataframe as dd
 
-    workers = sorted(client.nthreads())
     # Fewer rows than workers: a worker without rows gets no partition, not an empty one.
     shares = [rows for rows in np.array_split(np.arange(len(frames[0])), len(workers)) if len(rows)]
     collections = []
