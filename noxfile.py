@@ -275,10 +275,12 @@ def gpu_check(session: nox.Session) -> None:
     folder = ROOT / "build" / "gpu_check"
     shutil.rmtree(folder, ignore_errors=True)
     project = render(session, folder / "project", ALL_PARTS, sweep=True)
-    # What the project needs with the CPU-only build of XGBoost (the cpu extra), resolved for
-    # the machine's Python on Linux at the tested versions; pytest the machine has.
+    # What the project needs with the CPU-only build of XGBoost (the cpu extra) and Dask (the
+    # distributed extra, so that the whole tree suite runs there too), resolved for the
+    # machine's Python on Linux at the tested versions; pytest the machine has.
     pyproject = tomllib.loads((project / "pyproject.toml").read_text())["project"]
-    requirements = [*pyproject["dependencies"], *pyproject["optional-dependencies"]["cpu"]]
+    extras = pyproject["optional-dependencies"]
+    requirements = [*pyproject["dependencies"], *extras["cpu"], *extras["distributed"]]
     report = Path(session.create_tmp()) / "resolved.json"
     binary = [
         "--only-binary=:all:",

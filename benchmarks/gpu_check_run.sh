@@ -21,8 +21,10 @@ export PYTHONPATH="$site" WANDB_MODE=disabled PYTHONUNBUFFERED=1
 import importlib.metadata as metadata, platform, torch
 print(f"python {platform.python_version()}, torch {torch.__version__}, CUDA {torch.version.cuda}")
 print("GPU:", torch.cuda.get_device_name() if torch.cuda.is_available() else "none visible")
-for name in ("lightning", "torchrl", "tensordict", "xgboost-cpu", "wandb", "tyro", "pandera", "optuna"):
+for name in ("lightning", "torchrl", "tensordict", "wandb", "tyro", "pandera", "optuna", "dask"):
     print(f"{name} {metadata.version(name)}")
+import xgboost  # xgboost-cpu as carried, or XGBoost's CUDA build installed there
+print(f"xgboost {xgboost.__version__}, {'CUDA' if xgboost.build_info()['USE_CUDA'] else 'CPU-only'} build")
 EOF
 
 cd "$here/project" || exit 1

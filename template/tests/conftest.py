@@ -24,6 +24,9 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
+# The project first on a child process's path, then any PYTHONPATH of the caller's own (packages
+# installed into a folder of their own, say).
+PROJECT_PYTHONPATH = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 # Tests never talk to a W&B server; the tests that check W&B files use offline mode.
@@ -144,7 +147,7 @@ def run_python(args: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess,
     result = subprocess.run(
         [sys.executable, "-X", "importtime", *args],
         cwd=cwd,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": PROJECT_PYTHONPATH},
         capture_output=True,
         text=True,
     )

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import PARTS, ROOT, part_module, run_python, slow
+from conftest import PARTS, PROJECT_PYTHONPATH, part_module, run_python, slow
 
 from src.cli import parse_cli
 from src.runs.lifetime import start_run
@@ -272,7 +272,7 @@ def test_a_name_the_libraries_refuse_exits_2_with_one_line_before_any_run_dir(ki
     result = subprocess.run(
         [sys.executable, "-m", train.__name__, "--config", "smoke", *args],
         cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": PROJECT_PYTHONPATH},
         capture_output=True,
         text=True,
     )

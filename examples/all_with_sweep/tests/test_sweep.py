@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 import wandb
-from conftest import PARTS, ROOT, part_module, slow, write_mixed_table
+from conftest import PARTS, PROJECT_PYTHONPATH, ROOT, part_module, slow, write_mixed_table
 
 from src.config import BaseConfig, ConfigError
 from src.runs.atomic import WriteFailed, atomic_path
@@ -401,7 +401,8 @@ if __name__ == "__main__":
 def test_two_workers_split_one_sweep_and_run_each_trial_once(tmp_path):
     (tmp_path / "toy_sweep.py").write_text(TOY_SWEEP)
     (tmp_path / "marks").mkdir()
-    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}", "TOY_MARKS": str(tmp_path / "marks")}
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{PROJECT_PYTHONPATH}"}
+    env["TOY_MARKS"] = str(tmp_path / "marks")
     command = [sys.executable, str(tmp_path / "toy_sweep.py"), "--output.base-dir", str(tmp_path / "out")]
     command += ["--wandb-mode", "disabled"]
     output = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT, "text": True, "cwd": tmp_path}
@@ -528,7 +529,7 @@ def test_a_sweep_killed_in_its_first_trial_resumes_it_and_samples_on(tmp_path): 
     (tmp_path / "toy_sweep.py").write_text(TOY_SWEEP)
     env = {
         **os.environ,
-        "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}",
+        "PYTHONPATH": f"{tmp_path}{os.pathsep}{PROJECT_PYTHONPATH}",
         "GPU_LOCK_PATH": str(tmp_path / "gpu"),
     }
     command = [sys.executable, str(tmp_path / "toy_sweep.py"), "--output.base-dir", str(tmp_path / "out")]

@@ -22,7 +22,7 @@ from pathlib import Path
 import lightning as L
 import psutil
 import pytest
-from conftest import PARTS, ROOT, part_module, slow, write_mixed_table
+from conftest import PARTS, PROJECT_PYTHONPATH, ROOT, part_module, slow, write_mixed_table
 
 from src.predictions import PREDICTIONS_FILE, read_predictions
 from src.runs.directory import resume_candidates
@@ -49,7 +49,7 @@ def slurm_env(tmp_path: Path, rank: int, tasks: int, port: int, **extra: str) ->
     """The environment srun gives task `rank` of a one-node job, as Lightning reads it."""
     return {
         **os.environ,
-        "PYTHONPATH": str(ROOT),
+        "PYTHONPATH": PROJECT_PYTHONPATH,
         "SLURM_JOB_ID": "4242",
         "SLURM_JOB_NAME": "train",
         "SLURM_STEP_ID": "0",
@@ -263,7 +263,7 @@ def test_rl_ranks_collect_experience_of_their_own(tmp_path):
     script.write_text(FIRST_ROLLOUTS.format(part=PARTS["rl"]))
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
     command = [*torchrun, str(script), str(tmp_path / "sums.json")]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": PROJECT_PYTHONPATH}
     result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     rank_zero, rank_one = json.loads((tmp_path / "sums.json").read_text())

@@ -19,6 +19,7 @@ import pytest
 import torch
 from conftest import (
     PARTS,
+    PROJECT_PYTHONPATH,
     ROOT,
     Killed,
     assert_ended,
@@ -460,7 +461,7 @@ def test_bad_data_on_the_command_line_exits_2_and_is_logged(tmp_path, bad):  # D
         "--wandb-mode",
         "disabled",
     ]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "GPU_LOCK_PATH": str(tmp_path / "lock")}
+    env = {**os.environ, "PYTHONPATH": PROJECT_PYTHONPATH, "GPU_LOCK_PATH": str(tmp_path / "lock")}
     result = subprocess.run([sys.executable, *command], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     said = "column 'pixel_0_4'" if bad == "inf" else "file name too long"
@@ -480,7 +481,7 @@ def test_training_that_diverges_fails_saying_where_and_saves_no_nan_model(tmp_pa
     # Its alert goes to a webhook that answers and to an SMTP server that hangs.
     command += ["--alerts.webhook-url", webhook.url, "--alerts.email-to", "ml@example.com"]
     command += ["--alerts.smtp-server", f"127.0.0.1:{hanging_port}", "--alerts.timeout-seconds", "1"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "GPU_LOCK_PATH": str(tmp_path / "lock")}
+    env = {**os.environ, "PYTHONPATH": PROJECT_PYTHONPATH, "GPU_LOCK_PATH": str(tmp_path / "lock")}
     result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
     assert result.returncode == 2, result.stderr[-2000:]
     assert "training diverged: the " in result.stderr and "(now 1e+06)" in result.stderr
@@ -603,7 +604,7 @@ def test_own_csv_trains_like_the_bundled_data(tmp_path):
 @slow
 def test_script_and_module_invocations_both_work():
     package = PARTS["sl_neural"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # what running from the project folder provides
+    env = {**os.environ, "PYTHONPATH": PROJECT_PYTHONPATH}  # what running from the project folder provides
     for command in (["-m", f"{package}.train", "--help"], [f"{package}/train.py", "--help"]):
         result = subprocess.run([sys.executable, *command], cwd=ROOT, env=env, capture_output=True, text=True)
         assert result.returncode == 0, result.stderr

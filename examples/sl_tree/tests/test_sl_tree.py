@@ -277,9 +277,9 @@ def test_a_dask_cluster_trains_as_one_process_does(tmp_path, capfd):  # DDP-1 fo
     and metrics.jsonl rounds as one process. On 309 training rows XGBoost's quantile
     sketch is exact on any split of them, so the test scores are equal up to the float
     sums the workers add in another order."""
-    csv_only = {"loggers": ("csv",)}
-    alone = train.main_with_config(smoke_config(tmp_path / "alone", **csv_only))
-    on_cluster = train.main_with_config(smoke_config(tmp_path / "cluster", cluster="local:2", **csv_only))
+    same = {"loggers": ("csv",), "device": "cpu"}  # where a local cluster trains, a GPU or not
+    alone = train.main_with_config(smoke_config(tmp_path / "alone", **same))
+    on_cluster = train.main_with_config(smoke_config(tmp_path / "cluster", cluster="local:2", **same))
     # The worker processes write to the descriptors they inherit: capfd sees their words.
     workers_said = "".join(capfd.readouterr())
     assert "empty DMatrix" not in workers_said and "Empty dataset" not in workers_said, workers_said
@@ -526,6 +526,8 @@ def test_a_data_module_of_an_older_release_loads_the_bundled_table():  # DATA-1:
         ({"keep_last_n": -1}, "keep_last_n -1: must be at least 0"),
         ({"cluster": "local:0"}, "cluster 'local:0': use local, local:N"),
         ({"cluster": "my cluster"}, "tcp://host:8786"),
+        ({"device": "cuda", "cluster": "local:2"}, "device cuda with cluster local:2: the workers of a"),
+        ({"device": "cuda", "cluster": "local"}, "machine's first GPU, which XGBoost refuses; use local:1"),
     ],
 )
 def test_bad_config_values_are_refused_by_name(overrides, message):  # CFG-3
@@ -604,6 +606,10 @@ def test_trains_on_the_gpu(tmp_path):
     cfg = smoke_config(tmp_path)
     encoding = load_split(cfg, data).encoding
     assert training_params(cfg, model.booster_params(cfg), encoding)["device"] == "cuda"
+    # A local cluster's workers would all train on GPU 0, which XGBoost refuses: they use the CPU.
+    for cluster, device in [("local:2", "cpu"), ("local", "cpu"), ("local:1", "cuda")]:
+        on_cluster = dataclasses.replace(cfg, cluster=cluster)
+        assert training_params(on_cluster, model.booster_params(cfg), encoding)["device"] == device
     summary = train.main_with_config(cfg)
     assert summary["test_rmse"] > 0
     # The model predicts where no GPU is visible, and gives the run's test metrics again.
@@ -612,6 +618,7 @@ def test_trains_on_the_gpu(tmp_path):
     result = run_part("predict", run_dir, "--rows", "test", "--output", tmp_path / "out.csv", env=cpu_only)
     assert result.returncode == 0, result.stderr
     assert f"rmse {summary['test_rmse']:.6g} |" in result.stdout
+    assert (tmp_path / "out.csv").read_text() == (run_dir / "test_predictions.csv").read_text()
 
 
 # A task per objective on one raw table: a text column, empty cells, and labels of each kind.

@@ -33,7 +33,7 @@ from src.predictions import (
 from src.runs.atomic import write_text_atomic
 from src.runs.checkpoint_checks import checkpoint_problem
 from src.runs.lifetime import training_stopped
-from src.trees.config import CUDA_XGBOOST_INSTALL, SLTreeConfig
+from src.trees.config import CUDA_XGBOOST_INSTALL, SLTreeConfig, shares_gpus
 from src.trees.data import ENCODING_ATTRIBUTE, Split, TableEncoding, class_values, part_function
 from src.trees.plots import feature_importance, shap_summary
 from src.trees.rounds import RoundMetrics, stop_reason, train_seconds_so_far
@@ -48,7 +48,9 @@ def training_params(cfg: SLTreeConfig, params: dict[str, Any], encoding: TableEn
     cuda_build = xgb.build_info()["USE_CUDA"]  # False for xgboost-cpu, the cpu extra
     if cfg.device == "cuda" and not cuda_build:
         raise ConfigError(f"device cuda: this XGBoost is its CPU-only build; {CUDA_XGBOOST_INSTALL}")
-    device = ("cuda" if visible_gpus() and cuda_build else "cpu") if cfg.device == "auto" else cfg.device
+    # A local cluster's workers would all use the first GPU, which XGBoost refuses.
+    use_gpu = visible_gpus() and cuda_build and not shares_gpus(cfg.cluster)
+    device = ("cuda" if use_gpu else "cpu") if cfg.device == "auto" else cfg.device
     ours = {"objective": cfg.objective, "eval_metric": cfg.watched_metric, "tree_method": "hist"}
     ours |= {"device": device, "nthread": cfg.num_threads, "seed": cfg.seed}
     if cfg.task == "multiclass":
@@ -142,6 +144,9 @@ def summary_and_plots(cfg: SLTreeConfig, booster: xgb.Booster, split: Split, run
     """OUT-5: the best rounds' test predictions (PREDICTIONS_FILE), their metrics with how
     `booster` was trained in metrics.json (returned too), and plots/."""
     model, encoding = best_rounds(booster), split.encoding
+    # On the CPU, as predict_run predicts: a GPU's sums can differ in the last float32 digit,
+    # and the file should be what `predict --rows test` writes on any machine.
+    model.set_param({"device": "cpu"})
     truth = encoding.label_values(split.test_labels)
     table = predictions_table(model, encoding, split.test_features, truth)
     write_predictions(table, run_dir / PREDICTIONS_FILE)

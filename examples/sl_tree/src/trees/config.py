@@ -44,7 +44,7 @@ class SLTreeConfig(BaseConfig):
         keep_last_n: Earlier checkpoints kept beside last.ubj as checkpoints/round=R.ubj, one per
             checkpoint_minutes.
         device: Where XGBoost trains: auto is cuda where a GPU and XGBoost's CUDA build (the cuda
-            extra) are present, else cpu.
+            extra) are present and no local cluster of several workers would share it, else cpu.
         num_threads: CPU threads XGBoost uses; 0 uses every core.
         cluster: Train on a Dask cluster: local (or local:N) starts N worker processes here,
             tcp://host:8786 joins a running scheduler; empty trains in this process.
@@ -90,6 +90,12 @@ class SLTreeConfig(BaseConfig):
 
             found += data_path_problems(self.data_path, (*self.feature_columns, self.label_column))
         found += _cluster_problems(self.cluster)
+        if self.device == "cuda" and shares_gpus(self.cluster):
+            found.append(
+                f"device cuda with cluster {self.cluster}: the workers of a local cluster would all train "
+                "on this machine's first GPU, which XGBoost refuses; use local:1, device cpu, or the "
+                "address of a cluster with a GPU per worker (dask-cuda's LocalCUDACluster)"
+            )
         if (launch := current_launch()).world_size > 1:  # each would grow the same trees (DDP-1)
             found.append(
                 f"{launch.launcher} started {launch.world_size} processes, but a tree part trains in one; "
@@ -191,6 +197,12 @@ def _cluster_problems(cluster: str) -> list[str]:
     if not all(_installed(name) for name in ("distributed", "dask.dataframe", "pyarrow")):
         return [f"cluster {cluster!r}: training on a Dask cluster needs Dask; install it with {DASK_INSTALL}"]
     return []
+
+
+def shares_gpus(cluster: str) -> bool:
+    """Whether `cluster` starts worker processes here that would all see the same GPUs: local
+    and local:N but local:1 (Dask's LocalCluster gives each worker every GPU)."""
+    return cluster.startswith("local") and cluster != "local:1"
 
 
 def _installed(module: str) -> bool:
