@@ -4,7 +4,8 @@
 #   bash build/gpu_check/run.sh [FOLDER [GPU_THROUGHPUT_OPTION ...]]
 # Installs the carried wheels with no network, runs the rendered project's gpu-marked tests,
 # then times the neural part in bf16-mixed and 32-true and the RL part's frames per second
-# (gpu_throughput.py, which takes the options after FOLDER: small sizes on a CPU). FOLDER
+# (gpu_throughput.py, which takes the options after FOLDER: small sizes on a CPU), then runs
+# the rest of the project's tests (8 at a time). FOLDER
 # (default: out/ here) receives the logs and the figures. PYTHON names the interpreter
 # (default: python3, the one that holds torch there).
 set -uo pipefail
@@ -34,7 +35,14 @@ tests=${PIPESTATUS[0]}
 echo "gpu tests: exit $tests, $((SECONDS - started)) s"
 
 started=$SECONDS
-timeout 180 "$python" "$here/gpu_throughput.py" --project . --json "$out/throughput.json" "$@" 2>&1 | tee "$out/throughput.log"
+timeout 240 "$python" "$here/gpu_throughput.py" --project . --json "$out/throughput.json" "$@" 2>&1 | tee "$out/throughput.log"
 throughput=${PIPESTATUS[0]}
 echo "throughput: exit $throughput, $((SECONDS - started)) s"
-exit $((tests != 0 || throughput != 0))
+
+# The rest of the project's suite with a GPU in sight: what a GPU changes (auto picking cuda,
+# bf16, TF32) reaches tests that never ask for one.
+started=$SECONDS
+timeout 200 "$python" -m pytest -m "not gpu" -q -n 8 -p no:cacheprovider 2>&1 | tee "$out/suite.log" | tail -40
+suite=${PIPESTATUS[0]}
+echo "whole suite: exit $suite, $((SECONDS - started)) s"
+exit $((tests != 0 || throughput != 0 || suite != 0))

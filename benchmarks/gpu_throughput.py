@@ -1,7 +1,7 @@
 """Training throughput of a rendered project on this machine, from its own train commands:
 the neural part's rows per second in bf16-mixed and in 32-true (TF32 matrix products on a
 GPU), on a generated table and a network big enough to keep a GPU busy, and the RL part's
-frames per second.
+frames per second on the GPU and on the CPU.
 
     python benchmarks/gpu_throughput.py --project DIR [--rows 1000000] [--width 8192]
         [--layers 3] [--batch-size 8192] [--epochs 3] [--rl-epochs 5] [--json FILE]
@@ -123,16 +123,26 @@ def neural_rows_per_second(args: argparse.Namespace, work: Path) -> dict[str, di
     return figures
 
 
-def rl_frames_per_second(args: argparse.Namespace, work: Path) -> float:
+def rl_frames_per_second(args: argparse.Namespace, work: Path) -> dict[str, float]:
+    """The RL part's training frames/s on the GPU (where there is one) and on the CPU: a small
+    policy may train faster without the GPU, whose every step is a few tiny kernels."""
+    import torch
+
     part = part_folder(args.project, "rl", PARSER)
     arguments = ["--config", "baseline", "--num-epochs", str(args.rl_epochs), "--target-reward", "1e9"]
-    ends = epochs_of(train(args.project, f"{part}.train", arguments, work / "rl"))
-    per_epoch = [
-        (end["frames_so_far"] - before["frames_so_far"]) / training_seconds(end)
-        for before, end in itertools.pairwise(ends)
-    ]
-    print(f"RL: {statistics.median(per_epoch):,.0f} frames/s (training epochs, evaluation left out)")
-    return statistics.median(per_epoch)
+    figures = {}
+    for accelerator in ("gpu", "cpu") if torch.cuda.is_available() else ("cpu",):
+        on = [*arguments, "--accelerator", accelerator]
+        ends = epochs_of(train(args.project, f"{part}.train", on, work / accelerator))
+        per_epoch = [
+            (end["frames_so_far"] - before["frames_so_far"]) / training_seconds(end)
+            for before, end in itertools.pairwise(ends)
+        ]
+        figures[accelerator] = statistics.median(per_epoch)
+        print(f"RL, {accelerator}: {figures[accelerator]:,.0f} frames/s (training epochs, no evaluation)")
+    if len(figures) == 2:
+        print(f"RL, gpu / cpu: {figures['gpu'] / figures['cpu']:.2f}x")
+    return figures
 
 
 def main() -> None:

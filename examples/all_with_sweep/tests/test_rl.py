@@ -584,6 +584,7 @@ def test_trains_on_the_gpu_in_bf16(tmp_path):  # PRC-1
     (run_dir,) = tmp_path.glob("smoke_*")
     assert "bf16-mixed" in (run_dir / "console.log").read_text()
     assert test_metrics["test_episode_reward"] >= 1
-    # The policy a GPU trained plays on the CPU.
+    # The policy a GPU trained plays on the CPU, and by default plays the run's test again.
     played = rl_evaluate.play_saved_policy(run_dir, data, model.load_model_from_checkpoint)
     assert played["episodes"] == len(played["rewards"]) and played["mean_reward"] >= 1
+    assert played["mean_reward"] == pytest.approx(test_metrics["test_episode_reward"])

@@ -631,10 +631,12 @@ def test_bf16_smoke_run_on_gpu(tmp_path):  # PRC-1
 
 
 # A raw table of one's own (conftest.write_mixed_table): text and missing values among the
-# features, rows without a label; each task trained on it once, tiny.
+# features, rows without a label; each task trained on it once, tiny. The regression trains in
+# bf16-mixed (autocast on the CPU stands in for a GPU's): predict, in float32, gives its test
+# predictions again all the same.
 TASKS = {
     "classification": {"label_column": ("kind",)},
-    "regression": {"task": "regression", "label_column": ("height", "weight")},
+    "regression": {"task": "regression", "label_column": ("height", "weight"), "precision": "bf16-mixed"},
 }
 TABLE_RUN = {"batch_size": 32, "num_epochs": 4, "learning_rate": 0.01, "log_every_n_steps": 2}
 # What each task's report draws from the test predictions, and some metrics it logs.

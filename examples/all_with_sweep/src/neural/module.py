@@ -22,6 +22,7 @@ from src.neural.encoding import TableEncoding
 from src.predictions import task_metrics, write_predictions
 from src.training.checkpoints import config_hyperparameters, load_module
 from src.training.optim import adamw
+from src.training.precision import full_float32
 from src.training.schedules import step_schedule
 
 BuildNetwork = Callable[[Any, int, int], nn.Module]  # (cfg, num_features, num_outputs) -> network
@@ -101,7 +102,10 @@ class SupervisedModule(L.LightningModule):
 
     def test_step(self, batch: tuple[torch.Tensor, ...], batch_idx: int) -> None:
         inputs, targets, rows = batch
-        outputs = self(inputs)
+        # The test metrics are those `predict` (float32) gives again on any device: bf16's and
+        # TF32's outputs differ from float32's in the third digit.
+        with full_float32(self.device.type):
+            outputs = self(inputs)
         self.test_loss(self.loss(outputs, targets))
         self.log("test_loss", self.test_loss, on_epoch=True)
         self.test_rows.update(rows)

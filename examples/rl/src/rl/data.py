@@ -26,6 +26,7 @@ from torchrl.envs import EnvBase, ParallelEnv, RewardSum, StepCounter, Transform
 from src.config import ConfigError
 from src.rl.config import RLConfig
 from src.rl.policy import ActionSpace
+from src.training.precision import full_float32
 from src.training.seeding import derived_seed, rank_seed
 
 EVAL_MAX_STEPS = 10_000  # ends an evaluation episode that never ends on its own
@@ -208,7 +209,9 @@ def first_episodes(env: EnvBase, policy: TensorDictModuleBase, count: int) -> Te
     device = next(policy.parameters()).device
     returns, lengths = torch.zeros(count), torch.zeros(count, dtype=torch.int64)
     ended = torch.zeros(count, dtype=torch.bool)
-    with torch.no_grad():  # the greedy policy: no exploration to turn off
+    # The greedy policy: no exploration to turn off. In full float32: TF32's logits on a GPU
+    # can tip a near tie, and the episodes should be those the evaluate command plays again.
+    with torch.no_grad(), full_float32(device.type):
         state = env.reset()
         for _ in range(EVAL_MAX_STEPS):
             # The envs step on the CPU: a policy elsewhere acts on a copy; only its action comes back.
