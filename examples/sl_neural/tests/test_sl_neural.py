@@ -151,13 +151,19 @@ def test_stop_file_ends_the_run_after_one_epoch_with_checkpoints_and_test(tmp_pa
 
 @slow
 def test_a_terminal_shows_the_rich_bar_with_epoch_lines_above_it_and_the_log_stays_plain(tmp_path):
-    # `script` runs the command on a pseudo-terminal, as a person at a terminal would see it.
+    # `script` runs the command on a pseudo-terminal, as a person at a terminal would see it; in
+    # bf16-mixed, as on a GPU (autocast on the CPU stands in), on a machine of 16 cores (as
+    # Python's site module, which imports sitecustomize first thing, makes the process believe).
     command = [sys.executable, "-m", f"{PARTS['sl_neural']}.train", "--config", "smoke", "--num-epochs", "3"]
-    command += ["--wandb-mode", "offline", "--output.base-dir", str(tmp_path)]
+    command += ["--precision", "bf16-mixed", "--wandb-mode", "offline", "--output.base-dir", str(tmp_path)]
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import os\nos.sched_getaffinity = lambda pid: set(range(16))\n")
+    env = {**os.environ, "COLUMNS": "100", "WANDB_SILENT": "true"}
     screen = subprocess.run(
         ["script", "-qec", " ".join(command), "/dev/null"],
         cwd=ROOT,
-        env={**os.environ, "COLUMNS": "100", "WANDB_SILENT": "true"},
+        env={**env, "PYTHONPATH": f"{site}{os.pathsep}{PROJECT_PYTHONPATH}"},
         capture_output=True,
         text=True,
         timeout=600,
@@ -165,6 +171,10 @@ def test_a_terminal_shows_the_rich_bar_with_epoch_lines_above_it_and_the_log_sta
     assert screen.returncode == 0, screen.stdout[-3000:]
     assert "━━━" in screen.stdout  # rich's bar
     assert "v_num" not in screen.stdout and "💡 Tip" not in screen.stdout
+    # The precision line says it once; not Lightning's line, nor its model summary's warning.
+    assert "precision: bf16-mixed" in screen.stdout and "Automatic Mixed Precision" not in screen.stdout
+    assert "not supported by the model summary" not in screen.stdout
+    assert "does not have many workers" not in screen.stdout  # in-memory batches need none
     (run_dir,) = tmp_path.glob("smoke_*")
     log = (run_dir / "console.log").read_text()
     summaries = [line for line in log.splitlines() if line.startswith("epoch ")]

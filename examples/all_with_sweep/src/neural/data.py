@@ -30,6 +30,9 @@ from src.neural.encoding import TableEncoding, is_numeric
 
 # torchdata 0.11 calls a torch function that torch 2.13 deprecates, for every loader it builds.
 warnings.filterwarnings("ignore", message="'set_vital' is deprecated")
+# Lightning's advice on a machine of more than two cores. The table is in memory: a batch is a
+# slice of it, which worker processes would only copy across (num_workers stays a choice).
+warnings.filterwarnings("ignore", message=r"The '\w+_dataloader' does not have many workers")
 
 
 def evaluation_sampler(dataset: TensorDataset, split: str) -> UnrepeatedDistributedSampler | None:

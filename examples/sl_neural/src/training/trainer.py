@@ -34,12 +34,15 @@ from src.training.profiler import BoundedSimpleProfiler
 warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)")
 # By design: the first ModelCheckpoint (best.ckpt) is the one test(ckpt_path="best") uses.
 warnings.filterwarnings("ignore", message=r".*multiple `ModelCheckpoint` callbacks")
+# On every bf16-mixed run; the summary counts 32 bits a parameter, which mixed precision keeps.
+warnings.filterwarnings("ignore", message=r"Precision bf16-mixed is not supported by the model summary")
 # Lines Lightning prints on every run that tell nothing about this one (the precision line
-# says whether CUDA is there), and that it uses our ModelSummary.
+# says whether CUDA is there, and which precision), and that it uses our ModelSummary.
 BOILERPLATE = (
     "💡 Tip",
     "GPU available: ",
     "TPU available: ",
+    "Using bfloat16 Automatic Mixed Precision",
     "Loading `train_dataloader` to estimate",
     "Trainer already configured with model summary callbacks",
 )
