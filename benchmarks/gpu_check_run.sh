@@ -30,19 +30,20 @@ EOF
 
 cd "$here/project" || exit 1
 started=$SECONDS
-timeout 240 "$python" -m pytest -m gpu -v -rs -p no:cacheprovider 2>&1 | tee "$out/gpu_tests.log"
+timeout 120 "$python" -m pytest -m gpu -v -rs -p no:cacheprovider 2>&1 | tee "$out/gpu_tests.log"
 tests=${PIPESTATUS[0]}
 echo "gpu tests: exit $tests, $((SECONDS - started)) s"
 
 started=$SECONDS
-timeout 240 "$python" "$here/gpu_throughput.py" --project . --json "$out/throughput.json" "$@" 2>&1 | tee "$out/throughput.log"
+timeout 300 "$python" "$here/gpu_throughput.py" --project . --json "$out/throughput.json" "$@" 2>&1 | tee "$out/throughput.log"
 throughput=${PIPESTATUS[0]}
 echo "throughput: exit $throughput, $((SECONDS - started)) s"
 
 # The rest of the project's suite with a GPU in sight: what a GPU changes (auto picking cuda,
-# bf16, TF32) reaches tests that never ask for one.
+# bf16, TF32) reaches tests that never ask for one. -v names each test as it ends, so a suite
+# cut off at its limit still says which failed.
 started=$SECONDS
-timeout 200 "$python" -m pytest -m "not gpu" -q -n 8 -p no:cacheprovider 2>&1 | tee "$out/suite.log" | tail -40
+timeout 150 "$python" -m pytest -m "not gpu" -v -rf -n 8 -p no:cacheprovider 2>&1 | tee "$out/suite.log" | grep -E "FAILED|ERROR|passed|failed|crashed"
 suite=${PIPESTATUS[0]}
 echo "whole suite: exit $suite, $((SECONDS - started)) s"
 exit $((tests != 0 || throughput != 0 || suite != 0))
