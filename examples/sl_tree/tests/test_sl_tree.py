@@ -26,6 +26,7 @@ from src.runs.directory import latest_checkpoint
 from src.runs.metrics_jsonl import read_jsonl
 from src.trees.booster import (
     best_rounds,
+    cluster_device,
     dask_client,
     predict_run,
     train_booster,
@@ -378,6 +379,47 @@ def test_a_missing_extra_is_one_line_naming_its_install(tmp_path, hidden, flags,
     assert result.returncode == 2, result.stderr
     assert message in result.stderr and "Traceback" not in result.stderr
     assert not list(tmp_path.iterdir())  # refused before a run directory
+
+
+@pytest.mark.parametrize(
+    ("device", "first_gpus", "expected"),
+    [
+        ("auto", ["GPU-a", "GPU-b"], "cuda"),  # one of its own each, as dask-cuda starts them
+        ("auto", ["GPU-a", "GPU-a"], "cpu"),  # both on one GPU, which XGBoost refuses
+        ("auto", ["GPU-a", None], "cpu"),  # a worker without one
+        ("cpu", ["GPU-a", "GPU-b"], "cpu"),
+        ("cuda", ["GPU-a", "GPU-a", None], "of the 3 workers, 1 without one (or with XGBoost's"),
+        ("cuda", ["GPU-a", "GPU-a", None], "CPU-only build), 2 sharing one; use auto or cpu"),
+    ],
+)
+def test_a_running_schedulers_workers_decide_where_it_trains(device, first_gpus, expected):  # DDP-1
+    if expected in ("cpu", "cuda"):
+        assert cluster_device(device, first_gpus) == expected
+        return
+    with pytest.raises(ConfigError) as refused:
+        cluster_device(device, first_gpus)
+    assert str(refused.value).startswith("device cuda: XGBoost needs a GPU of its own on each Dask worker")
+    assert expected in str(refused.value)
+
+
+@slow
+def test_a_running_scheduler_is_asked_about_its_workers_gpus_not_this_machine(tmp_path, monkeypatch):  # DDP-1
+    """A scheduler's address: its workers' GPUs decide the device, not this machine's (a GPU
+    here with CPU workers there would have failed on every worker)."""
+    from dask.distributed import LocalCluster
+
+    monkeypatch.setattr("src.trees.booster.visible_gpus", lambda: ("a GPU NVML lists here",))
+    cfg = smoke_config(tmp_path)
+    encoding = load_split(cfg, data).encoding
+    with (
+        LocalCluster(n_workers=1, dashboard_address=None) as cluster,
+        dask_client(cluster.scheduler_address) as client,
+    ):
+        there = dataclasses.replace(cfg, cluster=cluster.scheduler_address)
+        params = model.booster_params(cfg)
+        assert training_params(there, params, encoding, client)["device"] == "cpu"
+        with pytest.raises(ConfigError, match="of the 1 workers, 1 without one"):
+            training_params(dataclasses.replace(there, device="cuda"), params, encoding, client)
 
 
 def test_the_cpu_build_of_xgboost_trains_on_the_cpu_beside_a_gpu(tmp_path, monkeypatch):

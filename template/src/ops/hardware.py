@@ -81,3 +81,9 @@ def visible_gpus() -> tuple[Any, ...]:
         except (IndexError, pynvml.NVMLError):
             break
     return tuple(visible)
+
+
+def first_visible_gpu() -> str | None:
+    """The UUID of the GPU that `cuda` (device 0) means in this process; None without one."""
+    gpus = visible_gpus()
+    return pynvml.nvmlDeviceGetUUID(gpus[0]) if gpus else None

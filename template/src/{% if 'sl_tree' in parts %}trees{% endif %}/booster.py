@@ -21,7 +21,7 @@ from scipy.special import expit, softmax
 
 from src.config import ConfigError, first_line
 from src.errors import DataValidationError
-from src.ops.hardware import visible_gpus
+from src.ops.hardware import first_visible_gpu, visible_gpus
 from src.predict import PredictOptions, rows_to_predict, score_predictions
 from src.predictions import (
     PREDICTIONS_FILE,
@@ -39,18 +39,17 @@ from src.trees.plots import feature_importance, shap_summary
 from src.trees.rounds import RoundMetrics, stop_reason, train_seconds_so_far
 
 
-def training_params(cfg: SLTreeConfig, params: dict[str, Any], encoding: TableEncoding) -> dict[str, Any]:
+def training_params(
+    cfg: SLTreeConfig, params: dict[str, Any], encoding: TableEncoding, client: Any = None
+) -> dict[str, Any]:
     """The part's model.booster_params(cfg) with what the pipeline sets: the config's objective
     and metric, a multi:* objective's classes, the hist tree method QuantileDMatrix needs,
-    the device, threads and seed."""
-    if cfg.device == "cuda" and not visible_gpus():
-        raise ConfigError("device cuda: no CUDA GPU is visible here; use auto or cpu")
-    cuda_build = xgb.build_info()["USE_CUDA"]  # False for xgboost-cpu, the cpu extra
-    if cfg.device == "cuda" and not cuda_build:
-        raise ConfigError(f"device cuda: this XGBoost is its CPU-only build; {CUDA_XGBOOST_INSTALL}")
-    # A local cluster's workers would all use the first GPU, which XGBoost refuses.
-    use_gpu = visible_gpus() and cuda_build and not shares_gpus(cfg.cluster)
-    device = ("cuda" if use_gpu else "cpu") if cfg.device == "auto" else cfg.device
+    the device, threads and seed. `client`: the Dask client of a running scheduler's cluster,
+    whose workers say which GPUs they have."""
+    if client is not None and not cfg.cluster.startswith("local"):
+        device = cluster_device(cfg.device, list(client.run(_first_cuda_gpu).values()))
+    else:
+        device = local_device(cfg)
     ours = {"objective": cfg.objective, "eval_metric": cfg.watched_metric, "tree_method": "hist"}
     ours |= {"device": device, "nthread": cfg.num_threads, "seed": cfg.seed}
     if cfg.task == "multiclass":
@@ -58,6 +57,39 @@ def training_params(cfg: SLTreeConfig, params: dict[str, Any], encoding: TableEn
     if both := sorted(ours.keys() & params.keys()):
         raise ConfigError(f"model.booster_params(cfg) sets {', '.join(both)}, which the pipeline sets")
     return params | ours
+
+
+def local_device(cfg: SLTreeConfig) -> str:
+    """cfg.device for training here, or on a local cluster's workers: auto is cuda where a GPU
+    and XGBoost's CUDA build are, and no local cluster of several workers would share it
+    (XGBoost refuses two processes on one GPU)."""
+    if cfg.device == "cuda" and not visible_gpus():
+        raise ConfigError("device cuda: no CUDA GPU is visible here; use auto or cpu")
+    cuda_build = xgb.build_info()["USE_CUDA"]  # False for xgboost-cpu, the cpu extra
+    if cfg.device == "cuda" and not cuda_build:
+        raise ConfigError(f"device cuda: this XGBoost is its CPU-only build; {CUDA_XGBOOST_INSTALL}")
+    use_gpu = visible_gpus() and cuda_build and not shares_gpus(cfg.cluster)
+    return ("cuda" if use_gpu else "cpu") if cfg.device == "auto" else cfg.device
+
+
+def cluster_device(device: str, first_gpus: list[str | None]) -> str:
+    """`device` for a running scheduler's workers, given the GPU each would train on (its first,
+    by UUID; None without a GPU or XGBoost's CUDA build): cuda needs one of its own for each."""
+    without = first_gpus.count(None)
+    sharing = sum(first_gpus.count(gpu) > 1 for gpu in first_gpus if gpu is not None)
+    own_gpus = bool(first_gpus) and without == sharing == 0
+    if device == "cuda" and not own_gpus:
+        raise ConfigError(
+            f"device cuda: XGBoost needs a GPU of its own on each Dask worker; of the {len(first_gpus)} "
+            f"workers, {without} without one (or with XGBoost's CPU-only build), {sharing} sharing one; "
+            "use auto or cpu, or start one worker per GPU (dask-cuda)"
+        )
+    return ("cuda" if own_gpus else "cpu") if device == "auto" else device
+
+
+def _first_cuda_gpu() -> str | None:
+    """On a Dask worker: the GPU XGBoost's cuda would train on there, if it can."""
+    return first_visible_gpu() if xgb.build_info()["USE_CUDA"] else None
 
 
 def training_matrices(split: Split, client: Any = None) -> tuple[xgb.QuantileDMatrix, xgb.QuantileDMatrix]:
@@ -95,8 +127,8 @@ def train_booster(
     """Boost up to cfg.num_boost_round trees in all, continuing the `previous` model if given;
     on the Dask cluster cfg.cluster names, if any."""
     first_round = previous.num_boosted_rounds() if previous else 0
-    params = training_params(cfg, params, split.encoding)
     with dask_client(cfg.cluster) as client:
+        params = training_params(cfg, params, split.encoding, client)
         train, val = training_matrices(split, client)
         options = {
             "num_boost_round": max(cfg.num_boost_round - first_round, 0),
