@@ -551,11 +551,10 @@ def test_a_data_module_that_breaks_its_contract_is_one_line(source, message):  #
     assert message in str(error.value) and "\n" not in str(error.value)
 
 
-def test_a_data_module_of_an_older_release_loads_the_bundled_table():  # DATA-1: data.py is the user's
-    """Releases up to v0.2.0 wrote load_table(cfg) and no column_checks; their own
-    load_split and COLUMN_CHECKS, which applied to any table, are not read any more."""
-    older = module("older", load_table=data.load_table, COLUMN_CHECKS={"sex": []})
-    split = load_split(config.DiabetesConfig(), older)
+def test_a_data_module_of_load_table_alone_loads_its_table():  # DATA-1: data.py is the user's
+    """column_checks(cfg) is optional: the bundled table's value rules are data.py's own."""
+    bare = module("bare", load_table=data.load_table)
+    split = load_split(config.DiabetesConfig(), bare)
     assert len(split.train_labels) + len(split.val_labels) + len(split.test_labels) == 442
 
 
