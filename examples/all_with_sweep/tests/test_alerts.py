@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from conftest import PARTS, part_module, slow
+from conftest import PARTS, deliveries_done, part_module, slow
 
 from src.config import AlertConfig
 from src.ops.alerts import Alerts
@@ -76,12 +76,6 @@ def a_run(tmp_path):
     run_dir.mkdir()
     (run_dir / "run.json").write_text(json.dumps({"status": "running", "history": []}))
     return run_dir
-
-
-def deliveries_done() -> None:
-    for thread in threading.enumerate():
-        if thread.name.startswith("alert-"):
-            thread.join()
 
 
 def test_an_alert_goes_to_the_webhook_and_by_email_once_per_kind(

@@ -17,9 +17,19 @@ import pandas as pd
 import pandera.pandas as pa
 import pytest
 import xgboost as xgb
-from conftest import PARTS, ROOT, assert_ended, assert_report, gpu, part_module, run_python, slow
+from conftest import (
+    PARTS,
+    ROOT,
+    assert_ended,
+    assert_report,
+    deliveries_done,
+    gpu,
+    part_module,
+    run_python,
+    slow,
+)
 
-from src.config import ConfigError
+from src.config import AlertConfig, ConfigError
 from src.data_checks import DataValidationError, validate_table
 from src.predict import PredictOptions
 from src.runs.directory import latest_checkpoint
@@ -257,6 +267,35 @@ def test_a_run_killed_between_checkpoints_resumes_without_losing_or_repeating_a_
     np.testing.assert_allclose(
         resumed.inplace_predict(features), straight.inplace_predict(features), rtol=1e-6
     )
+
+
+@slow
+def test_a_stall_alert_comes_at_the_round_metrics_jsonl_counts_in_one_session_or_two(tmp_path, webhook):
+    """The stalled alert comes at the first round `stalled_evaluations` rounds past the best,
+    as metrics.jsonl counts them; a session that continues a saved model counts from its best."""
+    cfg = smoke_config(tmp_path, alerts=AlertConfig(webhook_url=webhook.url, stalled_evaluations=3))
+    split, params = load_split(cfg, data), model.booster_params(cfg)
+
+    def stall_said(run_dir, *sessions):
+        run_dir.mkdir()
+        (run_dir / "run.json").write_text(json.dumps({"status": "running", "history": []}))
+        previous = None
+        for rounds in sessions:
+            callbacks = round_callbacks(cfg, run_dir, RoundLoggers())
+            session = dataclasses.replace(cfg, num_boost_round=rounds)
+            previous = train_booster(session, params, split, callbacks, previous)
+        deliveries_done()
+        stalls = [post for post in webhook.received if post["kind"] == "stalled"]
+        said = [post["text"] for post in stalls if post["run"] == run_dir.name]
+        return said, read_jsonl(run_dir / "metrics.jsonl")
+
+    said, events = stall_said(tmp_path / "one", cfg.num_boost_round)
+    since = {e["round"]: e["tracking/epochs_since_improvement"] for e in events if "round" in e}
+    stalled_at = min(round_number for round_number, count in since.items() if count >= 3)
+    assert said == [f"one: stalled\nval_rmse has not improved for 3 evaluations, at round {stalled_at}"]
+    # Two sessions: the second continues a model saved two rounds before the stall.
+    said, _ = stall_said(tmp_path / "two", stalled_at - 1, cfg.num_boost_round)
+    assert said == [f"two: stalled\nval_rmse has not improved for 3 evaluations, at round {stalled_at}"]
 
 
 @slow

@@ -208,6 +208,13 @@ def webhook():
     server.server_close()
 
 
+def deliveries_done() -> None:
+    """Wait for the alerts' deliveries, each on a thread of its own."""
+    for thread in threading.enumerate():
+        if thread.name.startswith("alert-"):
+            thread.join()
+
+
 @pytest.fixture
 def hanging_port():
     """A port that takes connections and never says a word: a server that hangs."""

@@ -130,19 +130,29 @@ class StopRounds(xgb.callback.TrainingCallback):
 
 class AlertRounds(xgb.callback.TrainingCallback):
     """src.ops.alerts while trees grow: each round's validation score with its rounds since
-    the best (which EarlyStoppingRounds, acting before, keeps in the model); on a GPU, a
-    reading of it every minute."""
+    the best, counted as EarlyStoppingRounds counts them (here, not read back from the
+    model: three calls into XGBoost a round cost as much as a small table's round takes); on
+    a GPU, a reading of it every minute."""
 
     def __init__(self, alerts: Alerts, metric: str, on_gpu: bool) -> None:
         self.alerts, self.metric, self.on_gpu = alerts, metric, on_gpu
+        self.maximize = higher_is_better(metric)
+        self.first_round, self.best_score, self.best_round = 0, None, -1
         self._next_reading = 0.0
+
+    def before_training(self, model: xgb.Booster) -> xgb.Booster:
+        self.first_round = model.num_boosted_rounds()
+        self.best_score, self.best_round = best_round_so_far(model)
+        return model
 
     def after_iteration(self, model: xgb.Booster, epoch: int, evals_log: dict) -> bool:
         if not writes_files():
             return False
-        round_number = model.num_boosted_rounds() - 1
+        round_number = self.first_round + epoch
         score = float(evals_log["val"][self.metric][-1])
-        since_best = round_number - best_round_so_far(model)[1]
+        if _improves(score, self.best_score, self.maximize):
+            self.best_score, self.best_round = score, round_number
+        since_best = round_number - self.best_round
         self.alerts.evaluated(f"val_{self.metric}", score, since_best, f"round {round_number}")
         if self.on_gpu and (now := time.monotonic()) >= self._next_reading:
             self._next_reading = now + 60.0
