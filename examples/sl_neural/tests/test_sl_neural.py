@@ -44,6 +44,7 @@ from src.neural.encoding import MISSING, FeatureEncoding, TableEncoding
 from src.predictions import PREDICTIONS_FILE, read_predictions, task_metrics
 from src.runs.console import TERMINAL_CONTROL
 from src.runs.metrics_jsonl import read_jsonl
+from src.training.precision import choose_precision
 
 config = part_module("sl_neural", "config")
 data = part_module("sl_neural", "data")
@@ -638,6 +639,8 @@ def test_bf16_smoke_run_on_gpu(tmp_path):  # PRC-1
     (run_dir,) = tmp_path.glob("smoke_*")
     assert "precision: bf16-mixed" in (run_dir / "console.log").read_text()
     assert test_metrics["test_accuracy"] > 0.3
+    # Training on the CPU of a machine with a GPU: no bf16 autocast there.
+    assert choose_precision("auto", "cpu") == "32-true" and choose_precision("auto", "gpu") == "bf16-mixed"
 
 
 # A raw table of one's own (conftest.write_mixed_table): text and missing values among the

@@ -43,6 +43,7 @@ from src.trees.booster import (
     training_matrices,
     training_params,
 )
+from src.trees.config import shares_gpus
 from src.trees.data import TableEncoding, load_split
 from src.trees.rounds import RoundLoggers, round_callbacks
 
@@ -447,18 +448,25 @@ def test_a_running_scheduler_is_asked_about_its_workers_gpus_not_this_machine(tm
     here with CPU workers there would have failed on every worker)."""
     from dask.distributed import LocalCluster
 
+    # Here a GPU and XGBoost's CUDA build, as this machine's view would have it; the worker, a
+    # process of its own, sees no GPU.
     monkeypatch.setattr("src.trees.booster.visible_gpus", lambda: ("a GPU NVML lists here",))
+    cuda_build = {**xgb.build_info(), "USE_CUDA": True}
+    monkeypatch.setattr(xgb, "build_info", lambda: cuda_build)
     cfg = smoke_config(tmp_path)
     encoding = load_split(cfg, data).encoding
-    with (
-        LocalCluster(n_workers=1, dashboard_address=None) as cluster,
-        dask_client(cluster.scheduler_address) as client,
-    ):
-        there = dataclasses.replace(cfg, cluster=cluster.scheduler_address)
-        params = model.booster_params(cfg)
-        assert training_params(there, params, encoding, client)["device"] == "cpu"
-        with pytest.raises(ConfigError, match="of the 1 workers, 1 without one"):
-            training_params(dataclasses.replace(there, device="cuda"), params, encoding, client)
+    with LocalCluster(n_workers=1, dashboard_address=None, env={"CUDA_VISIBLE_DEVICES": ""}) as cluster:
+        port = cluster.scheduler_address.rpartition(":")[2]
+        address = f"localhost:{port}"  # a scheduler's address, though it starts with "local"
+        assert not shares_gpus(address)
+        assert config.DiabetesConfig(device="cuda", cluster=address).problems() == []
+        with dask_client(address) as client:
+            assert len(client.nthreads()) == 1  # that scheduler's worker: no cluster started here
+            there = dataclasses.replace(cfg, cluster=address)
+            params = model.booster_params(cfg)
+            assert training_params(there, params, encoding, client)["device"] == "cpu"
+            with pytest.raises(ConfigError, match="of the 1 workers, 1 without one"):
+                training_params(dataclasses.replace(there, device="cuda"), params, encoding, client)
 
 
 def test_the_cpu_build_of_xgboost_trains_on_the_cpu_beside_a_gpu(tmp_path, monkeypatch):

@@ -10,11 +10,13 @@ from contextlib import contextmanager
 import torch
 
 
-def choose_precision(requested: str = "auto") -> str:
-    """`requested`, or for "auto" bf16-mixed where the GPU supports it, else 32-true."""
+def choose_precision(requested: str = "auto", accelerator: str = "auto") -> str:
+    """`requested`, or for "auto" bf16-mixed where training runs on a GPU that supports it
+    (not with accelerator cpu on a machine that has one), else 32-true."""
     if requested != "auto":
         return requested
-    return "bf16-mixed" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "32-true"
+    on_gpu = accelerator in ("auto", "gpu", "cuda") and torch.cuda.is_available()
+    return "bf16-mixed" if on_gpu and torch.cuda.is_bf16_supported() else "32-true"
 
 
 @contextmanager

@@ -199,10 +199,15 @@ def _cluster_problems(cluster: str) -> list[str]:
     return []
 
 
+def is_local_cluster(cluster: str) -> bool:
+    """local or local:N, a cluster started here; not a scheduler's address (localhost:8786)."""
+    return re.fullmatch(r"local(:[0-9]+)?", cluster) is not None
+
+
 def shares_gpus(cluster: str) -> bool:
     """Whether `cluster` starts worker processes here that would all see the same GPUs: local
     and local:N but local:1 (Dask's LocalCluster gives each worker every GPU)."""
-    return cluster.startswith("local") and cluster != "local:1"
+    return is_local_cluster(cluster) and cluster != "local:1"
 
 
 def _installed(module: str) -> bool:

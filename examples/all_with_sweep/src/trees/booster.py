@@ -33,7 +33,7 @@ from src.predictions import (
 from src.runs.atomic import write_text_atomic
 from src.runs.checkpoint_checks import checkpoint_problem
 from src.runs.lifetime import training_stopped
-from src.trees.config import CUDA_XGBOOST_INSTALL, SLTreeConfig, shares_gpus
+from src.trees.config import CUDA_XGBOOST_INSTALL, SLTreeConfig, is_local_cluster, shares_gpus
 from src.trees.data import ENCODING_ATTRIBUTE, Split, TableEncoding, class_values, part_function
 from src.trees.plots import feature_importance, shap_summary
 from src.trees.rounds import RoundMetrics, stop_reason, train_seconds_so_far
@@ -46,7 +46,7 @@ def training_params(
     and metric, a multi:* objective's classes, the hist tree method QuantileDMatrix needs,
     the device, threads and seed. `client`: the Dask client of a running scheduler's cluster,
     whose workers say which GPUs they have."""
-    if client is not None and not cfg.cluster.startswith("local"):
+    if client is not None and not is_local_cluster(cfg.cluster):
         device = cluster_device(cfg.device, list(client.run(_first_cuda_gpu).values()))
     else:
         device = local_device(cfg)
@@ -278,7 +278,7 @@ def dask_client(cluster: str) -> Iterator[Any]:
     import dask
     from dask.distributed import Client, LocalCluster
 
-    if cluster.startswith("local"):
+    if is_local_cluster(cluster):
         # None: Dask's choice for the cores here, which shares them out among the workers too.
         workers = int(cluster.partition(":")[2] or 0) or None
         # No dashboard and random ports: other users' clusters may share the machine. No work

@@ -135,7 +135,7 @@ def build_trainer(
     """The Trainer with the checklist's callbacks; from the part: the metric early stopping and
     best.ckpt follow (and a `stopping_threshold` that ends training), the timed fetch's name
     (`data`, or `env_step` for RL), its own callbacks and any other Trainer argument."""
-    precision = choose_precision(cfg.precision)
+    precision = choose_precision(cfg.precision, cfg.accelerator)
     cuda = torch.cuda.is_available()
     rank_zero_info(
         f"precision: {precision} (requested {cfg.precision}; CUDA {'' if cuda else 'not '}available)"

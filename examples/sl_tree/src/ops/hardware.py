@@ -85,5 +85,7 @@ def visible_gpus() -> tuple[Any, ...]:
 
 def first_visible_gpu() -> str | None:
     """The UUID of the GPU that `cuda` (device 0) means in this process; None without one."""
-    gpus = visible_gpus()
-    return pynvml.nvmlDeviceGetUUID(gpus[0]) if gpus else None
+    try:
+        return pynvml.nvmlDeviceGetUUID(gpus[0]) if (gpus := visible_gpus()) else None
+    except pynvml.NVMLError:  # a driver that cannot say: none to count on
+        return None

@@ -5,6 +5,7 @@ its stop decisions are broadcast, so every worker stops after the same round."""
 
 from __future__ import annotations
 
+import json
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -16,7 +17,7 @@ import xgboost as xgb
 from xgboost import collective
 
 from src.ops.alerts import Alerts
-from src.ops.hardware import collect_system_metrics, gpu_readings, visible_gpus
+from src.ops.hardware import collect_system_metrics, gpu_readings
 from src.runs.atomic import atomic_path
 from src.runs.directory import stop_file_paths, stop_requested
 from src.runs.metrics_jsonl import append_jsonl, drop_metrics_from_step, higher_is_better, read_jsonl
@@ -134,13 +135,16 @@ class AlertRounds(xgb.callback.TrainingCallback):
     model: three calls into XGBoost a round cost as much as a small table's round takes); on
     a GPU, a reading of it every minute."""
 
-    def __init__(self, alerts: Alerts, metric: str, on_gpu: bool) -> None:
-        self.alerts, self.metric, self.on_gpu = alerts, metric, on_gpu
+    def __init__(self, alerts: Alerts, metric: str) -> None:
+        self.alerts, self.metric = alerts, metric
         self.maximize = higher_is_better(metric)
         self.first_round, self.best_score, self.best_round = 0, None, -1
-        self._next_reading = 0.0
+        self.on_gpu, self._next_reading = False, 0.0
 
     def before_training(self, model: xgb.Booster) -> xgb.Booster:
+        # Where this process trains, as its parameters settled it: a GPU in sight may be idle.
+        device = json.loads(model.save_config())["learner"]["generic_param"]["device"]
+        self.on_gpu = device.startswith(("cuda", "gpu"))
         self.first_round = model.num_boosted_rounds()
         self.best_score, self.best_round = best_round_so_far(model)
         return model
@@ -343,11 +347,10 @@ def round_callbacks(
 ) -> list[xgb.callback.TrainingCallback]:
     """The callbacks of a run, in the order they act after each round."""
     metrics = RoundMetrics(run_dir / "metrics.jsonl", loggers, monitor=f"val_{cfg.watched_metric}")
-    on_gpu = cfg.device != "cpu" and bool(visible_gpus())
     return [
         metrics,
         EarlyStoppingRounds(cfg.early_stopping_rounds, cfg.watched_metric),
-        AlertRounds(Alerts(cfg.alerts, run_dir), cfg.watched_metric, on_gpu),
+        AlertRounds(Alerts(cfg.alerts, run_dir), cfg.watched_metric),
         StopRounds(stop_file_paths(cfg.stop_file, run_dir), cfg.max_wall_clock_hours),
         LatestModel(
             run_dir / "checkpoints" / "last.ubj", cfg.checkpoint_minutes, cfg.keep_last_n, metrics.flush
