@@ -260,8 +260,9 @@ def gpu_check(session: nox.Session) -> None:
     gpu_throughput.py and run.sh. Then, there, `bash build/gpu_check/run.sh OUT` installs the
     wheels offline, runs the project's gpu-marked tests and prints the neural part's rows/s in
     bf16-mixed and 32-true and the RL part's frames/s, then the rest of the project's suite
-    (at most 510 s of limits, about 7 minutes on one H200). The tree part trains with xgboost-cpu there: XGBoost's CUDA build (130 MB) does not
-    fit the folder, so its GPU test is skipped."""
+    (at most 510 s of limits, about 7 minutes on one H200). The tree part trains with
+    xgboost-cpu there: XGBoost's CUDA build (130 MB) does not fit the folder, so its GPU test
+    is skipped."""
     options = dict(zip(session.posargs[::2], session.posargs[1::2], strict=False))
     if unknown := set(options) - {"--has", "--python-version"}:
         session.error(f"unknown option {', '.join(unknown)}: give --has FILE and --python-version X.Y")

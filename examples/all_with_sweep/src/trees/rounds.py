@@ -68,6 +68,28 @@ def _improves(score: float, best: float | None, maximize: bool) -> bool:
     return best is None or (score > best if maximize else score < best)
 
 
+class BestRound:
+    """The best validation score of `metric` and its round, taken back from the model when
+    training continues a saved one (xgb.train then numbers its rounds from 0 again)."""
+
+    def __init__(self, metric: str) -> None:
+        self.metric, self.maximize = metric, higher_is_better(metric)
+        self.first_round, self.score, self.round = 0, None, -1
+
+    def start(self, model: xgb.Booster) -> None:
+        self.first_round = model.num_boosted_rounds()
+        self.score, self.round = best_round_so_far(model)
+
+    def update(self, epoch: int, evals_log: dict) -> tuple[int, float, bool]:
+        """This round's number and validation score, and whether it is the best so far."""
+        round_number = self.first_round + epoch
+        score = float(evals_log["val"][self.metric][-1])
+        improved = _improves(score, self.score, self.maximize)
+        if improved:
+            self.score, self.round = score, round_number
+        return round_number, score, improved
+
+
 class EarlyStoppingRounds(xgb.callback.TrainingCallback):
     """CB-1: stops after `rounds` rounds without improvement of validation `metric`, keeping
     the best round in XGBoost's `best_iteration` and `best_score` attributes. Unlike
@@ -75,24 +97,20 @@ class EarlyStoppingRounds(xgb.callback.TrainingCallback):
     it takes the best round back from the model: a resumed run stops where one run would."""
 
     def __init__(self, rounds: int, metric: str) -> None:
-        self.rounds, self.metric, self.maximize = rounds, metric, higher_is_better(metric)
-        self.first_round, self.best_score, self.best_round = 0, None, -1
+        self.rounds, self.best = rounds, BestRound(metric)
 
     def before_training(self, model: xgb.Booster) -> xgb.Booster:
-        # xgb.train numbers rounds from 0 again when it continues a saved model.
-        self.first_round = model.num_boosted_rounds()
-        self.best_score, self.best_round = best_round_so_far(model)
+        self.best.start(model)
         return model
 
     def after_iteration(self, model: xgb.Booster, epoch: int, evals_log: dict) -> bool:
-        round_number = self.first_round + epoch
-        score = float(evals_log["val"][self.metric][-1])
-        if _improves(score, self.best_score, self.maximize):
-            self.best_score, self.best_round = score, round_number
+        round_number, score, improved = self.best.update(epoch, evals_log)
+        if improved:
             model.set_attr(best_score=str(score), best_iteration=str(round_number))
-        if round_number - self.best_round < self.rounds:
+        if round_number - self.best.round < self.rounds:
             return False
-        said = f"val_{self.metric} {score:.6g}, no better than {self.best_score:.6g} for {self.rounds} rounds"
+        best = self.best
+        said = f"val_{best.metric} {score:.6g}, no better than {best.score:.6g} for {self.rounds} rounds"
         _record_stop(model, "patience", said)
         return True
 
@@ -131,33 +149,27 @@ class StopRounds(xgb.callback.TrainingCallback):
 
 class AlertRounds(xgb.callback.TrainingCallback):
     """src.ops.alerts while trees grow: each round's validation score with its rounds since
-    the best, counted as EarlyStoppingRounds counts them (here, not read back from the
-    model: three calls into XGBoost a round cost as much as a small table's round takes); on
-    a GPU, a reading of it every minute."""
+    the best, counted as EarlyStoppingRounds counts them (not read back from the model: three
+    calls into XGBoost a round cost as much as a small table's round takes); on a GPU, a
+    reading of it every minute."""
 
     def __init__(self, alerts: Alerts, metric: str) -> None:
-        self.alerts, self.metric = alerts, metric
-        self.maximize = higher_is_better(metric)
-        self.first_round, self.best_score, self.best_round = 0, None, -1
+        self.alerts, self.best = alerts, BestRound(metric)
         self.on_gpu, self._next_reading = False, 0.0
 
     def before_training(self, model: xgb.Booster) -> xgb.Booster:
         # Where this process trains, as its parameters settled it: a GPU in sight may be idle.
         device = json.loads(model.save_config())["learner"]["generic_param"]["device"]
         self.on_gpu = device.startswith(("cuda", "gpu"))
-        self.first_round = model.num_boosted_rounds()
-        self.best_score, self.best_round = best_round_so_far(model)
+        self.best.start(model)
         return model
 
     def after_iteration(self, model: xgb.Booster, epoch: int, evals_log: dict) -> bool:
         if not writes_files():
             return False
-        round_number = self.first_round + epoch
-        score = float(evals_log["val"][self.metric][-1])
-        if _improves(score, self.best_score, self.maximize):
-            self.best_score, self.best_round = score, round_number
-        since_best = round_number - self.best_round
-        self.alerts.evaluated(f"val_{self.metric}", score, since_best, f"round {round_number}")
+        round_number, score, _ = self.best.update(epoch, evals_log)
+        since_best = round_number - self.best.round
+        self.alerts.evaluated(f"val_{self.best.metric}", score, since_best, f"round {round_number}")
         if self.on_gpu and (now := time.monotonic()) >= self._next_reading:
             self._next_reading = now + 60.0
             self.alerts.gpu_read(gpu_readings())
