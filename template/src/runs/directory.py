@@ -59,14 +59,8 @@ def find_latest_run(base_dir: Path, name: str, part: str) -> Path | None:
 
 
 def run_part(record: dict) -> str:
-    """The part a run belongs to, from its run.json: as recorded, else the package of the
-    module that started it (`python -m part1.train`); "" when neither tells."""
-    if part := record.get("part"):
-        return str(part)
-    command = record.get("command") or []
-    module = next((command[i + 1] for i, arg in enumerate(command[:-1]) if arg == "-m"), "")
-    package, _, rest = str(module).partition(".")
-    return package if rest else ""
+    """The part a run belongs to, as its run.json records it; "" without one."""
+    return str(record.get("part") or "")
 
 
 def marked_if_never_checkpointed(run_dir: Path) -> bool:

@@ -79,12 +79,7 @@ def open_run_dir(path: Path, project: Project) -> RunDir:
         raise BadInput(f"{path} {problem if path.exists() else 'does not exist'}; {VALID}")
     config = read_json(path / "config.json")
     run = read_json(path / "run.json") if (path / "run.json").is_file() else {}
-    # run.json names the part, else its command the part's module (`-m part1.train`): read here,
-    # not through the project's own code, which its user may rename.
-    command = [str(word) for word in run.get("command", [])]
-    module = next((command[i + 1] for i, word in enumerate(command[:-1]) if word == "-m"), "")
-    named = run.get("part") or module.partition(".")[0]
-    part = next((p for p in project.parts if p.name == named), None)
+    part = next((p for p in project.parts if p.name == run.get("part")), None)
     if part is None:
         kinds = ", ".join(f"{p.name} ({p.kind})" for p in project.parts)
         raise BadInput(f"{path}: no run.json names one of this project's parts ({kinds}); {VALID}")

@@ -54,10 +54,6 @@ def gives(name: str, test: Test = given) -> Rule:
     return lambda project, part: require(project.passes(name, part, test), f"no call is given {name}=")
 
 
-def never(name: str, advice: str) -> Rule:
-    return lambda project, part: never_uses(project, project.code(part), name, advice)
-
-
 def holds(value: str) -> Rule:
     return lambda project, part: require(project.has_constant(value, part), f'no "{value}"')
 

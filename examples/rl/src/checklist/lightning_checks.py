@@ -90,13 +90,6 @@ def wandb_logger(project: Project, part: Part) -> None:
         require(off, f"{path}: WandbLogger log_model= is not False")
 
 
-@each_part("LOG-2", "hyperparameters reach W&B through save_hyperparameters()", "nn")
-def hyperparameters(project: Project, part: Part) -> None:
-    name, found = module_methods(project, part)
-    saves = any(calls(m, "save_hyperparameters") for m in found.values())
-    require(saves, f"{name} never calls save_hyperparameters()")
-
-
 @each_part("LOG-3", 'self.log("train_loss", on_step=True, on_epoch=True, prog_bar=True)', "nn")
 def train_loss_logged(project: Project, part: Part) -> None:
     logs = [c for _, c in project.calls("log", part) if c.args and constant(c.args[0]) == "train_loss"]
@@ -221,6 +214,8 @@ rules("CB-1", "EarlyStopping(monitor, patience=cfg.patience, mode)", "nn", early
 rate_monitor = makes_call("LearningRateMonitor", logging_interval=equals(None))
 rules("CB-3", "LearningRateMonitor(logging_interval=None)", "nn", rate_monitor)
 rules("OUT-1", "Trainer(default_root_dir=run_dir)", "nn", gives("default_root_dir"))
+saves_hyperparameters = makes_call("save_hyperparameters")
+rules("LOG-2", "hyperparameters reach W&B through save_hyperparameters()", "nn", saves_hyperparameters)
 
 
 # Run checks: what a Lightning run wrote.

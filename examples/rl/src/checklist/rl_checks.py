@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from src.checklist.code_checks import makes_call, never, never_uses
+from src.checklist.code_checks import makes_call, never_uses
 from src.checklist.project import (
     Part,
     Project,
@@ -174,9 +174,12 @@ def clipping(project: Project, part: Part) -> None:
     require(apart, f"{where}: clip_grad_norm_ clips {clipped or 'nothing'}, not actor and critic apart")
 
 
+@each_part("RL-6", "no manual step_mdp(): the collector steps with step_and_maybe_reset()", "rl")
+def collector_steps(project: Project, part: Part) -> None:
+    never_uses(project, project.code(part), "step_mdp", "use env.step_and_maybe_reset()")
+
+
 rules("RL-4", "RewardSum() on the environments: episode rewards are tracked", "rl", makes_call("RewardSum"))
-step_mdp = never("step_mdp", "use env.step_and_maybe_reset()")
-rules("RL-6", "no manual step_mdp(): the collector steps with step_and_maybe_reset()", "rl", step_mdp)
 
 
 @check("PRF-3", "timing/env_step_seconds > 0 in every epoch: the rollouts are timed", "rl", mode="run")
