@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import PARTS, PROJECT_PYTHONPATH, part_module, run_python, slow
+from conftest import PARTS, PROJECT_PYTHONPATH, ROOT, part_module, run_python, slow
 
 from src.cli import parse_cli
 from src.runs.lifetime import start_run
@@ -246,6 +246,27 @@ def test_help_answers_before_the_training_libraries_load(kind, tmp_path):
     result, imported = run_python(["-m", f"{PARTS[kind]}.train", "--help"], tmp_path)
     assert result.returncode == 0 and "--config" in result.stdout, result.stderr
     assert not imported & TRAINING_LIBRARIES
+
+
+# A checklist item's ID as the code cites it: a user reads --help without the checklist at hand.
+CHECKLIST_ID = re.compile(r"\b(?:CFG|STR|LIT|LOG|PRF|PRC|RL|MEM|MAIN|CB|OPS|OUT|SWP|RES|DDP|DATA)-\d+\b")
+
+
+def commands() -> list[str]:
+    """Every module of the parts and of src/ that runs as `python -m MODULE`."""
+    files = [path for folder in PARTS.values() for path in (ROOT / folder).glob("*.py")]
+    files += (ROOT / "src").rglob("*.py")
+    runnable = [path for path in files if re.search(r'^if __name__ == "__main__":', path.read_text(), re.M)]
+    modules = (".".join(path.relative_to(ROOT).with_suffix("").parts) for path in runnable)
+    return sorted(module.removesuffix(".__main__") for module in modules)
+
+
+@slow
+@pytest.mark.parametrize("module", commands())
+def test_no_commands_help_names_a_checklist_item(module, tmp_path):
+    result, _ = run_python(["-m", module, "--help"], tmp_path)
+    assert result.returncode == 0 and "usage:" in result.stdout, result.stderr
+    assert not CHECKLIST_ID.findall(result.stdout), result.stdout
 
 
 @slow

@@ -142,9 +142,9 @@ def _events(run_dir: Path) -> list[dict]:
 
 @dataclass
 class BabysitOptions:
-    """Watch a running job and write what is found, as it is found, to logs/ (OPS-3). Exit
-    status: 0 when the run finished, 1 when the last check found a failure, 3 while the run
-    goes on (a single check).
+    """Watch a running job and write what is found, as it is found, to logs/. Exit status: 0
+    when the run finished, 1 when the last check found a failure, 3 while the run goes on (a
+    single check).
 
     Attributes:
         run_dir: The run directory to watch.

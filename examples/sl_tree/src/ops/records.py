@@ -1,8 +1,8 @@
-"""OPS-4: experiments are recorded under experiments/, problems under issues/.
+"""Records of experiments, under experiments/, and of problems, under issues/.
 
 Each is a Markdown file whose YAML front matter holds its `type`, its `status` (edited by
 hand: planned, running, done or abandoned; open, investigating, fixed or wontfix) and the
-fields of its type. experiments/README.md and issues/README.md show the commands."""
+fields of its type (OPS-4). experiments/README.md and issues/README.md show the commands."""
 
 from __future__ import annotations
 
