@@ -4,6 +4,7 @@ ruff-clean, and the answers recorded for `copier update`."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -150,6 +151,25 @@ def test_readme_says_where_each_src_module_and_package_lives(copie, parts):
     named = {home for home in homes if f"`src/{home}" in table}
     assert named == homes, f"README's table leaves out {sorted(homes - named)}"
     assert ("src/trees/" in table) == ("sl_tree" in parts)
+
+
+# A run directory's name, `config_stamp`, as the docs write one: ..._20260101_120000, ..._2026*, ..._...
+RUN_DIR_NAME = re.compile(r"[a-z][\w-]*_(?:\d{8}_\d{6}|\d{4}\*|\.\.\.|\*)")
+
+
+def test_the_docs_put_each_run_directory_in_its_parts_folder(copie):
+    """Runs go to output/<part>/<config>_<stamp>/: an example path without the part's folder
+    names a directory that never exists."""
+    answers = {"parts": ["sl_neural", "sl_tree", "rl"], "sweep": True}
+    project = Path(copie.copy(extra_answers=answers).project_dir)
+    docs = [project / "README.md", *(project / "src").rglob("*.py"), *project.glob("part*/*.py")]
+    straight_under_output = [
+        f"{path.relative_to(project)}: output/{found}"
+        for path in docs
+        for found in re.findall(r"output/([^/\s`'\")|,;:]+)", path.read_text())
+        if RUN_DIR_NAME.fullmatch(found)
+    ]
+    assert straight_under_output == []
 
 
 def test_a_tree_only_project_numbers_its_part_1(copie):

@@ -3,8 +3,8 @@
 The predictions CSV has the format of the run's test_predictions.csv; where the table
 holds the label, the task's metrics are printed too.
 
-python -m part1.predict output/baseline_20260101_120000 --data-path new.csv --output predictions.csv
-python -m part1.predict output/baseline_20260101_120000 --rows test   # the run's test metrics again
+python -m part1.predict RUN_DIR --data-path new.csv --output predictions.csv
+python -m part1.predict RUN_DIR --rows test   # the run's test metrics again
 """
 
 from __future__ import annotations
