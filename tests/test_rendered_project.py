@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
-from conftest import assert_each_part_smoke_trains, install_project, new_venv, run
+from conftest import AVAILABLE_PARTS, assert_each_part_smoke_trains, install_project, new_venv, run
 
 pytestmark = pytest.mark.slow
 
@@ -45,6 +46,27 @@ def test_a_project_of_one_part_kind_passes_its_own_fast_tier(kind, copie_session
     suite = run(command, result.project_dir)
     assert suite.returncode == 0, suite.stdout[-5000:]
     assert " passed" in suite.stdout
+
+
+# Flags of the other tools the README's commands run: copier, git, pip, SLURM, TensorBoard.
+OTHER_TOOLS_FLAGS = {"--conflict", "--data", "--defaults", "--global", "--gpus-per-node", "--index-url"}
+OTHER_TOOLS_FLAGS |= {"--logdir", "--nodes", "--ntasks-per-node", "--trust", "--vcs-ref"}
+
+
+@pytest.mark.parametrize("parts", [["sl_neural"], ["sl_tree"], ["rl"], AVAILABLE_PARTS], ids="+".join)
+def test_every_flag_the_readme_names_is_one_a_command_takes(parts, copie_session, installed_projects):
+    # A flag of another part kind, or one a release renamed, is a line a user copies and sees refused.
+    result = copie_session.copy(extra_answers={"parts": parts, "sweep": True})
+    project, python = result.project_dir, installed_projects["all-parts-with-sweep"].python
+    files = [*project.glob("part*/*.py"), *(project / "src").rglob("*.py")]
+    runnable = [path for path in files if re.search(r'^if __name__ == "__main__":', path.read_text(), re.M)]
+    modules = [".".join(path.relative_to(project).with_suffix("").parts) for path in runnable]
+    commands = [[module.removesuffix(".__main__")] for module in modules]
+    commands += [["src.ops.records", kind] for kind in ("experiment", "issue")]  # its subcommands' own
+    helps = "".join(run([python, "-m", *line, "--help"], project, COLUMNS="300").stdout for line in commands)
+    named = set(re.findall(r"(?<![\w-])--[a-z][\w.-]*[a-z0-9]", (project / "README.md").read_text()))
+    unknown = [flag for flag in sorted(named - OTHER_TOOLS_FLAGS) if flag not in helps]
+    assert unknown == [], f"README flags no command takes: {unknown}"
 
 
 def test_rendered_projects_own_suite_passes(installed_projects, capsys):
