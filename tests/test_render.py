@@ -13,7 +13,7 @@ import yaml
 from conftest import QUESTIONS, TEMPLATE, every_variant, run, variant_id
 
 SRC_MODULES = """
-    __init__ cli config data_checks errors predictions project wandb_utils
+    __init__ cli config errors predictions project wandb_utils
     runs/__init__ runs/atomic runs/checkpoint_checks runs/console runs/directory
     runs/launch runs/lifetime runs/loggers runs/metrics_jsonl runs/provenance
     ops/__init__ ops/alerts ops/babysit ops/gpu_lock ops/hardware ops/memory ops/records
@@ -68,6 +68,7 @@ KIND_FILES = {
     "sl_neural": [
         "{part}/predict.py",
         "src/predict.py",
+        "src/data_checks.py",
         "src/checklist/table_checks.py",
         *LIGHTNING_FILES,
         "src/neural/predict.py",
@@ -79,6 +80,7 @@ KIND_FILES = {
         *(f"src/trees/{name}.py" for name in ("__init__", "booster", "config", "data", "plots", "rounds")),
         "{part}/predict.py",
         "src/predict.py",
+        "src/data_checks.py",
     ],
     "rl": [
         "{part}/envs.py",
