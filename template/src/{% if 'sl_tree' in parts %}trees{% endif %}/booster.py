@@ -63,12 +63,13 @@ def local_device(cfg: SLTreeConfig) -> str:
     """cfg.device for training here, or on a local cluster's workers: auto is cuda where a GPU
     and XGBoost's CUDA build are, and no local cluster of several workers would share it
     (XGBoost refuses two processes on one GPU)."""
-    if cfg.device == "cuda" and not visible_gpus():
+    gpus = visible_gpus()
+    if cfg.device == "cuda" and not gpus:
         raise ConfigError("device cuda: no CUDA GPU is visible here; use auto or cpu")
     cuda_build = xgb.build_info()["USE_CUDA"]  # False for xgboost-cpu, the cpu extra
     if cfg.device == "cuda" and not cuda_build:
         raise ConfigError(f"device cuda: this XGBoost is its CPU-only build; {CUDA_XGBOOST_INSTALL}")
-    use_gpu = visible_gpus() and cuda_build and not shares_gpus(cfg.cluster)
+    use_gpu = gpus and cuda_build and not shares_gpus(cfg.cluster)
     return ("cuda" if use_gpu else "cpu") if cfg.device == "auto" else cfg.device
 
 

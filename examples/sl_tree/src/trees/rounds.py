@@ -64,10 +64,6 @@ def save_booster(model: xgb.Booster, path: Path) -> Path:
     return path
 
 
-def _improves(score: float, best: float | None, maximize: bool) -> bool:
-    return best is None or (score > best if maximize else score < best)
-
-
 class BestRound:
     """The best validation score of `metric` and its round, taken back from the model when
     training continues a saved one (xgb.train then numbers its rounds from 0 again)."""
@@ -84,10 +80,14 @@ class BestRound:
         """This round's number and validation score, and whether it is the best so far."""
         round_number = self.first_round + epoch
         score = float(evals_log["val"][self.metric][-1])
-        improved = _improves(score, self.score, self.maximize)
+        return round_number, score, self.offer(round_number, score)
+
+    def offer(self, round_number: int, score: float) -> bool:
+        """Keep `score` as the best if it is; whether it was."""
+        improved = self.score is None or (score > self.score if self.maximize else score < self.score)
         if improved:
             self.score, self.round = score, round_number
-        return round_number, score, improved
+        return improved
 
 
 class EarlyStoppingRounds(xgb.callback.TrainingCallback):
@@ -282,11 +282,10 @@ class RoundMetrics(xgb.callback.TrainingCallback):
     def __init__(self, jsonl_path: Path, loggers: RoundLoggers, monitor: str, flush_every: int = 100) -> None:
         self.jsonl_path, self.loggers = jsonl_path, loggers
         self.monitor = monitor  # e.g. "val_rmse"
-        self.maximize = higher_is_better(monitor)
+        self.best = BestRound(monitor.removeprefix("val_"))
         self.flush_every = flush_every
-        self.best, self.best_round = None, -1
         self._seconds: list[float] = []  # durations of the rounds not yet written
-        self._written = self._first_round = 0  # rounds of this training call already written; before it
+        self._written = 0  # rounds of this training call already written
         self._evals_log: dict = {}
         self._mark = 0.0
 
@@ -296,10 +295,9 @@ class RoundMetrics(xgb.callback.TrainingCallback):
         return {**self.__dict__, "loggers": RoundLoggers()}
 
     def before_training(self, model: xgb.Booster) -> xgb.Booster:
-        self._first_round = model.num_boosted_rounds()
-        self.best, self.best_round = best_round_so_far(model)
-        if self._first_round and writes_files() and self.jsonl_path.is_file():
-            drop_metrics_from_step(self.jsonl_path, self._first_round)
+        self.best.start(model)  # and the rounds before this training call
+        if self.best.first_round and writes_files() and self.jsonl_path.is_file():
+            drop_metrics_from_step(self.jsonl_path, self.best.first_round)
         self._mark = time.perf_counter()
         return model
 
@@ -334,23 +332,23 @@ class RoundMetrics(xgb.callback.TrainingCallback):
         """`round 99 | train_rmse 45.1 | val_rmse 61.23 | best 61.07 at round 25 | median 0.31
         ms/round`; a median, since the first rounds' start-up would weigh on a mean."""
         metrics = [f"{key} {value:.4g}" for key, value in event.items() if key.startswith(("train_", "val_"))]
-        best = f"best {self.best:.4g} at round {self.best_round}" if self.best is not None else "no best yet"
+        score, best_round = self.best.score, self.best.round
+        best = f"best {score:.4g} at round {best_round}" if score is not None else "no best yet"
         milliseconds = 1000 * statistics.median(self._seconds)
         return " | ".join([f"round {event['round']}", *metrics, best, f"median {milliseconds:.2g} ms/round"])
 
     def _event(self, index: int, seconds: float) -> dict[str, Any]:
-        round_number = self._first_round + index
+        round_number = self.best.first_round + index
         event: dict[str, Any] = {"step": round_number, "round": round_number, "timing/round_seconds": seconds}
         for data_name, metrics in self._evals_log.items():
             for metric_name, values in metrics.items():
                 event[f"{data_name}_{metric_name}"] = values[index]
-        value = event.get(self.monitor)
-        if value is not None and _improves(value, self.best, self.maximize):
-            self.best, self.best_round = value, round_number
-        event[f"tracking/best_{self.monitor}"] = self.best
-        event["tracking/best_round"] = self.best_round
+        if (value := event.get(self.monitor)) is not None:
+            self.best.offer(round_number, value)
+        event[f"tracking/best_{self.monitor}"] = self.best.score
+        event["tracking/best_round"] = self.best.round
         # A boosting round is a tree model's epoch: the same key as the Lightning parts.
-        event["tracking/epochs_since_improvement"] = round_number - self.best_round
+        event["tracking/epochs_since_improvement"] = round_number - self.best.round
         return event
 
 
