@@ -118,14 +118,13 @@ def one_variant(args: argparse.Namespace) -> None:
     if args.variant == "device_set_first":
         previous.set_param({"device": "cuda" if args.device == "cuda" else "cpu"})
     if args.variant.startswith("bare"):
-        full = dataclasses.replace(cfg, num_boost_round=MORE_ROUNDS)
         if args.variant == "bare_xgb_train":
             train, val = training_matrices(split)
         else:
             train = xgb.DMatrix(split.train_features, split.train_labels, enable_categorical=True)
             val = xgb.DMatrix(split.val_features, split.val_labels, enable_categorical=True)
         booster = xgb.train(
-            training_params(full, params, split.encoding),
+            training_params(cfg, params, split.encoding),
             train,
             num_boost_round=MORE_ROUNDS,
             evals=[(train, "train"), (val, "val")],
