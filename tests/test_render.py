@@ -13,7 +13,7 @@ import yaml
 from conftest import QUESTIONS, TEMPLATE, every_variant, run, variant_id
 
 SRC_MODULES = """
-    __init__ cli config errors predictions project wandb_utils
+    __init__ cli config errors project wandb_utils
     runs/__init__ runs/atomic runs/checkpoint_checks runs/console runs/directory
     runs/launch runs/lifetime runs/loggers runs/metrics_jsonl runs/provenance
     ops/__init__ ops/alerts ops/babysit ops/gpu_lock ops/hardware ops/memory ops/records
@@ -61,26 +61,31 @@ LIGHTNING_FILES = [
     *(f"src/training/{name}.py" for name in TRAINING.split()),
 ]
 SWEEP_MODULES = "__init__ command local runner spec wandb_sweep"
+# What the parts that learn from a table share, neural and trees, and an RL project lacks.
+TABLE_FILES = [
+    "src/predict.py",
+    "src/data_checks.py",
+    "src/predictions.py",
+    "src/report/prediction_figures.py",
+    "src/checklist/table_checks.py",
+    "tests/test_predictions.py",
+]
 
 
 # Files a part kind adds beyond the four of every part; {part} is its folder.
 KIND_FILES = {
     "sl_neural": [
         "{part}/predict.py",
-        "src/predict.py",
-        "src/data_checks.py",
-        "src/checklist/table_checks.py",
+        *TABLE_FILES,
         *LIGHTNING_FILES,
         "src/neural/predict.py",
         *(f"src/neural/{name}.py" for name in ("__init__", "config", "data", "encoding", "module")),
     ],
     "sl_tree": [
         "src/checklist/tree_checks.py",
-        "src/checklist/table_checks.py",
         *(f"src/trees/{name}.py" for name in ("__init__", "booster", "config", "data", "plots", "rounds")),
         "{part}/predict.py",
-        "src/predict.py",
-        "src/data_checks.py",
+        *TABLE_FILES,
     ],
     "rl": [
         "{part}/envs.py",

@@ -10,13 +10,11 @@ import statistics
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 from conftest import PARTS, PNG_SIGNATURE, ROOT, assert_report, part_module, slow
 
-from src import predictions
 from src.report.run_files import RunFiles
-from src.report.run_report import cell, prediction_figures
+from src.report.run_report import cell
 from src.runs.lifetime import start_run
 
 # The figures each kind's metrics call for; a tree part's own plots/ are in its report too.
@@ -43,9 +41,6 @@ def test_every_run_ends_with_its_report(kind, smoke_runs):
     assert report.startswith(f"# {PARTS[kind]}: run {run_dir.name}\n")  # which part's run
     assert f"| {CURVE_METRIC[kind]} |" in report
     assert "**finished**" in report and "## Config" in report and "| python |" in report
-    if kind == "sl_neural":  # the figures of a classifier's test predictions
-        tested = predictions.read_predictions(run_dir / predictions.PREDICTIONS_FILE)
-        assert len(predictions.probability_columns(tested)) == 10 and tested["row"].is_unique
 
 
 def test_report_compares_two_runs_side_by_side(smoke_runs, tmp_path):
@@ -147,33 +142,3 @@ def test_a_report_that_fails_leaves_the_run_as_it_ended(tmp_path, capsys):
     assert json.loads((run.dir / "run.json").read_text())["status"] == "finished"
     (warning,) = [line for line in capsys.readouterr().err.splitlines() if "report" in line]
     assert warning.startswith("warning: no run report (")
-
-
-@pytest.mark.parametrize("task", ["binary", "multiclass", "regression"])
-def test_a_predictions_file_gets_its_tasks_metrics_and_figures(task, tmp_path):
-    rng = np.random.default_rng(0)
-    rows = np.arange(40)
-    if task == "regression":
-        truth = rng.normal(size=(40, 2))
-        table = predictions.regression_table(rows, truth + 0.1, ["height", "weight"], truth)
-        expected, figures = {"rmse_height", "mae_height", "r2_weight"}, ["predicted_vs_true"]
-    else:
-        classes = ["Adelie", "Gentoo"] if task == "binary" else ["Adelie", "Chinstrap", "Gentoo"]
-        labels = np.array(classes)[np.arange(40) % len(classes)]
-        probabilities = np.eye(len(classes))[np.arange(40) % len(classes)] * 0.8 + 0.2 / len(classes)
-        table = predictions.classification_table(rows, probabilities, classes, "species", labels)
-        auc = "roc_auc" if task == "binary" else "roc_auc_ovr"
-        expected, figures = (
-            {"accuracy", "balanced_accuracy", "f1_macro", "log_loss", auc},
-            ["confusion_matrix", "roc"],
-        )
-    path = predictions.write_predictions(table, tmp_path / predictions.PREDICTIONS_FILE)
-    found = predictions.task_metrics(predictions.read_predictions(path))
-    assert expected <= set(found)
-    if task == "regression":
-        assert found["rmse_height"] == pytest.approx(0.1) and found["mae_weight"] == pytest.approx(0.1)
-    else:
-        assert found["accuracy"] == 1.0 and found[auc] == 1.0
-    drawn = prediction_figures(table, tmp_path / "report")
-    assert sorted(path.stem for path in drawn.values()) == sorted(figures)
-    assert all(path.read_bytes().startswith(PNG_SIGNATURE) for path in drawn.values())

@@ -10,9 +10,9 @@ from typing import Any
 
 import pandas as pd
 
-from src import predictions
 from src.errors import DataValidationError
 from src.report import figures
+from src.report.prediction_figures import prediction_figures
 from src.report.run_files import REPORT_FILE, RunFiles
 from src.runs.atomic import write_text_atomic
 from src.runs.metrics_jsonl import higher_is_better
@@ -59,32 +59,8 @@ def draw_figures(run: RunFiles, folder: Path) -> dict[str, Path]:
         drawn["Timing"] = figures.timing(shares, per_axis[seconds], run.axis, folder / "timing.png")
     if (readings := per_axis.filter(regex="^system/")).columns.size:
         drawn["System"] = figures.system(readings, run.axis, run.last() or 0, folder / "system.png")
-    if run.predictions is not None:
-        drawn |= prediction_figures(run.predictions, folder)
+    drawn |= prediction_figures(run.dir, folder)  # a supervised run's test predictions
     return drawn
-
-
-def prediction_figures(table: pd.DataFrame, folder: Path) -> dict[str, Path]:
-    """What the test predictions show for their task: a classifier's confusion matrix and ROC
-    curves; a regression's predicted against true values, and the residuals."""
-    if not (targets := predictions.targets_of(table)):
-        return {}
-    if predictions.task_of(table) == "regression":
-        return {
-            "Predicted vs true": figures.predicted_vs_true(table, targets, folder / "predicted_vs_true.png")
-        }
-    (target,) = targets
-    columns = predictions.probability_columns(table)
-    probabilities = table[columns].set_axis(
-        [c.removeprefix(predictions.PROBABILITY) for c in columns], axis=1
-    )
-    truth, predicted = (table[f"{side}_{target}"].astype(str) for side in ("true", "predicted"))
-    return {
-        "Confusion matrix": figures.confusion_matrix(
-            truth, predicted, list(probabilities), folder / "confusion_matrix.png"
-        ),
-        "ROC": figures.roc_curves(truth, probabilities, folder / "roc.png"),
-    }
 
 
 def title(run: RunFiles) -> str:

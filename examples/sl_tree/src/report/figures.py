@@ -7,7 +7,6 @@ import math
 from collections.abc import Mapping
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -41,7 +40,7 @@ def learning_curves(
     means = {name: group.mean() for name, group in stacked.items()}
     metrics = dict.fromkeys(_metric(key) for mean in means.values() for key in mean)
     several, seeds = len(runs) > 1, any(len(curves) > 1 for curves in runs.values())
-    figure, panels = _grid(len(metrics), extra_height=0.3 * len(runs) if several else 0)
+    figure, panels = panel_grid(len(metrics), extra_height=0.3 * len(runs) if several else 0)
     axis = " / ".join(sorted({curves.index.name for group in runs.values() for curves in group}))
     for axes, metric in zip(panels, metrics, strict=True):
         for index, (name, mean) in enumerate(means.items()):
@@ -85,7 +84,7 @@ def _metric(key: str) -> str:
 
 
 def learning_rate(rates: pd.DataFrame, path: Path) -> Path:
-    figure, (axes,) = _grid(1)
+    figure, (axes,) = panel_grid(1)
     for index, (key, series) in enumerate(rates.items()):
         # Steps: a rate holds until the next one is logged. Dashes: the groups' often coincide.
         _line(axes, series, key, linestyle=("-", "--", ":", "-.")[index % 4], drawstyle="steps-post")
@@ -100,7 +99,7 @@ def learning_rate(rates: pd.DataFrame, path: Path) -> Path:
 
 def timing(shares: pd.DataFrame, seconds: pd.Series, axis: str, path: Path) -> Path:
     """Where each epoch's time went (timing/*_pct columns, stacked to 100%), and its length."""
-    figure, panels = _grid(2 if shares.size else 1, columns=2)
+    figure, panels = panel_grid(2 if shares.size else 1, columns=2)
     shares, below = shares.dropna(how="all").fillna(0.0), 0.0
     for key, share in shares.items():
         panels[0].bar(shares.index, share, bottom=below, width=0.85, label=_short(key))
@@ -124,7 +123,7 @@ def system(readings: pd.DataFrame, axis: str, last: float, path: Path) -> Path:
     units = {
         key: "%" if key.endswith("_percent") else "GB" if key.endswith("_gb") else key for key in readings
     }
-    figure, panels = _grid(len(set(units.values())), columns=2)
+    figure, panels = panel_grid(len(set(units.values())), columns=2)
     for axes, unit in zip(panels, dict.fromkeys(units.values()), strict=True):
         members = readings[[key for key in readings if units[key] == unit]]
         for key, series in members.items():
@@ -136,59 +135,7 @@ def system(readings: pd.DataFrame, axis: str, last: float, path: Path) -> Path:
     return save_figure(figure, path)
 
 
-def confusion_matrix(truth: pd.Series, predicted: pd.Series, classes: list[str], path: Path) -> Path:
-    """The test set's counts, coloured by the share of each true class (row) predicted as each column."""
-    from sklearn.metrics import confusion_matrix as count
-
-    counts = count(truth, predicted, labels=classes)
-    shares = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)
-    size = len(classes)
-    side = min(max(4.5, 0.45 * size + 2), 14)
-    figure = Figure(figsize=(side + 1, side), layout="constrained")
-    axes = figure.subplots()
-    image = axes.imshow(shares, cmap="Blues", vmin=0, vmax=1)
-    figure.colorbar(image, ax=axes, label="share of the true class", shrink=0.8)
-    if size <= 30:  # beyond, the numbers do not fit their cells
-        for (row, column), value in np.ndenumerate(counts):
-            colour = "white" if shares[row, column] > 0.5 else "black"
-            axes.text(column, row, value, ha="center", va="center", fontsize="small", color=colour)
-    ticks = range(0, size, math.ceil(size / 30))
-    axes.set_xticks(ticks, [classes[i] for i in ticks], rotation=90 if size > 10 else 0)
-    axes.set_yticks(ticks, [classes[i] for i in ticks])
-    axes.set(title="Test set confusion matrix", xlabel="predicted class", ylabel="true class")
-    return save_figure(figure, path)
-
-
-def roc_curves(truth: pd.Series, probabilities: pd.DataFrame, path: Path) -> Path:
-    """One ROC curve per class (a column of `probabilities`) against the rest, the positive
-    class alone for two, with its AUC."""
-    from sklearn.metrics import RocCurveDisplay
-
-    figure, (axes,) = _grid(1)
-    figure.set_size_inches(5.5, 4.8)  # square-ish: both axes are rates
-    for name in probabilities.columns[1:] if probabilities.shape[1] == 2 else probabilities.columns:
-        if 0 < (positive := truth == name).sum() < len(positive):
-            RocCurveDisplay.from_predictions(positive, probabilities[name], name=name, ax=axes)
-    axes.plot([0, 1], [0, 1], color="grey", linestyle=":", linewidth=1)
-    axes.set(title="Test set ROC", xlabel="false positive rate", ylabel="true positive rate")
-    axes.legend(fontsize="small", loc="lower right")
-    return save_figure(figure, path)
-
-
-def predicted_vs_true(table: pd.DataFrame, targets: list[str], path: Path) -> Path:
-    """Per target, the test set's true against predicted values beside the residuals."""
-    from sklearn.metrics import PredictionErrorDisplay
-
-    figure, panels = _grid(2 * len(targets), columns=2)
-    for target, *pair in zip(targets, panels[::2], panels[1::2], strict=True):
-        for axes, kind in zip(pair, ("actual_vs_predicted", "residual_vs_predicted"), strict=True):
-            truth, predicted = table[f"true_{target}"], table[f"predicted_{target}"]
-            PredictionErrorDisplay.from_predictions(truth, predicted, kind=kind, ax=axes, subsample=None)
-            axes.set_title(f"{target}: {kind.replace('_', ' ')}")
-    return save_figure(figure, path)
-
-
-def _grid(count: int, columns: int = 3, extra_height: float = 0.0) -> tuple[Figure, list[Axes]]:
+def panel_grid(count: int, columns: int = 3, extra_height: float = 0.0) -> tuple[Figure, list[Axes]]:
     """`count` panels, `columns` a row at most."""
     columns = min(count, columns)
     rows = math.ceil(count / columns)

@@ -1,5 +1,5 @@
 """A run directory's files read back for its report: config.json, run.json, metrics.jsonl,
-metrics.json, test_predictions.csv and plots/*.png. Every part logs the same metric
+metrics.json and plots/*.png. Every part logs the same metric
 namespaces, so what to draw follows from which keys are there."""
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import Any
 import pandas as pd
 
 from src.errors import DataValidationError
-from src.predictions import PREDICTIONS_FILE, read_predictions
 from src.runs.directory import run_part
 from src.runs.metrics_jsonl import higher_is_better, read_jsonl
 
@@ -33,7 +32,6 @@ class RunFiles:
     events: list[dict[str, Any]]  # the "metrics" lines of metrics.jsonl
     hyperparams: dict[str, Any]  # its "hyperparams" lines, merged
     summary: dict[str, Any]  # metrics.json, where the part writes one
-    predictions: pd.DataFrame | None  # the test set's, where the part writes them
     plots: list[Path]  # the part's own figures
 
     @classmethod
@@ -48,7 +46,6 @@ class RunFiles:
         if not (run_dir / "config.json").is_file():
             raise DataValidationError(f"{run_dir} has no config.json, so it is not a run directory")
         lines = _read(run_dir / "metrics.jsonl", read_jsonl) or []
-        predictions = run_dir / PREDICTIONS_FILE
         return cls(
             dir=run_dir,
             config=_read(run_dir / "config.json"),
@@ -58,7 +55,6 @@ class RunFiles:
                 k: v for line in lines if line.get("event") == "hyperparams" for k, v in line.items()
             },
             summary=_read(run_dir / "metrics.json"),
-            predictions=read_predictions(predictions) if predictions.is_file() else None,
             plots=sorted((run_dir / "plots").glob("*.png")),
         )
 

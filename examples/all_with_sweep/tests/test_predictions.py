@@ -1,0 +1,54 @@
+"""A supervised run's test predictions (test_predictions.csv): their metrics by task, the
+figures its report draws of them, and the file a classifier's run writes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import PARTS, PNG_SIGNATURE, assert_report
+
+from src import predictions
+from src.report.prediction_figures import draw_predictions
+
+# The report's figures of the test predictions, by the task of each kind's smoke run.
+PREDICTION_FIGURES = {"sl_neural": ["confusion_matrix", "roc"], "sl_tree": ["predicted_vs_true"]}
+
+
+@pytest.mark.parametrize("kind", sorted(set(PARTS) & set(PREDICTION_FIGURES)))
+def test_a_supervised_runs_report_draws_its_test_predictions(kind, smoke_runs):
+    run_dir, _ = smoke_runs(kind)
+    tested = predictions.read_predictions(run_dir / predictions.PREDICTIONS_FILE)
+    assert tested["row"].is_unique and predictions.targets_of(tested)
+    if kind == "sl_neural":  # a classifier of the ten digits
+        assert len(predictions.probability_columns(tested)) == 10
+    assert_report(run_dir, PREDICTION_FIGURES[kind])
+
+
+@pytest.mark.parametrize("task", ["binary", "multiclass", "regression"])
+def test_a_predictions_file_gets_its_tasks_metrics_and_figures(task, tmp_path):
+    rng = np.random.default_rng(0)
+    rows = np.arange(40)
+    if task == "regression":
+        truth = rng.normal(size=(40, 2))
+        table = predictions.regression_table(rows, truth + 0.1, ["height", "weight"], truth)
+        expected, figures = {"rmse_height", "mae_height", "r2_weight"}, ["predicted_vs_true"]
+    else:
+        classes = ["Adelie", "Gentoo"] if task == "binary" else ["Adelie", "Chinstrap", "Gentoo"]
+        labels = np.array(classes)[np.arange(40) % len(classes)]
+        probabilities = np.eye(len(classes))[np.arange(40) % len(classes)] * 0.8 + 0.2 / len(classes)
+        table = predictions.classification_table(rows, probabilities, classes, "species", labels)
+        auc = "roc_auc" if task == "binary" else "roc_auc_ovr"
+        expected, figures = (
+            {"accuracy", "balanced_accuracy", "f1_macro", "log_loss", auc},
+            ["confusion_matrix", "roc"],
+        )
+    path = predictions.write_predictions(table, tmp_path / predictions.PREDICTIONS_FILE)
+    found = predictions.task_metrics(predictions.read_predictions(path))
+    assert expected <= set(found)
+    if task == "regression":
+        assert found["rmse_height"] == pytest.approx(0.1) and found["mae_weight"] == pytest.approx(0.1)
+    else:
+        assert found["accuracy"] == 1.0 and found[auc] == 1.0
+    drawn = draw_predictions(table, tmp_path / "report")
+    assert sorted(path.stem for path in drawn.values()) == sorted(figures)
+    assert all(path.read_bytes().startswith(PNG_SIGNATURE) for path in drawn.values())
