@@ -47,6 +47,7 @@ PROJECT_DEPS = [
 # Every part kind the template renders today, and the folder each gets when all are chosen.
 ALL_PARTS = '["sl_neural", "sl_tree", "rl"]'
 PART_DIRS = {"{{sl_neural_dir}}": "part1", "{{sl_tree_dir}}": "part2", "{{rl_dir}}": "part3"}
+RL_ALONE_PART = "part1"  # the RL part's folder in a project of it alone
 
 
 nox.needs_version = ">=2025.2.9"  # @nox.session(default=...)
@@ -142,7 +143,8 @@ def bench(session: nox.Session) -> None:
     times its rows, and a whole run against a bare script; benchmarks/tree_dask.py, a
     1,000,000-row table on a local Dask cluster against one process; benchmarks/rl_frames.py), then
     start-up and smoke walls (benchmarks/startup.py) and the CartPole and Pendulum races
-    against stable-baselines3 (see race); figures land in build/bench/*.json. Not part of CI: the
+    against stable-baselines3 (see race), the RL start-up and the races on the RL part rendered
+    alone (build/race); figures land in build/bench/*.json. Not part of CI: the
     figures need a quiet machine. `nox -s bench -- --no-race` skips the race."""
     install(session, "copier")
     project = render(session, ROOT / "build" / "bench" / "project", ALL_PARTS)
@@ -168,36 +170,48 @@ def bench(session: nox.Session) -> None:
     python = session.virtualenv.bin + "/python"
     startup = ["--project", str(project), "--python", python, "--json", str(results / "startup.json")]
     session.run("python", str(ROOT / "benchmarks" / "startup.py"), *startup)
+    # The RL part again as a project of it alone has it: without the table parts' packages.
+    rl_project, rl_python = rl_alone(session)
+    startup = ["--project", str(rl_project), "--python", str(rl_python), "--parts", RL_ALONE_PART]
+    startup += ["--json", str(results / "startup-rl-alone.json")]
+    session.run("python", str(ROOT / "benchmarks" / "startup.py"), *startup)
     if "--no-race" not in session.posargs:
-        _race(session, project, results, [])
+        _race(session, results, [])
 
 
 @nox.session(default=False)
 def race(session: nox.Session) -> None:
     """Time to solve CartPole-v1, then Pendulum-v1 (-250 within 300k frames): the RL part
     against stable-baselines3 PPO (RL-Zoo's tuned hyperparameters), whole processes, five
-    seeds each (benchmarks/rl_race.py); `nox -s race -- --seeds 0 1 2` runs fewer."""
+    seeds each (benchmarks/rl_race.py), on the RL part rendered alone (build/race) in a venv
+    of its own; `nox -s race -- --seeds 0 1 2` runs fewer."""
     install(session, "copier")
-    project = render(session, ROOT / "build" / "bench" / "project", ALL_PARTS)
-    session.install("-c", str(CONSTRAINTS), f"{project}[{extras(json.loads(ALL_PARTS))}]")
-    _race(session, project, ROOT / "build" / "bench", session.posargs)
+    _race(session, ROOT / "build" / "bench", session.posargs)
 
 
-def _race(session: nox.Session, project: Path, results: Path, options: list[str]) -> None:
-    # stable-baselines3 gets a venv of its own: it is no dependency of a rendered project.
-    sb3 = Path(session.create_tmp()).resolve() / "sb3-venv"  # absolute: the race runs elsewhere
-    if not (sb3 / "bin" / "python").exists():
-        session.run("python", "-m", "venv", str(sb3))
-        pip = [str(sb3 / "bin" / "python"), "-m", "pip", "install", "-q", "-c", str(CONSTRAINTS)]
-        session.run(*pip, "torch", external=True)
-        # Pinned here, not in the constraints file every project gets: only this race uses it.
-        session.run(*pip, "stable-baselines3==2.9.2", "gymnasium", external=True)
-    pythons = [
-        "--project-python",
-        session.virtualenv.bin + "/python",
-        "--sb3-python",
-        str(sb3 / "bin" / "python"),
-    ]
+def venv(session: nox.Session, name: str, *packages: str) -> Path:
+    """The python of a venv of the session's own (`name`), torch installed first, then `packages`."""
+    folder = Path(session.create_tmp()).resolve() / name  # absolute: the benchmarks run elsewhere
+    if not (folder / "bin" / "python").exists():
+        session.run("python", "-m", "venv", str(folder))
+    pip = [str(folder / "bin" / "python"), "-m", "pip", "install", "-q", "-c", str(CONSTRAINTS)]
+    session.run(*pip, "torch", external=True)
+    session.run(*pip, *packages, external=True)
+    return folder / "bin" / "python"
+
+
+def rl_alone(session: nox.Session) -> tuple[Path, Path]:
+    """The RL part rendered alone into build/race/project, installed in a venv of its own as its
+    user's would be: without scikit-learn's scipy, which torchmetrics imports at start if present."""
+    project = render(session, ROOT / "build" / "race" / "project", '["rl"]')
+    return project, venv(session, "rl-venv", f"{project}[{extras(['rl'])}]")
+
+
+def _race(session: nox.Session, results: Path, options: list[str]) -> None:
+    project, python = rl_alone(session)
+    # Pinned here, not in the constraints file every project gets: only this race uses it.
+    sb3 = venv(session, "sb3-venv", "stable-baselines3==2.9.2", "gymnasium")
+    pythons = ["--project-python", str(python), "--sb3-python", str(sb3), "--part", RL_ALONE_PART]
     for env, name in (("CartPole-v1", "race"), ("Pendulum-v1", "race-pendulum")):
         session.run(
             "python",

@@ -3,9 +3,11 @@ ruff-clean, and the answers recorded for `copier update`."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -177,6 +179,37 @@ def test_the_docs_put_each_run_directory_in_its_parts_folder(copie):
         if RUN_DIR_NAME.fullmatch(found)
     ]
     assert straight_under_output == []
+
+
+# The dependencies a project lists only with the parts that import them: distribution, module.
+CONDITIONAL_DEPENDENCIES = {
+    "pandera": "pandera",
+    "scikit-learn": "sklearn",
+    "torchdata": "torchdata",
+    "torchrl": "torchrl",
+    "tensordict": "tensordict",
+    "gymnasium": "gymnasium",
+    "optuna": "optuna",
+}
+
+
+@pytest.mark.parametrize("parts", [["sl_neural"], ["sl_tree"], ["rl"]], ids="+".join)
+def test_a_project_depends_on_the_libraries_its_code_imports(copie, parts):
+    """A project of the RL part alone installs no table library: scikit-learn brings scipy,
+    which torchmetrics then imports at every start."""
+    project = Path(copie.copy(extra_answers={"parts": parts, "sweep": True}).project_dir)
+    listed = tomllib.loads((project / "pyproject.toml").read_text())["project"]["dependencies"]
+    declared = {re.split(r"[<>=\[ ;]", line, maxsplit=1)[0] for line in listed}
+    imported = set()
+    for path in project.rglob("*.py"):
+        if "tests" not in path.relative_to(project).parts:
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Import):
+                    imported |= {alias.name.split(".")[0] for alias in node.names}
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    imported.add(node.module.split(".")[0])
+    for distribution, module in CONDITIONAL_DEPENDENCIES.items():
+        assert (distribution in declared) == (module in imported), (distribution, sorted(declared))
 
 
 def test_a_tree_only_project_numbers_its_part_1(copie):
