@@ -16,6 +16,7 @@ from torchrl.modules import ValueOperator
 from torchrl.objectives import ClipPPOLoss
 from torchrl.objectives.value import GAE
 
+from src.callbacks import log_to_loggers, logs_this_step
 from src.rl.config import RLConfig
 from src.rl.policy import ActionSpace, ObservationNormalizer
 from src.training.checkpoints import config_hyperparameters, load_module
@@ -156,9 +157,10 @@ class PPO(L.LightningModule):
         self.frames += batch.numel() * self.trainer.world_size  # every DDP rank collects a batch
         # RL-11: over the updates really made; with none, the loss is NaN.
         averages = {key: value / max(updates, 1) for key, value in sums.items()}
-        metrics = {f"batch/{key}": value for key, value in averages.items() if key != "loss"}
-        metrics |= {"batch/actual_updates": float(updates), "batch/skipped_updates": float(skipped)}
-        self.log_dict(metrics, on_step=True, on_epoch=False, batch_size=1)
+        if logs_this_step(self.trainer):  # no callback reads batch/: straight to the loggers
+            metrics = {f"batch/{key}": value for key, value in averages.items() if key != "loss"}
+            metrics |= {"batch/actual_updates": float(updates), "batch/skipped_updates": float(skipped)}
+            log_to_loggers(self.trainer, metrics)
         loss = averages.get("loss", float("nan"))
         self.log("train_loss", loss, on_step=True, on_epoch=True, prog_bar=True, sync_dist=True)
         self.log("frames", float(self.frames), on_step=True, on_epoch=False)
