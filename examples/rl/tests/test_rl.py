@@ -132,6 +132,9 @@ def test_metrics_cover_rewards_updates_and_timing(smoke_run):  # LOG-4, LOG-5, P
     cfg = config.CONFIGS["smoke"]()
     most = cfg.ppo_epochs * cfg.frames_per_batch // cfg.batch_size
     assert all(1 <= count <= most for count in updates)  # KL early stopping may cut it short
+    # Once a collection, at the step of Lightning's own metrics of that collection.
+    batch_steps = [e["step"] for e in events if "batch/actual_updates" in e]
+    assert batch_steps == [e["step"] for e in events if "train_loss_step" in e]
 
 
 @slow
