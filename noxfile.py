@@ -170,13 +170,13 @@ def bench(session: nox.Session) -> None:
     python = session.virtualenv.bin + "/python"
     startup = ["--project", str(project), "--python", python, "--json", str(results / "startup.json")]
     session.run("python", str(ROOT / "benchmarks" / "startup.py"), *startup)
-    # The RL part again as a project of it alone has it: without the table parts' packages.
-    rl_project, rl_python = rl_alone(session)
-    startup = ["--project", str(rl_project), "--python", str(rl_python), "--parts", RL_ALONE_PART]
+    # The RL part again, rendered alone and installed as its user would: no table libraries.
+    rl_project = rl_alone(session)
+    startup = ["--project", str(rl_project[0]), "--python", str(rl_project[1]), "--parts", RL_ALONE_PART]
     startup += ["--json", str(results / "startup-rl-alone.json")]
     session.run("python", str(ROOT / "benchmarks" / "startup.py"), *startup)
     if "--no-race" not in session.posargs:
-        _race(session, results, [])
+        _race(session, rl_project, results, [])
 
 
 @nox.session(default=False)
@@ -185,8 +185,8 @@ def race(session: nox.Session) -> None:
     against stable-baselines3 PPO (RL-Zoo's tuned hyperparameters), whole processes, five
     seeds each (benchmarks/rl_race.py), on the RL part rendered alone (build/race) in a venv
     of its own; `nox -s race -- --seeds 0 1 2` runs fewer."""
-    install(session, "copier")
-    _race(session, ROOT / "build" / "bench", session.posargs)
+    session.install("-c", str(CONSTRAINTS), "copier")  # the race's processes run in venvs of their own
+    _race(session, rl_alone(session), ROOT / "build" / "bench", session.posargs)
 
 
 def venv(session: nox.Session, name: str, *packages: str) -> Path:
@@ -195,7 +195,8 @@ def venv(session: nox.Session, name: str, *packages: str) -> Path:
     if not (folder / "bin" / "python").exists():
         session.run("python", "-m", "venv", str(folder))
     pip = [str(folder / "bin" / "python"), "-m", "pip", "install", "-q", "-c", str(CONSTRAINTS)]
-    session.run(*pip, "torch", external=True)
+    index = ["--index-url", os.environ["TORCH_INDEX_URL"]] if os.environ.get("TORCH_INDEX_URL") else []
+    session.run(*pip, *index, "torch", external=True)  # as install() does
     session.run(*pip, *packages, external=True)
     return folder / "bin" / "python"
 
@@ -207,8 +208,10 @@ def rl_alone(session: nox.Session) -> tuple[Path, Path]:
     return project, venv(session, "rl-venv", f"{project}[{extras(['rl'])}]")
 
 
-def _race(session: nox.Session, results: Path, options: list[str]) -> None:
-    project, python = rl_alone(session)
+def _race(session: nox.Session, rl_project: tuple[Path, Path], results: Path, options: list[str]) -> None:
+    """The races of `rl_project` (rl_alone's project and python) against SB3, into `results`."""
+    project, python = rl_project
+    results.mkdir(parents=True, exist_ok=True)
     # Pinned here, not in the constraints file every project gets: only this race uses it.
     sb3 = venv(session, "sb3-venv", "stable-baselines3==2.9.2", "gymnasium")
     pythons = ["--project-python", str(python), "--sb3-python", str(sb3), "--part", RL_ALONE_PART]

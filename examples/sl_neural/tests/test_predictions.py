@@ -3,9 +3,13 @@ figures its report draws of them, and the file a classifier's run writes."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
+
 import numpy as np
 import pytest
-from conftest import PARTS, PNG_SIGNATURE, assert_report
+from conftest import PARTS, PNG_SIGNATURE, ROOT, assert_report
 
 from src import predictions
 from src.report.prediction_figures import draw_predictions
@@ -22,6 +26,20 @@ def test_a_supervised_runs_report_draws_its_test_predictions(kind, smoke_runs):
     if kind == "sl_neural":  # a classifier of the ten digits
         assert len(predictions.probability_columns(tested)) == 10
     assert_report(run_dir, PREDICTION_FIGURES[kind])
+
+
+def test_a_damaged_predictions_file_is_one_line_and_leaves_the_report_as_it_was(smoke_runs, tmp_path):
+    kind = min(set(PARTS) & set(PREDICTION_FIGURES))
+    run_dir = shutil.copytree(smoke_runs(kind)[0], tmp_path / "run")
+    (run_dir / predictions.PREDICTIONS_FILE).write_text("not,a\npredictions,file\n")
+    written = sorted([run_dir / "report.md", *(run_dir / "report").glob("*.png")])
+    before = [path.stat().st_mtime_ns for path in written]
+    command = [sys.executable, "-m", "src.report", str(run_dir)]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("error: ") and "not a predictions file" in line
+    assert [path.stat().st_mtime_ns for path in written] == before
 
 
 @pytest.mark.parametrize("task", ["binary", "multiclass", "regression"])

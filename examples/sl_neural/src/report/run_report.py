@@ -48,6 +48,8 @@ def write_report(run: RunFiles) -> Path:
 def draw_figures(run: RunFiles, folder: Path) -> dict[str, Path]:
     """{section title: PNG} of the figures this run's metrics call for."""
     drawn, per_axis, seconds = {}, run.per_axis, f"timing/{run.axis}_seconds"
+    # First: a damaged test_predictions.csv ends the report before any figure is drawn again.
+    predicted = prediction_figures(run.dir, folder)
     if run.curves.size:
         drawn["Learning curves"] = _curves_figure(
             [[run]], [run.name], folder / "learning_curves.png", title(run)
@@ -59,7 +61,7 @@ def draw_figures(run: RunFiles, folder: Path) -> dict[str, Path]:
         drawn["Timing"] = figures.timing(shares, per_axis[seconds], run.axis, folder / "timing.png")
     if (readings := per_axis.filter(regex="^system/")).columns.size:
         drawn["System"] = figures.system(readings, run.axis, run.last() or 0, folder / "system.png")
-    drawn |= prediction_figures(run.dir, folder)  # a supervised run's test predictions
+    drawn |= predicted  # a supervised run's test predictions
     return drawn
 
 
