@@ -99,6 +99,19 @@ def test_report_takes_runs_that_differ_only_in_their_seed_together(smoke_runs, t
     assert (output / "learning_curves.png").read_bytes().startswith(PNG_SIGNATURE)
 
 
+@slow
+def test_a_comparison_says_when_the_seed_changed_nothing(smoke_runs, tmp_path):
+    """Trees without row or column sampling grow the same trees whatever the seed: their ± 0
+    measures nothing, and the comparison says so. A network's seeds train it differently."""
+    for kind in sorted(PARTS):
+        seeds = [smoke_runs(kind)[0], smoke_runs(kind, seed=43)[0]]
+        result = report_command(*map(str, seeds), "--output", str(tmp_path / kind))
+        assert result.returncode == 0, result.stderr
+        comparison = (tmp_path / kind / "report.md").read_text()
+        said = "2 seeds: every seed ended with the same final metrics;" in comparison
+        assert said == (kind == "sl_tree"), kind
+
+
 @pytest.mark.parametrize("kind", sorted(PARTS))
 def test_learning_curves_are_drawn_against_frames_for_rl_and_mark_resumes(kind, smoke_runs):
     run = RunFiles.read(smoke_runs(kind)[0])

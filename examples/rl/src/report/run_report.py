@@ -22,6 +22,7 @@ NO_METRICS = "No metrics were logged."
 # Config fields that do not change what a run learns: where it writes and logs, and how it
 # is stopped by hand. Runs whose other fields are equal are one group, their seeds aside.
 NOT_SETTINGS = ("seed", "output.", "stop_file", "loggers", "wandb_", "used.")
+NOT_LEARNED = ("_seconds", "_pct", "_gb", "_percent")  # final metrics that time a run or read the machine
 
 
 def write_report(run: RunFiles) -> Path:
@@ -148,6 +149,12 @@ def compare_runs(runs: list[RunFiles], output: Path, title: str = "") -> Path:
     sections = [f"# {title}"]
     if seeded:
         sections.append("Runs that differ only in their seed are taken together: mean ± standard deviation.")
+        unmoved = [name for name, group in zip(names, groups, strict=True) if _same_finals(group)]
+        sections += [
+            f"{name}: every seed ended with the same final metrics; nothing in this config's training "
+            "draws on the seed, so its ± 0 says nothing of the spread."
+            for name in unmoved
+        ]
     sections.append(table(["run", *(["group", "seed"] if seeded else []), "status", "report"], listed))
     if len(groups) > 1:
         configs = [flat(group[0].config) for group in groups]
@@ -177,6 +184,16 @@ def _seed_groups(runs: list[RunFiles]) -> list[list[RunFiles]]:
         settings = {k: v for k, v in sorted(flat(run.config).items()) if not k.startswith(NOT_SETTINGS)}
         groups.setdefault(repr(settings), []).append(run)
     return list(groups.values())
+
+
+def _same_finals(group: list[RunFiles]) -> bool:
+    """Whether the runs of a group of several ended with the same final metrics, all of them
+    but times and machine readings, which differ between any two runs."""
+    finals = [
+        {key: row["final"] for key, row in run.final_metrics().items() if not key.endswith(NOT_LEARNED)}
+        for run in group
+    ]
+    return len(group) > 1 and bool(finals[0]) and all(final == finals[0] for final in finals[1:])
 
 
 def _curves_figure(groups: list[list[RunFiles]], names: list[str], path: Path, title: str) -> Path:
