@@ -16,7 +16,7 @@ def logs_this_step(trainer: L.Trainer) -> bool:
 def log_epoch_figures(trainer: L.Trainer, pl_module: L.LightningModule, figures: dict[str, float]) -> None:
     """An epoch's figures that no callback monitors, straight to the loggers at the step of the
     epoch's aggregates, as Lightning's LearningRateMonitor hands its own over: `self.log` costs
-    about a millisecond a key. Under DDP, the ranks' mean (DDP-1) in one collective."""
+    about 0.2 ms a key on a 2-core CPU. Under DDP, the ranks' mean (DDP-1) in one collective."""
     if trainer.world_size > 1:
         values = torch.tensor(list(figures.values()), dtype=torch.float64, device=pl_module.device)
         figures = dict(zip(figures, trainer.strategy.reduce(values, reduce_op="mean").tolist(), strict=True))
