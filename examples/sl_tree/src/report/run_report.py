@@ -23,7 +23,9 @@ NO_METRICS = "No metrics were logged."
 # Config fields that do not change what a run learns: where it writes and logs, and how it
 # is stopped by hand. Runs whose other fields are equal are one group, their seeds aside.
 NOT_SETTINGS = ("seed", "output.", "stop_file", "loggers", "wandb_", "used.")
-NOT_LEARNED = ("_seconds", "_pct", "_gb", "_percent")  # final metrics that time a run or read the machine
+# A final metric that times the run (a tree's train_seconds): it differs between any two runs.
+# The learning curves, where the other final metrics come from, leave timing/ and system/ out.
+TIMES = "_seconds"
 
 
 def write_report(run: RunFiles) -> Path:
@@ -191,10 +193,9 @@ def _seed_groups(runs: list[RunFiles]) -> list[list[RunFiles]]:
 
 
 def _same_finals(group: list[RunFiles]) -> bool:
-    """Whether the runs of a group of several ended with the same final metrics, all of them
-    but times and machine readings, which differ between any two runs."""
+    """Whether the runs of a group of several ended with the same final metrics, their times aside."""
     finals = [
-        {key: row["final"] for key, row in run.final_metrics().items() if not key.endswith(NOT_LEARNED)}
+        {key: row["final"] for key, row in run.final_metrics().items() if not key.endswith(TIMES)}
         for run in group
     ]
     return len(group) > 1 and bool(finals[0]) and all(final == finals[0] for final in finals[1:])
