@@ -171,12 +171,12 @@ def bench(session: nox.Session) -> None:
     startup = ["--project", str(project), "--python", python, "--json", str(results / "startup.json")]
     session.run("python", str(ROOT / "benchmarks" / "startup.py"), *startup)
     # The RL part again, rendered alone and installed as its user would: no table libraries.
-    rl_project = rl_alone(session)
-    startup = ["--project", str(rl_project[0]), "--python", str(rl_project[1]), "--parts", RL_ALONE_PART]
+    rl_project, rl_python = rl_alone(session)
+    startup = ["--project", str(rl_project), "--python", str(rl_python), "--parts", RL_ALONE_PART]
     startup += ["--json", str(results / "startup-rl-alone.json")]
     session.run("python", str(ROOT / "benchmarks" / "startup.py"), *startup)
     if "--no-race" not in session.posargs:
-        _race(session, rl_project, results, [])
+        _race(session, rl_project, rl_python, results, [])
 
 
 @nox.session(default=False)
@@ -186,7 +186,7 @@ def race(session: nox.Session) -> None:
     seeds each (benchmarks/rl_race.py), on the RL part rendered alone (build/race) in a venv
     of its own; `nox -s race -- --seeds 0 1 2` runs fewer."""
     session.install("-c", str(CONSTRAINTS), "copier")  # the race's processes run in venvs of their own
-    _race(session, rl_alone(session), ROOT / "build" / "bench", session.posargs)
+    _race(session, *rl_alone(session), ROOT / "build" / "bench", session.posargs)
 
 
 def venv(session: nox.Session, name: str, *packages: str) -> Path:
@@ -208,9 +208,8 @@ def rl_alone(session: nox.Session) -> tuple[Path, Path]:
     return project, venv(session, "rl-venv", f"{project}[{extras(['rl'])}]")
 
 
-def _race(session: nox.Session, rl_project: tuple[Path, Path], results: Path, options: list[str]) -> None:
-    """The races of `rl_project` (rl_alone's project and python) against SB3, into `results`."""
-    project, python = rl_project
+def _race(session: nox.Session, project: Path, python: Path, results: Path, options: list[str]) -> None:
+    """The races of rl_alone's `project`, run by its `python`, against SB3, into `results`."""
     results.mkdir(parents=True, exist_ok=True)
     # Pinned here, not in the constraints file every project gets: only this race uses it.
     sb3 = venv(session, "sb3-venv", "stable-baselines3==2.9.2", "gymnasium")
