@@ -96,13 +96,16 @@ def _first_cuda_gpu() -> str | None:
 def training_matrices(split: Split, client: Any = None) -> tuple[xgb.QuantileDMatrix, xgb.QuantileDMatrix]:
     """Train and validation data, quantized once for the hist tree method; validation
     reuses the training set's bins. With a Dask `client`, spread over its workers."""
+    train_features, types = split.encoding.as_codes(split.train_features)
+    val_features, _ = split.encoding.as_codes(split.val_features)
+    columns = {"feature_types": types, "enable_categorical": True}
     if client is not None:
         import dask
         from xgboost import dask as dxgb  # the distributed extra
 
         workers = sorted(client.nthreads())
-        train_data = partitioned(client, workers, split.train_features, split.train_labels)
-        val_data = partitioned(client, workers, split.val_features, split.val_labels)
+        train_data = partitioned(client, workers, train_features, split.train_labels)
+        val_data = partitioned(client, workers, val_features, split.val_labels)
         # Restricted to the workers there are, each task runs where its rows are. Unrestricted,
         # Dask takes from_delayed's tasks for loading new data and hands them to whichever
         # worker is free first, which then holds the shares of the busy ones. The client puts
@@ -110,11 +113,11 @@ def training_matrices(split: Split, client: Any = None) -> tuple[xgb.QuantileDMa
         # ignores annotations does not know.
         with warnings.catch_warnings(), dask.annotate(workers=workers, allow_other_workers=True):
             warnings.filterwarnings("ignore", message="Dask annotations .* detected")
-            train = dxgb.DaskQuantileDMatrix(client, *train_data, enable_categorical=True)
-            val = dxgb.DaskQuantileDMatrix(client, *val_data, ref=train, enable_categorical=True)
+            train = dxgb.DaskQuantileDMatrix(client, *train_data, **columns)
+            val = dxgb.DaskQuantileDMatrix(client, *val_data, ref=train, **columns)
         return train, val
-    train = xgb.QuantileDMatrix(split.train_features, split.train_labels, enable_categorical=True)
-    val = xgb.QuantileDMatrix(split.val_features, split.val_labels, ref=train, enable_categorical=True)
+    train = xgb.QuantileDMatrix(train_features, split.train_labels, **columns)
+    val = xgb.QuantileDMatrix(val_features, split.val_labels, ref=train, **columns)
     return train, val
 
 

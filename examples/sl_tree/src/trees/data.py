@@ -53,6 +53,16 @@ class TableEncoding:
             columns[name] = numbers.astype(np.float32)
         return pd.DataFrame(columns, index=table.index)
 
+    def as_codes(self, features: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+        """`features` with each text column as its categories' codes (NaN where missing), and
+        XGBoost's feature types ("c" for those): what training hands XGBoost. The trees are
+        those pandas categories grow, but the model does not keep XGBoost's own list of
+        categories, and XGBoost 3.2's CUDA build crashes continuing a model that keeps one."""
+        codes = features.copy(deep=False)
+        for name in self.categories:
+            codes[name] = features[name].cat.codes.astype(np.float32).where(features[name].notna())
+        return codes, ["c" if name in self.categories else "q" for name in self.feature_columns]
+
     def label_codes(self, labels: pd.Series) -> pd.Series:
         if self.classes is None:
             return labels.astype(float)
