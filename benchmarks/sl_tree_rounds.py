@@ -18,7 +18,8 @@ contender: the bare `xgb.train` with W&B's own XGBoost callback, which logs ever
 round. Each timed call gets a W&B run of its own, started and finished outside the
 timing: what is timed is the logging of the rounds. W&B takes a round in a call of
 its own (a fraction of a millisecond, the first ones of a run more), as long as a
-small table's round, so the pipeline charts every `wandb_every_n_rounds`-th; the
+small table's round, so the pipeline charts a round once `wandb_every_seconds` of
+training passed since the last it charted, and the first and last of each batch; the
 table of every round it logs as a run ends is not timed. --json FILE writes the
 figures.
 
@@ -82,7 +83,7 @@ def main(args: argparse.Namespace) -> None:
         def pipeline() -> xgb.Booster:
             (run_dir / "metrics.jsonl").unlink(missing_ok=True)
             # W&B only: TensorBoard and CSV are no part of what is timed.
-            loggers = RoundLoggers(wandb.run, wandb_every=cfg.wandb_every_n_rounds)
+            loggers = RoundLoggers(wandb.run, wandb_every_seconds=cfg.wandb_every_seconds)
             callbacks = round_callbacks(cfg, run_dir, loggers)
             return train_booster(cfg, params, split, callbacks)
 

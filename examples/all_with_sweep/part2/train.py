@@ -36,7 +36,7 @@ def main_with_config(cfg: DiabetesConfig, resume_from: Path | None = None) -> di
     with start_run(cfg, resume_from) as run:
         split = load_split(cfg, data)  # the rows that data.py loads, checked (DATA-1) and split
         # LOG-1: W&B directly, TensorBoard and CSV through Lightning's loggers, as --loggers chose.
-        loggers = RoundLoggers(setup_run(cfg, run.dir), file_loggers(cfg, run.dir), cfg.wandb_every_n_rounds)
+        loggers = RoundLoggers(setup_run(cfg, run.dir), file_loggers(cfg, run.dir), cfg.wandb_every_seconds)
         facts = {"num_train_samples": len(split.train_labels), "num_val_samples": len(split.val_labels)}
         facts |= {"num_features": len(split.encoding.feature_columns), "gpu_name": gpu_name()}
         loggers.log_start(run.dir / "metrics.jsonl", facts)  # LOG-5

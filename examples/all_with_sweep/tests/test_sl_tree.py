@@ -130,6 +130,33 @@ def round_metrics(item: dict) -> dict:
     return {key: value for key, value in item.items() if key[0] != "_" and not key.startswith("rounds.")}
 
 
+def wandb_history(offline_run) -> dict[int, dict]:
+    """An offline W&B run's history rows by step, read by W&B's own reader of its .wandb
+    file, which needs no server."""
+    inspect = [sys.executable, "-m", "wandb", "leet", "inspect", "--json", str(offline_run)]
+    output = subprocess.run(inspect, capture_output=True, text=True, check=True).stdout
+    history = [record["history"] for record in map(json.loads, output.splitlines()) if "history" in record]
+    return {row["step"]["num"]: round_metrics(row["item"]) for row in history}
+
+
+def test_wandb_charts_the_first_round_one_each_interval_and_the_last(tmp_path):  # LOG-1
+    import wandb
+
+    run = wandb.init(mode="offline", dir=tmp_path, project="rounds", settings=wandb.Settings(silent=True))
+    loggers = RoundLoggers(run, wandb_every_seconds=0.5)
+    rounds = [
+        {"event": "metrics", "step": n, "timing/round_seconds": 0.2, "val_rmse": 9.0 - n} for n in range(8)
+    ]
+    loggers.log_rounds(rounds[:4])  # two batches, as metrics.jsonl gets them
+    loggers.log_rounds(rounds[4:], training_ended=True)
+    run.finish()
+    (offline_run,) = (tmp_path / "wandb").glob("offline-run-*")
+    # Round 0; 0.6 s of rounds later, round 3, then round 6; round 7, the last, as training ends.
+    assert {step: row["val_rmse"] for step, row in wandb_history(offline_run).items()} == {
+        step: 9.0 - step for step in (0, 3, 6, 7)
+    }
+
+
 @slow
 def test_the_offline_wandb_run_charts_rounds_and_tables_every_one_as_metrics_jsonl(smoke_run):  # LOG-1, LOG-4
     run_dir, _, events = smoke_run
@@ -137,13 +164,8 @@ def test_the_offline_wandb_run_charts_rounds_and_tables_every_one_as_metrics_jso
     rounds = {e["step"]: e for e in events if e["event"] == "metrics"}
     rounds = {step: {k: v for k, v in e.items() if k not in ("event", "time")} for step, e in rounds.items()}
     assert list(rounds) == list(range(len(rounds)))
-    # W&B's own reader of the run's .wandb file, which needs no server.
-    inspect = [sys.executable, "-m", "wandb", "leet", "inspect", "--json", str(offline_run)]
-    output = subprocess.run(inspect, capture_output=True, text=True, check=True).stdout
-    history = [record["history"] for record in map(json.loads, output.splitlines()) if "history" in record]
-    charted = {row["step"]["num"]: round_metrics(row["item"]) for row in history}
-    every, last = config.CONFIGS["smoke"]().wandb_every_n_rounds, len(rounds) - 1
-    assert {*range(0, last, every), last} <= set(charted) and len(charted) < len(rounds) / 2
+    charted = wandb_history(offline_run)
+    assert {0, len(rounds) - 1} <= set(charted)  # the first and the last; between them, by time
     for step, metrics in charted.items():  # each at its own round, with that round's values
         assert metrics == {k: v for k, v in rounds[step].items() if k != "step"}
     # Every round, in the table the run logs as it ends.

@@ -219,13 +219,18 @@ class LatestModel(xgb.callback.TrainingCallback):
 
 @dataclass
 class RoundLoggers:
-    """Where rounds go beside metrics.jsonl (LOG-1): the W&B run, every `wandb_every`-th round
-    (and the last of each batch) charted at its round, and all in a `rounds` table at the
-    end; and the TensorBoard and CSV loggers of src.runs.loggers, every round."""
+    """Where rounds go beside metrics.jsonl (LOG-1): the W&B run, which charts the first
+    round, a round once `wandb_every_seconds` of training passed since the last it charted,
+    and the last, and gets every round in a `rounds` table at the end; and the TensorBoard
+    and CSV loggers of src.runs.loggers, every round. A W&B row costs a fixed fraction of a
+    millisecond, as much as a round on a small table: spaced in time, its share stays small
+    at any speed."""
 
     wandb_run: Any | None = None
     lightning: list[Logger] = field(default_factory=list)
-    wandb_every: int = 1
+    wandb_every_seconds: float = 0.0
+    _seconds_since_charted: float | None = field(default=None, init=False, repr=False)  # None: none yet
+    _uncharted: tuple[dict[str, Any], int] | None = field(default=None, init=False, repr=False)
 
     def log_start(self, jsonl_path: Path, facts: dict[str, Any]) -> None:
         """LOG-5: a metrics.jsonl line, the W&B run's config and the other loggers' hyperparameters."""
@@ -235,17 +240,28 @@ class RoundLoggers:
         for logger in self.lightning:
             logger.log_hyperparams(facts)
 
-    def log_rounds(self, events: list[dict[str, Any]]) -> None:
+    def log_rounds(self, events: list[dict[str, Any]], training_ended: bool = False) -> None:
         if self.wandb_run is None and not self.lightning:
             return
-        for index, event in enumerate(events):
+        for event in events:
             metrics = {k: v for k, v in event.items() if k not in ("event", "step", "time")}
-            charted = event["step"] % self.wandb_every == 0 or index == len(events) - 1
-            if self.wandb_run is not None and charted:
-                self.wandb_run.log(metrics, step=event["step"])
+            if self.wandb_run is not None:
+                self._chart(metrics, event["step"])
             numbers = {k: v for k, v in metrics.items() if isinstance(v, int | float)}  # no None
             for logger in self.lightning:
                 logger.log_metrics(numbers, step=event["step"])
+        if training_ended and self._uncharted is not None:  # the last round
+            metrics, step = self._uncharted
+            self.wandb_run.log(metrics, step=step)
+            self._uncharted = None
+
+    def _chart(self, metrics: dict[str, Any], step: int) -> None:
+        since = (self._seconds_since_charted or 0.0) + metrics.get("timing/round_seconds", 0.0)
+        if self._seconds_since_charted is None or since >= self.wandb_every_seconds:
+            self.wandb_run.log(metrics, step=step)
+            self._seconds_since_charted, self._uncharted = 0.0, None
+        else:
+            self._seconds_since_charted, self._uncharted = since, (metrics, step)
 
     def finish(self, summary: dict[str, float], last_round: int, jsonl_path: Path) -> None:
         """The summary; in W&B also every round of metrics.jsonl, as the `rounds` table."""
@@ -311,22 +327,23 @@ class RoundMetrics(xgb.callback.TrainingCallback):
         return False
 
     def after_training(self, model: xgb.Booster) -> xgb.Booster:
-        self.flush()
+        self.flush(training_ended=True)
         return model
 
-    def flush(self) -> None:
-        if self._seconds and writes_files():
+    def flush(self, training_ended: bool = False) -> None:
+        if writes_files():
             events = [self._event(self._written + i, seconds) for i, seconds in enumerate(self._seconds)]
-            events[-1] |= collect_system_metrics()
-            append_jsonl(self.jsonl_path, *({"event": "metrics", **event} for event in events))
-            print(self._progress_line(events[-1]))
-            self.loggers.log_rounds(events)
+            if events:
+                events[-1] |= collect_system_metrics()
+                append_jsonl(self.jsonl_path, *({"event": "metrics", **event} for event in events))
+                print(self._progress_line(events[-1]))
+            self.loggers.log_rounds(events, training_ended)  # a checkpoint may have flushed the last
         self._written += len(self._seconds)
         self._seconds.clear()
 
     def replay(self, first_round: int) -> None:
         """Metrics.jsonl's rounds from `first_round` on, to the loggers the Dask workers lacked."""
-        self.loggers.log_rounds(logged_rounds(self.jsonl_path, first_round))
+        self.loggers.log_rounds(logged_rounds(self.jsonl_path, first_round), training_ended=True)
 
     def _progress_line(self, event: dict[str, Any]) -> str:
         """`round 99 | train_rmse 45.1 | val_rmse 61.23 | best 61.07 at round 25 | median 0.31
