@@ -6,7 +6,7 @@
 # (and, where XGBoost's CUDA build is installed, tree_gpu_resume.py), then times the neural
 # part in bf16-mixed and 32-true and the RL part's frames per second (gpu_throughput.py,
 # which takes the options after FOLDER: small sizes on a CPU), then runs the rest of the
-# project's tests (8 at a time). The limits add up to 590 s. FOLDER
+# project's tests (a worker a core). The limits add up to 590 s. FOLDER
 # (default: out/ here) receives the logs and the figures. PYTHON names the interpreter
 # (default: python3, the one that holds torch there).
 set -uo pipefail
@@ -56,7 +56,7 @@ echo "throughput: exit $throughput, $((SECONDS - started)) s"
 # bf16, TF32) reaches tests that never ask for one. -v names each test as it ends, so a suite
 # cut off at its limit still says which failed.
 started=$SECONDS
-timeout 120 "$python" -m pytest -m "not gpu" -v -rf -n 8 -p no:cacheprovider 2>&1 | tee "$out/suite.log" | grep -E "FAILED|ERROR|passed|failed|crashed"
+timeout 120 "$python" -m pytest -m "not gpu" -v -rf -n auto -p no:cacheprovider 2>&1 | tee "$out/suite.log" | grep -E "FAILED|ERROR|passed|failed|crashed"
 suite=${PIPESTATUS[0]}
 if ((suite == 124)); then  # cut off at its limit: what ran is in suite.log, test by test
     failed=$(grep -c " FAILED " "$out/suite.log")
