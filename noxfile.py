@@ -278,8 +278,8 @@ def gpu_check(session: nox.Session) -> None:
     part's rows/s in bf16-mixed and 32-true and the RL part's frames/s, then the rest of the
     project's suite (at most 590 s of limits, about 7 minutes on one H200). The tree part
     trains with xgboost-cpu there: XGBoost's CUDA build (130 MB) does not fit the folder, so
-    its GPU test is skipped, and so is tree_gpu_resume.py, unless that build is installed
-    there by other means."""
+    its GPU test is skipped, and so is tree_gpu_resume.py, unless XGBoost's CUDA wheel
+    replaces xgboost-cpu's in build/gpu_check/wheels/ before run.sh runs."""
     options = dict(zip(session.posargs[::2], session.posargs[1::2], strict=False))
     if unknown := set(options) - {"--has", "--python-version"}:
         session.error(f"unknown option {', '.join(unknown)}: give --has FILE and --python-version X.Y")

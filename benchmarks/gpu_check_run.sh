@@ -37,7 +37,8 @@ echo "gpu tests: exit $tests, $((SECONDS - started)) s"
 
 # Continuing a tree run that a GPU trained on a table with a text column crashed there once
 # (Booster.update, a segmentation fault): which way of continuing does, each in a process of
-# its own. Only with XGBoost's CUDA build installed beside the carried wheels.
+# its own. Only where XGBoost's CUDA wheel replaced xgboost-cpu's among the carried wheels (one
+# installed on the machine is hidden by the carried xgboost-cpu).
 resume=0
 if "$python" -c "import sys, xgboost; sys.exit(not xgboost.build_info()['USE_CUDA'])"; then
     timeout 80 "$python" "$here/tree_gpu_resume.py" --project . --task binary \
@@ -56,7 +57,7 @@ echo "throughput: exit $throughput, $((SECONDS - started)) s"
 # bf16, TF32) reaches tests that never ask for one. -v names each test as it ends, so a suite
 # cut off at its limit still says which failed.
 started=$SECONDS
-timeout 120 "$python" -m pytest -m "not gpu" -v -rf -n auto -p no:cacheprovider 2>&1 | tee "$out/suite.log" | grep -E "FAILED|ERROR|passed|failed|crashed"
+timeout 120 "$python" -m pytest -m "not gpu" -v -rf -n "$(nproc)" -p no:cacheprovider 2>&1 | tee "$out/suite.log" | grep -E "FAILED|ERROR|passed|failed|crashed"
 suite=${PIPESTATUS[0]}
 if ((suite == 124)); then  # cut off at its limit: what ran is in suite.log, test by test
     failed=$(grep -c " FAILED " "$out/suite.log")

@@ -19,7 +19,7 @@ round. Each timed call gets a W&B run of its own, started and finished outside t
 timing: what is timed is the logging of the rounds. W&B takes a round in a call of
 its own (a fraction of a millisecond, the first ones of a run more), as long as a
 small table's round, so the pipeline charts a round once `wandb_every_seconds` of
-training passed since the last it charted, and the first and last of each batch; the
+training passed since the last it charted, and the first and last of the training; the
 table of every round it logs as a run ends is not timed. --json FILE writes the
 figures.
 
