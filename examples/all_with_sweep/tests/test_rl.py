@@ -583,7 +583,7 @@ def test_a_make_env_of_one_env_per_call_still_trains(tmp_path):  # RL-1, RL-2
 
 @gpu
 def test_trains_on_the_gpu_in_bf16(tmp_path):  # PRC-1
-    test_metrics = train.main_with_config(smoke_config(tmp_path))
+    test_metrics = train.main_with_config(smoke_config(tmp_path, accelerator="gpu"))
     (run_dir,) = tmp_path.glob("smoke_*")
     assert "bf16-mixed" in (run_dir / "console.log").read_text()
     assert test_metrics["test_episode_reward"] >= 1

@@ -479,7 +479,7 @@ def test_a_running_scheduler_is_asked_about_its_workers_gpus_not_this_machine(tm
     monkeypatch.setattr(xgb, "build_info", lambda: cuda_build)
     cfg = smoke_config(tmp_path)
     encoding = load_split(cfg, data).encoding
-    with LocalCluster(n_workers=1, dashboard_address=None, env={"CUDA_VISIBLE_DEVICES": ""}) as cluster:
+    with LocalCluster(n_workers=1, dashboard_address=":0", env={"CUDA_VISIBLE_DEVICES": ""}) as cluster:
         port = cluster.scheduler_address.rpartition(":")[2]
         address = f"localhost:{port}"  # a scheduler's address, though it starts with "local"
         assert not shares_gpus(address)
@@ -536,6 +536,15 @@ def test_bad_data_is_refused_naming_the_column(tmp_path, change, message):  # DA
     with pytest.raises(DataValidationError) as error:
         load_split(config.DiabetesConfig(data_path=str(path)), data)
     assert message in str(error.value)
+
+
+def test_a_text_column_empty_in_every_training_row_is_refused_before_training(tmp_path):  # DATA-1
+    held_out = load_split(config.DiabetesConfig(), data).test_features.index[0]
+    table = data.load_table(config.DiabetesConfig())
+    path = tmp_path / "note.csv"
+    table.assign(note=np.where(table.index == held_out, "checked", None)).to_csv(path, index=False)
+    with pytest.raises(DataValidationError, match="'note' hold no value in the training rows"):
+        load_split(config.DiabetesConfig(data_path=str(path)), data)
 
 
 @pytest.mark.parametrize(

@@ -49,8 +49,9 @@ class SLTreeConfig(BaseConfig):
         cluster: Train on a Dask cluster: local (or local:N) starts N worker processes here,
             tcp://host:8786 joins a running scheduler; empty trains in this process.
         wandb_every_seconds: W&B charts the first round, one whenever this many seconds of
-            training passed since the last it charted, and the last (a W&B row costs about
-            0.3 ms); every round still reaches metrics.jsonl and W&B's `rounds` table.
+            training passed since the last it charted (0: every round), and the last (a W&B
+            row costs about 0.3 ms); every round still reaches metrics.jsonl and W&B's
+            `rounds` table.
     """
 
     data_path: str = ""

@@ -41,7 +41,9 @@ class TableEncoding:
         columns = {}
         for name in self.feature_columns:
             if name in self.categories:
-                columns[name] = pd.Categorical(_as_text(table[name]), categories=self.categories[name])
+                text, known = _as_text(table[name]), self.categories[name]
+                # A value training never saw reads as missing (pandas will refuse to do it silently).
+                columns[name] = pd.Categorical(text.where(text.isin(known)), categories=known)
                 continue
             numbers = pd.to_numeric(table[name], errors="coerce")
             if (text := table[name][numbers.isna() & table[name].notna()]).size:
@@ -119,6 +121,11 @@ def load_split(cfg: SLTreeConfig, source: ModuleType) -> Split:
     table = validate_table(table[[*features, label]], table_schema(cfg, features, text, known), where)
     train, val, test = split_rows(table, cfg, classes is not None, where)
     categories = {name: sorted(_as_text(table.loc[train, name]).dropna().unique().tolist()) for name in text}
+    if empty := [name for name, values in categories.items() if not values]:
+        raise DataValidationError(
+            f"{where}: column(s) {', '.join(map(repr, empty))} hold no value in the training rows, so "
+            "nothing can be learnt from them; leave them out with --feature-columns"
+        )
     encoding = TableEncoding(label, tuple(features), categories, classes)
     labels = encoding.label_codes(table[label])
     split = Split(
