@@ -916,6 +916,12 @@ def test_a_users_table_reads_every_column_but_the_label_numbers_as_float32_text_
     assert set(map(str, numbers.dtypes)) == {"float32"}, numbers.dtypes
     assert split.train_features["colour"].dtype == "category" and split.train_features["colour"].isna().any()
     assert split.train_features["size"].isna().any() and set(split.train_labels) == {0, 1, 2}
+    # What XGBoost trains on: a text column's codes in the order of its categories, missing kept.
+    codes, types = split.encoding.as_codes(split.train_features)
+    assert types == ["c", "q", "q", "q", "c"] and codes["colour"].dtype == "float32"
+    expected = split.train_features["colour"].map({"blue": 0.0, "green": 1.0, "red": 2.0}).astype(float)
+    pd.testing.assert_series_equal(codes["colour"].astype(float), expected, check_names=False)
+    assert split.train_features["colour"].dtype == "category"  # the split's own frame unchanged
     # Every class in each split in its share of the table (stratified by class).
     shares = [
         labels.value_counts(normalize=True).sort_index() for labels in (split.train_labels, split.test_labels)
