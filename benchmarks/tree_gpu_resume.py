@@ -189,9 +189,8 @@ def main() -> None:
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cuda")
     parser.add_argument("--task", choices=sorted(TASKS), default="binary")
     parser.add_argument("--json", type=Path, help="write the outcomes to this file")
-    parser.add_argument(
-        "--variant", choices=VARIANTS + UNCOUNTED, help=argparse.SUPPRESS
-    )  # a variant's own process
+    # A variant's own process.
+    parser.add_argument("--variant", choices=VARIANTS + UNCOUNTED, help=argparse.SUPPRESS)
     parser.add_argument("--stage", choices=["first", "continue"], help=argparse.SUPPRESS)
     parser.add_argument("--scratch", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()

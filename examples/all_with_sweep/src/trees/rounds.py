@@ -6,6 +6,7 @@ its stop decisions are broadcast, so every worker stops after the same round."""
 from __future__ import annotations
 
 import json
+import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -229,7 +230,7 @@ class RoundLoggers:
     wandb_run: Any | None = None
     lightning: list[Logger] = field(default_factory=list)
     wandb_every_seconds: float = 0.0
-    _seconds_since_charted: float | None = field(default=None, init=False, repr=False)  # None: none yet
+    _seconds_since_charted: float = field(default=math.inf, init=False, repr=False)  # inf: charts the first
     _uncharted: tuple[dict[str, Any], int] | None = field(default=None, init=False, repr=False)
 
     def log_start(self, jsonl_path: Path, facts: dict[str, Any]) -> None:
@@ -256,8 +257,8 @@ class RoundLoggers:
             self._uncharted = None
 
     def _chart(self, metrics: dict[str, Any], step: int) -> None:
-        since = (self._seconds_since_charted or 0.0) + metrics.get("timing/round_seconds", 0.0)
-        if self._seconds_since_charted is None or since >= self.wandb_every_seconds:
+        since = self._seconds_since_charted + metrics.get("timing/round_seconds", 0.0)
+        if since >= self.wandb_every_seconds:
             self.wandb_run.log(metrics, step=step)
             self._seconds_since_charted, self._uncharted = 0.0, None
         else:

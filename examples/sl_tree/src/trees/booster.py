@@ -286,9 +286,9 @@ def dask_client(cluster: str) -> Iterator[Any]:
         # None: Dask's choice for the cores here, which shares them out among the workers too.
         workers = int(cluster.partition(":")[2] or 0) or None
         # Random ports, the dashboard's too (None still serves it on 8787): other users'
-        # clusters may share the machine. No work
-        # stealing: it hands a busy worker's rows to an idle one, which then trains on both
-        # shares while the busy one sits out (XGBoost trains each worker on what it holds).
+        # clusters may share the machine. No work stealing: it hands a busy worker's rows to
+        # an idle one, which then trains on both shares while the busy one sits out (XGBoost
+        # trains each worker on what it holds).
         with (
             dask.config.set({"distributed.scheduler.work-stealing": False}),
             LocalCluster(n_workers=workers, dashboard_address=":0", silence_logs=logging.ERROR) as local,
