@@ -7,10 +7,12 @@ training epoch.
 Times the epochs of the part's pipeline (build_trainer: every callback, the
 profiler, the checkpoints and metrics.jsonl; W&B off) against a bare
 `lightning.Trainer` (no logger, checkpoint, callback or profiler of ours) fitting
-the same module on the same DataModule, against the bare Trainer on a default
+the same module on the same DataModule, against `lightning.Trainer` with its own
+defaults (what `L.Trainer(max_epochs=N)` does: its TensorBoard or CSV logger, a
+checkpoint every epoch, the model summary), against the bare Trainer on a default
 DataLoader (rows collated one at a time, as a bare script would serve them), and
 against a plain PyTorch loop (the same model, AdamW and data loaders, no Lightning),
-alternating the four, and prints the ratios of their median epoch times. Then one more
+alternating the five, and prints the ratios of their median epoch times. Then one more
 fit of the pipeline with every hook of every callback and logger timed prints what each
 costs an epoch (a checkpoint's time includes the state the other callbacks hand it).
 Validation is part of every epoch; each fit's first epoch (warm-up) is left out.
@@ -87,6 +89,9 @@ class DefaultLoaderDataModule(TableDataModule):
         return DataLoader(TensorDataset(*self.val_dataset.tensors), batch_size=self.batch_size)
 
 
+BARE = {"logger": False, "enable_checkpointing": False, "enable_model_summary": False}
+
+
 def trainer_arguments(cfg) -> dict:
     """What the part's train.py passes build_trainer beside the config, for every Trainer here."""
     return {
@@ -95,8 +100,11 @@ def trainer_arguments(cfg) -> dict:
     }
 
 
-def fit_epochs(cfg, pipeline: bool, default_loader: bool = False) -> tuple[list[float], int]:
-    """The steady epochs' seconds, and the batches of an epoch."""
+def fit_epochs(
+    cfg, pipeline: bool, default_loader: bool = False, lightning_defaults: bool = False
+) -> tuple[list[float], int]:
+    """The steady epochs' seconds, and the batches of an epoch. `lightning_defaults`: the bare
+    Trainer keeps Lightning's own logger, checkpointing and model summary."""
     L.seed_everything(cfg.seed)
     datamodule = (DefaultLoaderDataModule if default_loader else TableDataModule)(cfg, PART.data)
     model, clock = PART.model.build_model(cfg), EpochClock()
@@ -112,9 +120,7 @@ def fit_epochs(cfg, pipeline: bool, default_loader: bool = False) -> tuple[list[
             precision=choose_precision(cfg.precision),
             accelerator=cfg.accelerator,
             devices=1,
-            logger=False,
-            enable_checkpointing=False,
-            enable_model_summary=False,
+            **({} if lightning_defaults else BARE),
             enable_progress_bar=sys.stderr.isatty(),  # as the pipeline: a bar on a terminal only
             callbacks=[clock],
             **arguments,
@@ -201,22 +207,24 @@ def main(args: argparse.Namespace) -> None:
             output=dataclasses.replace(cfg.output, base_dir=scratch),
         )
 
-        def lightning_epochs(pipeline: bool, default_loader: bool = False) -> list[float]:
-            epochs, batches["an epoch"] = fit_epochs(timed, pipeline, default_loader)
+        def lightning_epochs(pipeline: bool, **bare: bool) -> list[float]:
+            epochs, batches["an epoch"] = fit_epochs(timed, pipeline, **bare)
             return epochs
 
         contenders = {
             "plain PyTorch loop": lambda: plain_loop_epochs(timed),
             "bare Trainer": lambda: lightning_epochs(pipeline=False),
             "bare Trainer, default DataLoader": lambda: lightning_epochs(pipeline=False, default_loader=True),
+            "Lightning's default Trainer": lambda: lightning_epochs(pipeline=False, lightning_defaults=True),
             "pipeline": lambda: lightning_epochs(pipeline=True),
         }
         seconds = alternate(contenders, args.repeats)
         median = medians(seconds)
         for name in contenders:
-            print(f"{name:<32} median epoch {median[name] * 1000:8.1f} ms  of {len(seconds[name])} epochs")
+            print(f"{name:<34} median epoch {median[name] * 1000:8.1f} ms  of {len(seconds[name])} epochs")
         setting = f"config {cfg.name}, {batches['an epoch']} batches an epoch, rows x{args.scale}"
-        for baseline in ("bare Trainer", "bare Trainer, default DataLoader", "plain PyTorch loop"):
+        baselines = ("bare Trainer", "bare Trainer, default DataLoader", "Lightning's default Trainer")
+        for baseline in (*baselines, "plain PyTorch loop"):
             ratio = median["pipeline"] / median[baseline]
             added = (median["pipeline"] - median[baseline]) * 1000
             print(f"pipeline / {baseline} = {ratio:.3f}  ({added:+.1f} ms an epoch)")
@@ -234,6 +242,7 @@ def main(args: argparse.Namespace) -> None:
             pipeline_over_bare_trainer_default_loader=(
                 median["pipeline"] / median["bare Trainer, default DataLoader"]
             ),
+            pipeline_over_lightning_defaults=median["pipeline"] / median["Lightning's default Trainer"],
             pipeline_over_plain_loop=median["pipeline"] / median["plain PyTorch loop"],
         )
 
