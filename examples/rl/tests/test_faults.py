@@ -20,10 +20,12 @@ from pathlib import Path
 import pytest
 from conftest import PARTS, ROOT, assert_ended, assert_report, part_module, slow
 
-from src.config import ConfigError
+from src.config import BaseConfig, ConfigError, OutputConfig
 from src.report.run_files import RunFiles
-from src.runs.atomic import write_text_atomic
+from src.runs.atomic import WriteFailed, write_text_atomic
 from src.runs.checkpoint_checks import checkpoint_problem
+from src.runs.directory import RUN_DIR_ENV
+from src.runs.lifetime import start_run
 from src.runs.metrics_jsonl import read_jsonl
 
 # Flags that keep each kind of part training until a fault ends it (bounded by a
@@ -155,6 +157,22 @@ def test_a_full_disk_fails_the_run_clearly_and_keeps_its_checkpoints(kind, small
     resumed = train(kind, base_dir, "--resume", "auto", "--max-wall-clock-hours", "0.0003")
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert status(run_dir)["status"] == "finished"
+
+
+def test_a_run_that_fails_as_it_starts_leaves_the_next_one_its_own_directory(small_disk):
+    # A sweep runs its trials in one process (SWP-2): the next trial, once there is room
+    # again, starts a directory of its own, not the failed trial's.
+    output = OutputConfig(base_dir=str(small_disk / "out"))
+    cfg = BaseConfig(name="trial", wandb_mode="disabled", output=output)
+    ballast = fill(small_disk)
+    with pytest.raises(WriteFailed, match=r"config\.json"), start_run(cfg):
+        pass
+    assert RUN_DIR_ENV not in os.environ
+    (failed,) = (small_disk / "out").iterdir()
+    ballast.unlink()
+    with start_run(cfg) as run:
+        assert run.dir != failed
+    assert RUN_DIR_ENV not in os.environ
 
 
 # Damaged checkpoints and run files (RES-1): reported by name, never loaded into a

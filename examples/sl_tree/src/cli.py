@@ -24,6 +24,7 @@ from src.runs.directory import (
     find_latest_run,
     intact_checkpoint,
     marked_if_never_checkpointed,
+    newest_first,
     run_dir_of,
     run_part,
     run_record,
@@ -174,11 +175,11 @@ def _checkpoint_to_resume(cfg: BaseConfig, resume: str) -> Path | None:
     continues from its newest intact checkpoint, saying which it skipped."""
     path = Path(resume)
     if resume == "auto":
-        runs = sorted(cfg.runs_dir().glob(f"{cfg.name}_*"))
+        runs = newest_first(cfg.runs_dir(), cfg.name)
         if dead := [run_dir for run_dir in runs if marked_if_never_checkpointed(run_dir)]:
             print(
                 f"--resume auto: passing over {len(dead)} run(s) that died before their first "
-                f"checkpoint (run.json status {NEVER_CHECKPOINTED}), e.g. {dead[-1]}; the README says "
+                f"checkpoint (run.json status {NEVER_CHECKPOINTED}), e.g. {dead[0]}; the README says "
                 "how to delete them",
                 file=sys.stderr,
             )

@@ -265,6 +265,25 @@ def test_babysitter_fails_what_is_broken(tmp_path, monkeypatch, breakage, check)
     assert findings[check].level == "FAIL", findings[check]
 
 
+# OPS-3: a tree checkpoint that crashes XGBoost as it loads is a finding, not the babysitter's end.
+def test_babysitter_survives_a_tree_checkpoint_that_crashes_xgboost(tmp_path):
+    xgb = pytest.importorskip("xgboost")
+    run_dir, _ = make_run(tmp_path)
+    (run_dir / "checkpoints" / "last.ckpt").unlink()
+    rows = np.random.default_rng(0).normal(size=(64, 3))
+    model = bytearray(xgb.train({}, xgb.DMatrix(rows, label=rows[:, 0]), num_boost_round=3).save_raw("ubj"))
+    count = model.find(b"parents[$l#L") + len(b"parents[$l#L")  # an array's length, 8 bytes
+    assert count > len(b"parents[$l#L")
+    model[count + 4] = 0x61  # billions of items: XGBoost reads past the file's end
+    (run_dir / "checkpoints" / "last.ubj").write_bytes(model)
+    script = "import sys; from pathlib import Path; from src.ops import babysit; "
+    script += "print(babysit.check_checkpoint(Path(sys.argv[1])))"
+    command = [sys.executable, "-c", script, run_dir]
+    checked = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr[-2000:]
+    assert "level='FAIL'" in checked.stdout and "last.ubj does not load" in checked.stdout
+
+
 # OPS-4: each record type has its own fields.
 def test_records_carry_type_status_and_their_own_fields(tmp_path):
     experiment = records.new_experiment(tmp_path, "Wider MLP", hypothesis="width helps", configs="wide")
@@ -406,6 +425,8 @@ def test_a_run_killed_before_its_first_checkpoint_is_marked_and_passed_over(tmp_
     process.kill()
     process.wait()
     assert json.loads((run_dir / "run.json").read_text())["status"] == "running"
+    # as dead, but of a run named smoke_x: not one of this config's runs
+    shutil.copytree(run_dir, tmp_path / "smoke_x_20260101_000000")
 
     configs = importlib.import_module(f"{part}.config").CONFIGS
     argv = ["--config", "smoke", "--resume", "auto", "--output.base-dir", str(tmp_path)]

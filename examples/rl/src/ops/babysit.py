@@ -27,6 +27,7 @@ from src.ops.alerts import Alerts
 from src.ops.hardware import gpu_readings, visible_gpus
 from src.ops.records import new_issue
 from src.runs.atomic import write_text_atomic
+from src.runs.checkpoint_checks import checkpoint_problem
 from src.runs.directory import (
     NEVER_CHECKPOINTED,
     latest_checkpoint,
@@ -122,6 +123,9 @@ def check_checkpoint(run_dir: Path) -> Finding:
         return Finding("checkpoint", "OK", "no checkpoint yet")
     try:  # as a resume would load it
         if last.suffix == ".ubj":
+            # A damaged model file can crash XGBoost: another process loads it first.
+            if problem := checkpoint_problem(last):
+                raise ValueError(f"it is {problem}")
             import xgboost as xgb  # only projects with a tree part have it
 
             progress = f"{xgb.Booster(model_file=last).num_boosted_rounds()} rounds"

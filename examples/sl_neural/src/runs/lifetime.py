@@ -55,15 +55,13 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
     decided = agreed(launch, lambda: _run_dir_and_checkpoint(cfg, resume_from), cfg.runs_dir())
     run_dir = Path(decided["run_dir"])
     resume_from = Path(decided["resume_from"]) if decided["resume_from"] else None
-    previous_env = os.environ.get(RUN_DIR_ENV)
-    os.environ[RUN_DIR_ENV] = str(run_dir)  # for the DDP ranks Lightning starts
     console = tee_console(run_dir / "console.log") if is_rank_zero() else contextlib.nullcontext()
     # A resume that fails (flags that do not fit the checkpoint, say) gives the run its
     # config.json back, so the next --resume still works.
     config_path = run_dir / "config.json"
     previous_config = config_path.read_text() if resume_from and config_path.is_file() else None
     _training_stops.clear()
-    with console as log_file, hangup_and_sigterm_unwind():
+    with _handed_down(run_dir), console as log_file, hangup_and_sigterm_unwind():
         if log_file is not None:
             write_text_atomic(config_path, cfg.to_json() + "\n")
             # A Lightning part records the processes its Trainer starts too (RunInfoCallback).
@@ -124,10 +122,21 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
                     _say_why(end)
                 if deferred:  # the run finished, and then its owner asked it to stop
                     raise SystemExit(128 + deferred[0])
-        finally:
-            os.environ.pop(RUN_DIR_ENV, None)
-            if previous_env is not None:
-                os.environ[RUN_DIR_ENV] = previous_env
+
+
+@contextlib.contextmanager
+def _handed_down(run_dir: Path) -> Iterator[None]:
+    """TRAIN_RUN_DIR names the run directory for the DDP ranks Lightning starts, until the run
+    ends however it ends: a sweep's next trial in this process, after one that failed as it
+    started (a full disk), must not write into that trial's directory."""
+    previous = os.environ.get(RUN_DIR_ENV)
+    os.environ[RUN_DIR_ENV] = str(run_dir)
+    try:
+        yield
+    finally:
+        os.environ.pop(RUN_DIR_ENV, None)
+        if previous is not None:
+            os.environ[RUN_DIR_ENV] = previous
 
 
 def _run_dir_and_checkpoint(cfg: BaseConfig, resume_from: Path | None) -> dict[str, str]:
