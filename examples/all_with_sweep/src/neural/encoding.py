@@ -13,9 +13,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.compose import ColumnTransformer
 from sklearn.impute import SimpleImputer
-from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from src import predictions
@@ -69,24 +67,15 @@ class FeatureEncoding:
                     f"{where}: column '{name}' has no value in any of the {len(rows)} training rows: "
                     "leave it out with --feature-columns"
                 )
-        inputs = rows.copy()
-        for name in text:
-            inputs[name] = as_text(rows[name])
-        fitted = ColumnTransformer(
-            [
-                ("numbers", make_pipeline(SimpleImputer(strategy="median"), StandardScaler()), numeric),
-                ("text", OneHotEncoder(handle_unknown="ignore"), text),
-            ]
-        ).fit(inputs)
         encoding = cls(numeric, [], [], [], text, [])
-        if numeric:  # a transformer with no columns is left unfitted
-            imputer, scaler = fitted.named_transformers_["numbers"]
+        if numeric:  # a missing number becomes the column's median, then all are standardized
+            imputer = SimpleImputer(strategy="median").fit(rows[numeric])
+            scaler = StandardScaler().fit(imputer.transform(rows[numeric]))
             encoding.medians, encoding.means = imputer.statistics_.tolist(), scaler.mean_.tolist()
             encoding.scales = scaler.scale_.tolist()
-        if text:
-            encoding.categories = [
-                values.tolist() for values in fitted.named_transformers_["text"].categories_
-            ]
+        if text:  # the values training saw, missing among them
+            texts = pd.DataFrame({name: as_text(rows[name]) for name in text})
+            encoding.categories = [values.tolist() for values in OneHotEncoder().fit(texts).categories_]
         return encoding
 
     @property
