@@ -10,12 +10,12 @@ import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal, NoReturn
+from typing import Annotated, Any, Literal
 
 import tyro
 
 from src.config import BaseConfig, ConfigError
-from src.errors import DataValidationError, TrainingDiverged
+from src.errors import DataValidationError, TrainingDiverged, fail
 from src.runs.atomic import WriteFailed
 from src.runs.checkpoint_checks import checkpoint_problem
 from src.runs.directory import (
@@ -61,12 +61,12 @@ def parse_cli(
     run_dir = run_dir_of(checkpoint)
     other = run_part(run_record(run_dir))
     if other and cfg.part() and other != cfg.part():
-        _fail(f"--resume {options.resume}: that is a run of {other}; resume it with python -m {other}.train")
+        fail(f"--resume {options.resume}: that is a run of {other}; resume it with python -m {other}.train")
     config_path = run_dir / "config.json"
     try:
         saved = type(cfg).from_json(config_path.read_text())
     except (OSError, ValueError, TypeError) as error:
-        _fail(
+        fail(
             f"--resume {options.resume}: {config_path} is not a {type(cfg).__name__} "
             f"(another part's run, or a damaged file): {error}"
         )
@@ -139,7 +139,7 @@ def exit_on_bad_input() -> Iterator[None]:
     except Exception as error:
         if (message := bad_input_message(error)) is None:
             raise
-        _fail(message)
+        fail(message)
 
 
 def bad_input_message(error: Exception) -> str | None:
@@ -188,29 +188,22 @@ def _checkpoint_to_resume(cfg: BaseConfig, resume: str) -> Path | None:
             return None
     elif path.is_file():
         if path.suffix not in CHECKPOINT_SUFFIXES:
-            _fail(
-                f"--resume {resume}: not a run directory or a checkpoint ({', '.join(CHECKPOINT_SUFFIXES)})"
-            )
+            fail(f"--resume {resume}: not a run directory or a checkpoint ({', '.join(CHECKPOINT_SUFFIXES)})")
         if problem := checkpoint_problem(path):
-            _fail(f"--resume {resume}: it is {problem}; give the run directory to use its newest intact one")
+            fail(f"--resume {resume}: it is {problem}; give the run directory to use its newest intact one")
         run_dir = run_dir_of(path)
     elif path.is_dir():
         run_dir = path
     else:
-        _fail(f"--resume {resume}: does not exist")
+        fail(f"--resume {resume}: does not exist")
     if not (run_dir / "config.json").is_file():
-        _fail(f"--resume {resume}: {run_dir} has no config.json, so it is not a run directory")
+        fail(f"--resume {resume}: {run_dir} has no config.json, so it is not a run directory")
     if path.is_file():
         return path
     checkpoint, skipped = intact_checkpoint(run_dir)
     if checkpoint is None:
         found = "; ".join(skipped) or "none yet"
-        _fail(f"--resume {resume}: no intact checkpoint in {run_dir} ({found}); start afresh without it")
+        fail(f"--resume {resume}: no intact checkpoint in {run_dir} ({found}); start afresh without it")
     for problem in skipped:
         print(f"warning: {problem}: resuming from {checkpoint.relative_to(run_dir)} instead", file=sys.stderr)
     return checkpoint
-
-
-def _fail(message: str) -> NoReturn:
-    print(f"error: {message}", file=sys.stderr)
-    raise SystemExit(2)

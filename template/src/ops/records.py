@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from datetime import date
 from pathlib import Path
 from typing import Annotated, Literal
 
 import tyro
 
+from src.errors import fail
 from src.runs.atomic import write_text_atomic
 
 # The fields each issue type carries beyond the common ones.
@@ -105,11 +105,7 @@ def issue(
     fields = dict(item.split("=", 1) for item in field if "=" in item)
     if set(fields) - set(ISSUE_FIELDS[issue_type]) or len(fields) != len(field):
         valid = ", ".join(ISSUE_FIELDS[issue_type])
-        print(
-            f"error: --field takes NAME=VALUE with NAME one of: {valid} (got {', '.join(field)})",
-            file=sys.stderr,
-        )
-        raise SystemExit(2)
+        fail(f"--field takes NAME=VALUE with NAME one of: {valid} (got {', '.join(field)})")
     print(new_issue(Path.cwd(), title, issue_type, run, **fields))
 
 

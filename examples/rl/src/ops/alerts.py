@@ -21,8 +21,7 @@ from typing import Any
 
 from src.config import AlertConfig, first_line
 from src.errors import TrainingDiverged
-from src.runs.atomic import write_text_atomic
-from src.runs.directory import run_record
+from src.runs.directory import record_in_run_json, run_record
 from src.wandb_utils import current_run
 
 ONCE_PER_RUN = ("stalled", "low GPU use", "GPU memory")  # conditions, not the end of a session
@@ -55,9 +54,7 @@ class Alerts:
             if self.record:
                 now = datetime.now().isoformat(timespec="seconds")
                 alert = {"kind": kind, "level": level, "text": text, "time": now, "pid": os.getpid()}
-                record = json.loads((self.run_dir / "run.json").read_text())
-                record["alerts"] = [*record.get("alerts", []), alert]
-                write_text_atomic(self.run_dir / "run.json", json.dumps(record, indent=2) + "\n")
+                record_in_run_json(self.run_dir, alerts=[*run_record(self.run_dir).get("alerts", []), alert])
             if (run := current_run()) is not None and not getattr(run, "offline", True):
                 run.alert(title=title[:63], text=text, level=level)  # W&B takes titles under 64
         except Exception as error:  # noqa: BLE001 - a full disk or W&B's hiccup must not end the run

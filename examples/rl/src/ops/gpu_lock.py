@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import IO, NoReturn
 
+from src.errors import fail
 from src.ops.hardware import visible_gpus
 
 
@@ -75,12 +76,10 @@ class GpuLock:
         return os.fdopen(descriptor, "r+" if writable else "r")
 
     def _fail(self, reason: str) -> NoReturn:
-        print(
-            f"error: cannot use the GPU lock file {self.path}: {reason}; "
-            "set GPU_LOCK_PATH to a file path every user of this machine can read",
-            file=sys.stderr,
+        fail(
+            f"cannot use the GPU lock file {self.path}: {reason}; "
+            "set GPU_LOCK_PATH to a file path every user of this machine can read"
         )
-        raise SystemExit(2)
 
     def __exit__(self, *exc_info: object) -> None:
         if self._file is not None:
