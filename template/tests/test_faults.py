@@ -26,7 +26,7 @@ from src.runs.atomic import WriteFailed, write_text_atomic
 from src.runs.checkpoint_checks import checkpoint_problem
 from src.runs.directory import RUN_DIR_ENV
 from src.runs.lifetime import start_run
-from src.runs.metrics_jsonl import read_jsonl
+from src.runs.metrics_jsonl import drop_metrics_from_step, read_jsonl
 
 # Flags that keep each kind of part training until a fault ends it (bounded by a
 # wall-clock budget all the same).
@@ -173,6 +173,23 @@ def test_a_run_that_fails_as_it_starts_leaves_the_next_one_its_own_directory(sma
     with start_run(cfg) as run:
         assert run.dir != failed
     assert RUN_DIR_ENV not in os.environ
+
+
+def test_a_disk_remounted_read_only_is_one_write_error_naming_the_file(small_disk):
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    with pytest.raises(WriteFailed, match=r"cannot write .*run\.json: Read-only file system"):
+        write_text_atomic(small_disk / "run.json", "{}\n")
+
+
+def test_a_damaged_metrics_jsonl_keeps_its_good_lines_for_a_resume(tmp_path):  # OUT-4, RES-1
+    path = tmp_path / "metrics.jsonl"
+    good = [{"event": "metrics", "step": step, "loss": 1.0} for step in range(4)]
+    lines = [json.dumps(line).encode() for line in good]
+    damage = [b"\xff\xfe", b"[1]", b'{"event": "metrics", "step": "x"}', b'{"event": "metr']
+    path.write_bytes(b"\n".join([*lines[:2], *damage, *lines[2:]]) + b"\n")
+    assert [line.get("step") for line in read_jsonl(path)] == [0, 1, "x", 2, 3]
+    drop_metrics_from_step(path, 2)  # as a run resumed from step 2 does
+    assert read_jsonl(path) == good[:2]
 
 
 # Damaged checkpoints and run files (RES-1): reported by name, never loaded into a

@@ -27,7 +27,7 @@ from src.ops import babysit, records
 from src.ops.gpu_lock import GpuLock
 from src.runs.directory import marked_if_never_checkpointed
 from src.runs.lifetime import start_run
-from src.runs.metrics_jsonl import append_jsonl
+from src.runs.metrics_jsonl import append_jsonl, higher_is_better
 
 
 # OPS-1: concurrent jobs queue on the lock instead of failing.
@@ -200,6 +200,22 @@ def test_babysitter_reads_a_reward_as_higher_is_better(tmp_path):
     )
     finding = babysit.check_metrics(tmp_path, "val_episode_reward", patience=4)
     assert finding.level == "WARN" and "best 480" in finding.message
+
+
+@pytest.mark.parametrize(
+    ("metric", "higher"),
+    [
+        ("val_episode_reward", True),
+        ("val_acc", True),
+        ("val_loss", False),
+        *[(f"val_{name}", True) for name in ("auc", "aucpr", "map", "map@3", "ndcg@5", "pre@2")],
+        *[(f"val_{name}", False) for name in ("mape", "rmse", "mae", "logloss", "mlogloss", "error")],
+        ("mape", False),  # a bare XGBoost eval_metric
+    ],
+)
+def test_a_metric_is_read_in_its_own_direction(metric, higher):  # CB-1, OPS-3
+    # As XGBoost's own early stopping reads them: mape is an error, though it starts as map does.
+    assert higher_is_better(metric) is higher
 
 
 # OPS-3: a tree run that leaves its metric to the task is watched on what it early-stops on.

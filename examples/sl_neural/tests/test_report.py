@@ -151,7 +151,7 @@ def test_a_report_that_fails_leaves_the_run_as_it_ended(tmp_path, capsys):
     base = part_module(sorted(PARTS)[0], "config").CONFIGS["smoke"]()
     cfg = dataclasses.replace(base, output=dataclasses.replace(base.output, base_dir=str(tmp_path)))
     with start_run(cfg) as run:
-        (run.dir / "metrics.jsonl").write_text("[1, 2]\n")  # no event: the report cannot read it
+        (run.dir / "report.md").mkdir()  # a folder where the report goes: it cannot be written
     assert json.loads((run.dir / "run.json").read_text())["status"] == "finished"
     (warning,) = [line for line in capsys.readouterr().err.splitlines() if "report" in line]
     assert warning.startswith("warning: no run report (")

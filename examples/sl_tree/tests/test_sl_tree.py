@@ -510,6 +510,7 @@ def test_the_cpu_build_of_xgboost_trains_on_the_cpu_beside_a_gpu(tmp_path, monke
     ("change", "message"),
     [
         (lambda t: t.drop(columns="target"), "has no column(s) target"),  # no label
+        (lambda t: t[["target"]], "no feature columns beside the label column target"),
         (lambda t: t.assign(s1=np.inf), "column 's1': failed finite"),  # a non-finite value
         (lambda t: t.assign(target=100.0), "column 'target': failed takes 2 or more values"),
         (lambda t: t.assign(s2=t["s2"].mask(t.index == 4, 1e300)), "column 's2': failed finite"),  # float32

@@ -24,23 +24,30 @@ def append_jsonl(path: Path, *records: Mapping[str, Any]) -> None:
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """The events of a metrics.jsonl, without the lines a kill or a full disk cut short."""
+    """The events of a metrics.jsonl, without the lines a kill or a full disk cut short, or
+    that damage left something other than a JSON object."""
     records = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         with contextlib.suppress(json.JSONDecodeError):
-            records.append(json.loads(line))
+            if isinstance(record := json.loads(line), dict):
+                records.append(record)
     return records
 
 
 def drop_metrics_from_step(path: Path, step: int) -> None:
     """Remove the metric lines of `step` and later, which a run resumed from a checkpoint
-    taken at `step` logs again, and a last line a kill cut short."""
+    taken at `step` logs again, a last line a kill cut short, and metric lines without a
+    step number."""
     kept = [
         record
         for record in read_jsonl(path)
-        if record.get("event") != "metrics" or (record.get("step") or 0) < step
+        if record.get("event") != "metrics" or _step_before(record.get("step") or 0, step)
     ]
     write_text_atomic(path, "".join(json.dumps(record) + "\n" for record in kept))
+
+
+def _step_before(logged: object, step: int) -> bool:
+    return isinstance(logged, int | float) and not isinstance(logged, bool) and logged < step
 
 
 def _json_line(record: Mapping[str, Any]) -> str:
@@ -78,7 +85,9 @@ def _finite(value: Any) -> Any:
 
 def higher_is_better(metric: str) -> bool:
     """Whether a metric grows as a run improves: rewards, accuracies, and the XGBoost
-    metrics its own early stopping maximizes (auc, aucpr, map, ndcg, pre). Takes a
-    logged key such as "val_episode_reward" or a bare XGBoost eval_metric."""
+    metrics its own early stopping maximizes (auc, aucpr, map, ndcg, pre, and their @n
+    forms; mape is an error). Takes a logged key such as "val_episode_reward" or a bare
+    XGBoost eval_metric."""
     name = metric.split("_", 1)[-1]
-    return "reward" in name or name.endswith("acc") or name.startswith(("auc", "map", "ndcg", "pre"))
+    maximized = name.startswith(("auc", "map", "ndcg", "pre")) and name != "mape"
+    return "reward" in name or name.endswith("acc") or maximized

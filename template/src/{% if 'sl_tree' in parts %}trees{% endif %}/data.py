@@ -109,6 +109,8 @@ def load_split(cfg: SLTreeConfig, source: ModuleType) -> Split:
     where = cfg.data_path or f"{source.__name__}.load_table(cfg)"
     label = cfg.label_column
     features = list(cfg.feature_columns) or [name for name in table.columns if name != label]
+    if not features:
+        raise DataValidationError(f"{where}: no feature columns beside the label column {label}")
     if missing := [name for name in (*features, label) if name not in table.columns]:
         shown = ", ".join(map(str, table.columns[:20])) + (" ..." if len(table.columns) > 20 else "")
         raise DataValidationError(

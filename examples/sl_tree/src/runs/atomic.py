@@ -39,7 +39,9 @@ def atomic_path(path: Path) -> Iterator[Path]:
                 os.fsync(written.fileno())
             os.replace(temporary, path)
     finally:
-        temporary.unlink(missing_ok=True)
+        # A disk remounted read-only refuses even this: the write's own error is the one to tell.
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)
     _remove_abandoned(path)
 
 
