@@ -14,6 +14,8 @@ import sys
 import time
 import types
 
+import gymnasium
+import numpy as np
 import psutil
 import pytest
 import torch
@@ -537,6 +539,40 @@ def test_an_env_the_policy_cannot_train_is_a_config_error(make_env, env_name, me
 def test_an_env_the_config_accepts_is_one_the_policy_takes(env_name, num_observations, space):  # CFG-3
     assert rl_data.env_problem(data, env_name) == []
     assert rl_data.observation_and_action_space(data.make_env, env_name) == (num_observations, space)
+
+
+def test_resume_flags_are_checked_with_the_runs_own_config(tmp_path):  # RES-1, CFG-3
+    train.main_with_config(smoke_config(tmp_path, num_envs=6, frames_per_batch=252))
+    (run_dir,) = tmp_path.glob("smoke_*")
+    # Three workers divide the run's 6 envs, not the 8 of the config a bare command line names.
+    cfg, checkpoint = parse_cli(config.CONFIGS, ["--resume", str(run_dir), "--env-workers", "3"])
+    assert (cfg.name, cfg.num_envs, cfg.env_workers, cfg.frames_per_batch) == ("smoke", 6, 3, 252)
+    assert checkpoint is not None and checkpoint.parent.parent == run_dir
+
+
+class Float64Walk(gymnasium.Env):
+    """Observes in float64, as MuJoCo's envs and many of one's own do."""
+
+    observation_space = gymnasium.spaces.Box(-1.0, 1.0, (3,), np.float64)
+    action_space = gymnasium.spaces.Discrete(2)
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.steps = 0
+        return self.np_random.uniform(-1, 1, 3), {}
+
+    def step(self, action):
+        self.steps += 1
+        return self.np_random.uniform(-1, 1, 3), float(action), False, self.steps >= 20, {}
+
+
+def test_an_env_observing_in_float64_trains(tmp_path):  # CFG-3, RL-5
+    if "Float64Walk-v0" not in gymnasium.registry:
+        gymnasium.register("Float64Walk-v0", entry_point=Float64Walk)
+    assert rl_data.observation_and_action_space(data.make_env, "Float64Walk-v0") == (3, ActionSpace(2))
+    train.main_with_config(smoke_config(tmp_path, env_name="Float64Walk-v0"))
+    (run_dir,) = tmp_path.glob("smoke_*")
+    assert_ended(run_dir, "finished", "budget", "num_epochs 2 trained")
 
 
 @pytest.mark.parametrize(

@@ -51,12 +51,14 @@ def parse_cli(
     description: str | None = None,
 ) -> tuple[BaseConfig, Path | None]:
     """A training command line's config and the checkpoint to resume from."""
-    cfg, options = parse_command(configs, TrainOptions, argv, prog, description)
-    if options.resume is None:
-        return cfg, None
-    checkpoint = _checkpoint_to_resume(cfg, options.resume)
+    # A resumed run's flags apply to its saved config, and are checked with it, not alone.
+    cfg, options = parse_command(configs, TrainOptions, argv, prog, description, validate=False)
+    checkpoint = None if options.resume is None else _checkpoint_to_resume(cfg, options.resume)
     if checkpoint is None:
-        print(f"--resume auto: no unfinished '{cfg.name}' run in {cfg.runs_dir()}/, starting afresh")
+        if options.resume is not None:
+            print(f"--resume auto: no unfinished '{cfg.name}' run in {cfg.runs_dir()}/, starting afresh")
+        with exit_on_bad_input():
+            cfg.validate()
         return cfg, None
     run_dir = run_dir_of(checkpoint)
     other = run_part(run_record(run_dir))
@@ -81,6 +83,7 @@ def parse_command(
     prog: str | None = None,
     description: str | None = None,
     start_from: BaseConfig | None = None,
+    validate: bool = True,
 ) -> tuple[BaseConfig, Any]:
     """`--config NAME`, the fields of `options_cls` and every config field; `start_from`
     replaces the named config's defaults (a resumed run's config)."""
@@ -101,8 +104,9 @@ def parse_command(
     )
     default = command_cls(config=name, options=options_cls(), cfg=start_from or configs[name]())
     command = parse_options(command_cls, argv, prog, description, default=default)
-    with exit_on_bad_input():
-        command.cfg.validate()
+    if validate:
+        with exit_on_bad_input():
+            command.cfg.validate()
     return command.cfg, command.options
 
 

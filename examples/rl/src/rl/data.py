@@ -21,7 +21,15 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModuleBase
 from torchrl.collectors import Collector
 from torchrl.data import Bounded, Unbounded
-from torchrl.envs import EnvBase, ParallelEnv, RewardSum, StepCounter, Transform, TransformedEnv
+from torchrl.envs import (
+    DoubleToFloat,
+    EnvBase,
+    ParallelEnv,
+    RewardSum,
+    StepCounter,
+    Transform,
+    TransformedEnv,
+)
 
 from src.config import ConfigError
 from src.rl.config import RLConfig
@@ -64,6 +72,9 @@ def make_envs(make_env: MakeEnv, env_name: str, num_envs: int) -> EnvBase:
         got = f"envs of batch_size {tuple(env.batch_size)}" if is_env else f"a {type(env).__name__}"
         wanted = f"{num_envs} stepping as one batch, batch_size ({num_envs},)" if batched else "one"
         raise ConfigError(f"{call} returned {got}; it must return TorchRL EnvBase envs: {wanted}")
+    # MuJoCo's envs, and many of one's own, observe in float64; the networks take float32.
+    if any(spec.dtype == torch.float64 for spec in env.observation_spec.values(True, True)):
+        env = TransformedEnv(env, DoubleToFloat())
     return env
 
 
