@@ -452,6 +452,19 @@ def test_a_run_killed_after_training_resumes_without_training_more(kind, tmp_pat
     assert not (run_dir / "report.md").exists() and not (run_dir / "report").exists()  # --output.no-report
 
 
+@pytest.mark.skipif("sl_tree" not in PARTS, reason="this project has no tree part")
+def test_a_tree_run_killed_as_its_patience_ran_out_resumes_without_another_round(copied_run):  # RES-1
+    # Killed after saving its last model, before recording that training ended (the copy's
+    # run.json): the resume grows no tree beyond those one uninterrupted run grows.
+    run_dir = copied_run("sl_tree")
+    stopped, trained = status(run_dir)["end_detail"], trained_so_far("sl_tree", run_dir)
+    assert status(run_dir)["end_reason"] == "patience"
+    resumed = train("sl_tree", run_dir.parent, "--resume", str(run_dir))
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert trained_so_far("sl_tree", run_dir) == trained
+    assert (status(run_dir)["end_reason"], status(run_dir)["end_detail"]) == ("patience", stopped)
+
+
 def training_ended(base_dir: Path) -> bool:
     with contextlib.suppress(OSError, ValueError):
         return bool(status(run_dir_in(base_dir)).get("training_ended"))

@@ -99,10 +99,25 @@ class EarlyStoppingRounds(xgb.callback.TrainingCallback):
 
     def __init__(self, rounds: int, metric: str) -> None:
         self.rounds, self.best = rounds, BestRound(metric)
+        self._saved_stop: str | None = None
 
     def before_training(self, model: xgb.Booster) -> xgb.Booster:
         self.best.start(model)
+        self._saved_stop = model.attr(STOP_REASON) if model.attr(STOP_KIND) == "patience" else None
         return model
+
+    def before_iteration(self, model: xgb.Booster, epoch: int, evals_log: dict) -> bool:
+        """A model whose patience had run out grows no more: a run killed after its last round,
+        before it recorded that training ended, resumes to the trees one run grows."""
+        best = self.best
+        if epoch or best.round < 0 or best.first_round - 1 - best.round < self.rounds:
+            return False
+        if self._saved_stop is not None:  # what the session that stopped it said
+            model.set_attr(**{STOP_KIND: "patience", STOP_REASON: self._saved_stop})
+        else:
+            said = f"val_{best.metric} no better than {best.score:.6g} for {self.rounds} rounds"
+            _record_stop(model, "patience", said)
+        return True
 
     def after_iteration(self, model: xgb.Booster, epoch: int, evals_log: dict) -> bool:
         round_number, score, improved = self.best.update(epoch, evals_log)
