@@ -14,7 +14,7 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import Any, ClassVar, Literal, Self
 
 from src.project import PROJECT_SLUG, WANDB_ENTITY
 
@@ -127,6 +127,9 @@ class BaseConfig:
     wandb_project: str = PROJECT_SLUG
     wandb_entity: str = WANDB_ENTITY
     alerts: AlertConfig = field(default_factory=AlertConfig)
+    # Fields a resume may not change, each level adding its own: which rows train, validate and
+    # test, and what the model predicts, stay those the run began with.
+    kept_on_resume: ClassVar[tuple[str, ...]] = ()
 
     def problems(self) -> list[str]:
         """What is wrong with these values (CFG-3), one line each; each level adds its own fields'."""

@@ -626,3 +626,15 @@ def test_a_bad_data_path_is_one_line_and_exit_2_before_a_run_dir(
     with pytest.raises(ConfigError, match=re.escape(message)):
         train_module.main_with_config(cfg)
     assert not output.exists()
+
+
+@pytest.mark.parametrize("kind", DATA_PATH_KINDS)
+@pytest.mark.parametrize("flag", ["--split-seed=5", "--val-fraction=0.3", "--feature-columns=bmi"])
+def test_a_resume_that_would_move_rows_between_the_splits_is_one_line(kind, flag, copied_run):  # RES-1
+    # Rows the model trained on would join the test rows, or the table would change under it.
+    run_dir = copied_run(kind)
+    resumed = train(kind, run_dir.parent, "--resume", str(run_dir), flag)
+    assert resumed.returncode == 2 and "Traceback" not in resumed.stderr
+    (line,) = error_lines(resumed.stderr)
+    assert f"{flag.partition('=')[0]} would change which rows train, validate and test" in line
+    assert status(run_dir)["status"] == "running"  # nothing started, nothing changed

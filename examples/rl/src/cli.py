@@ -73,6 +73,12 @@ def parse_cli(
             f"(another part's run, or a damaged file): {error}"
         )
     cfg, _ = parse_command(configs, TrainOptions, argv, prog, description, start_from=saved)
+    if changed := [name for name in cfg.kept_on_resume if getattr(cfg, name) != getattr(saved, name)]:
+        flags = " ".join(f"--{name.replace('_', '-')}" for name in changed)
+        fail(
+            f"--resume {options.resume}: {flags} would change which rows train, validate and test, or "
+            "what the model predicts, in a run under way; start a new run to change them"
+        )
     return cfg, checkpoint
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 from src.config import at_least, split_problems
 from src.training.config import SPANNING_SCHEDULES, LightningConfig, Schedule
@@ -39,6 +39,17 @@ class SLNeuralConfig(LightningConfig):
         split_seed: Seed of the train/val/test split, apart from seed so that changing seed
             keeps the split.
     """
+
+    # What a resume may not change: which rows train, validate and test, and what is predicted.
+    kept_on_resume: ClassVar = (
+        "task",
+        "data_path",
+        "label_column",
+        "feature_columns",
+        "val_fraction",
+        "test_fraction",
+        "split_seed",
+    )
 
     task: Task = "classification"
     data_path: str = ""

@@ -8,7 +8,7 @@ import json
 import re
 import warnings
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 from src.config import BaseConfig, at_least, split_problems
 from src.runs.launch import current_launch
@@ -53,6 +53,18 @@ class SLTreeConfig(BaseConfig):
             row costs about 0.3 ms); every round still reaches metrics.jsonl and W&B's
             `rounds` table.
     """
+
+    # What a resume may not change: which rows train, validate and test, and what is predicted.
+    kept_on_resume: ClassVar = (
+        "data_path",
+        "label_column",
+        "feature_columns",
+        "drop_unlabelled_rows",
+        "objective",
+        "val_fraction",
+        "test_fraction",
+        "split_seed",
+    )
 
     data_path: str = ""
     label_column: str = "label"
