@@ -344,6 +344,17 @@ def test_a_path_that_is_not_a_run_directory_is_bad_input(argument):
     assert "a run directory is output/" in result.stderr
 
 
+@pytest.mark.parametrize("damaged", ["run.json", "config.json"])
+def test_a_run_file_that_is_json_but_no_object_is_bad_input(damaged, smoke_runs, tmp_path):
+    run_dir = shutil.copytree(smoke_runs(sorted(PARTS)[0])[0], tmp_path / "run")
+    (run_dir / damaged).write_text("[]\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "src.checklist", str(run_dir)], cwd=ROOT, capture_output=True, text=True
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert f"{run_dir / damaged} holds a JSON list, not an object" in result.stderr
+
+
 # Run checks: one smoke run per part kind (shared with the part's own tests), then broken copies.
 
 

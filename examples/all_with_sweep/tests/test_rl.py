@@ -176,6 +176,13 @@ def test_evaluate_plays_the_runs_test_again(smoke_run, tmp_path, monkeypatch, ca
     assert len(more["rewards"]) == len(more["lengths"]) == 5 and more["seed"] == 3
 
 
+@pytest.mark.parametrize("seed", ["-1", str(2**32)])
+def test_evaluate_with_a_seed_gymnasium_refuses_is_one_line(seed, smoke_run, monkeypatch, capsys):
+    run_dir, _, _ = smoke_run
+    status, _, err = evaluate_command(run_dir, "--seed", seed, monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 2 and err.splitlines() == [f"error: --seed {seed}: give 0 to {2**32 - 2}"]
+
+
 def run_dir_without_a_policy(tmp_path):
     (tmp_path / "config.json").write_text("{}")
     return tmp_path

@@ -147,6 +147,16 @@ def test_report_of_a_path_that_is_no_run_is_one_line(name, message, tmp_path):
     assert line.startswith(f"error: {tmp_path / name} {message}")
 
 
+@pytest.mark.parametrize("damaged", ["run.json", "config.json", "metrics.json"])
+def test_a_run_file_that_is_json_but_no_object_is_one_line(damaged, smoke_runs, tmp_path):
+    run_dir = shutil.copytree(smoke_runs(sorted(PARTS)[0])[0], tmp_path / "run")
+    (run_dir / damaged).write_text("[1, 2]\n")
+    result = report_command(str(run_dir))
+    assert result.returncode == 2, result.stderr[-2000:]
+    (line,) = result.stderr.splitlines()
+    assert line == f"error: {run_dir / damaged} holds a JSON list, not an object"
+
+
 def test_a_report_that_fails_leaves_the_run_as_it_ended(tmp_path, capsys):
     base = part_module(sorted(PARTS)[0], "config").CONFIGS["smoke"]()
     cfg = dataclasses.replace(base, output=dataclasses.replace(base.output, base_dir=str(tmp_path)))

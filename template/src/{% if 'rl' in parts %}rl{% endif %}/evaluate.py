@@ -68,7 +68,7 @@ def play_saved_policy(
     """The rewards and lengths of `episodes` episodes of the run's saved policy, on the CPU."""
     import torch
 
-    from src.rl.data import EvaluationEpisodes, env_maker, evaluation_envs, test_seed
+    from src.rl.data import EvaluationEpisodes, env_maker, env_problem, evaluation_envs, test_seed
     from src.runs.checkpoint_checks import checkpoint_problem
 
     if not run_dir.is_dir():
@@ -91,6 +91,10 @@ def play_saved_policy(
     if not 1 <= episodes <= MAX_EPISODES:
         raise ConfigError(f"--episodes {episodes}: give 1 to {MAX_EPISODES}")
     seed = test_seed(model.cfg) if seed is None else seed
+    if not 0 <= seed <= 2**32 - episodes:  # episode i plays from seed + i, as gymnasium takes it
+        raise ConfigError(f"--seed {seed}: give 0 to {2**32 - episodes}")
+    if problems := env_problem(source, model.cfg.env_name):  # where the run trained, not here
+        raise ConfigError(f"{path} plays {model.cfg.env_name!r}, which cannot be made here: {problems[0]}")
     env = evaluation_envs(env_maker(source), model.cfg.env_name, episodes)
     try:
         batches = list(EvaluationEpisodes(env, model.greedy_policy(), seed, episodes))

@@ -39,11 +39,12 @@ class RunDir:
     def events(self) -> list[dict[str, Any]]:
         path, events = self.path / "metrics.jsonl", []
         require(path.is_file(), "metrics.jsonl is missing")
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
             try:
                 events += [json.loads(line)] if line.strip() else []
             except json.JSONDecodeError as error:
                 raise Failed(f"metrics.jsonl line {number} is not JSON: {error}") from None
+            require(isinstance(events[-1], dict), f"metrics.jsonl line {number} is not a JSON object")
         return events
 
     def metrics(self) -> list[dict[str, Any]]:
@@ -65,11 +66,14 @@ class RunDir:
         return path
 
 
-def read_json(path: Path) -> Any:
+def read_json(path: Path) -> dict[str, Any]:
     try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as error:
+        content = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise BadInput(f"{path} is not JSON ({error}); {VALID}") from None
+    if not isinstance(content, dict):
+        raise BadInput(f"{path} holds a JSON {type(content).__name__}, not an object; {VALID}")
+    return content
 
 
 def open_run_dir(path: Path, project: Project) -> RunDir:

@@ -147,11 +147,14 @@ class RunFiles:
         return rows
 
 
-def _read(path: Path, read: Any = lambda path: json.loads(path.read_text())) -> Any:
-    """The file's content; {} when it is missing."""
+def _read(path: Path, read: Any = None) -> Any:
+    """The file's content (a JSON object, unless `read` reads it); {} when it is missing."""
     try:
-        return read(path)
+        content = read(path) if read else json.loads(path.read_text())
     except FileNotFoundError:
         return {}
     except ValueError as error:
         raise DataValidationError(f"{path} is not valid JSON ({error})") from None
+    if read is None and not isinstance(content, dict):
+        raise DataValidationError(f"{path} holds a JSON {type(content).__name__}, not an object")
+    return content
