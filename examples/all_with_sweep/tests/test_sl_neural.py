@@ -569,6 +569,15 @@ def test_too_few_rows_for_a_stratified_split_is_a_clear_error(tmp_path):  # DATA
         datamodule.setup("fit")
 
 
+def test_a_regression_whose_test_split_is_one_row_is_tested(tmp_path):  # DATA-1
+    path = tmp_path / "five.csv"
+    pd.DataFrame({"x": [0.1, -0.2, 0.3, 0.4, -0.5], "y": [1.0, 2.0, 0.5, 3.0, 1.5]}).to_csv(path, index=False)
+    cfg = smoke_config(tmp_path, data_path=str(path), label_column=("y",), task="regression")
+    test_metrics = train.main_with_config(cfg)
+    (run_dir,) = tmp_path.glob("smoke_*")
+    assert len(pd.read_csv(run_dir / "test_predictions.csv")) == 1 and "test_loss" in test_metrics
+
+
 def test_a_label_with_one_class_is_refused(tmp_path):  # DATA-1
     path = tmp_path / "one_class.csv"
     data.load_table(config.DigitsConfig()).assign(target=3).to_csv(path, index=False)

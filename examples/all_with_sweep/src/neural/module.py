@@ -114,6 +114,8 @@ class SupervisedModule(L.LightningModule):
     def on_test_epoch_end(self) -> None:
         """Every test row's prediction, on every rank, and their metrics (src/predictions.py)."""
         rows, outputs = (metric.compute().cpu().numpy() for metric in (self.test_rows, self.test_outputs))
+        # CatMetric gives a single value as a 0-d tensor: a test split of one row.
+        rows, outputs = rows.reshape(-1), outputs.reshape(rows.size, -1)
         self.test_rows.reset()
         self.test_outputs.reset()
         order = rows.argsort()
