@@ -3,6 +3,7 @@ figures its report draws of them, and the file a classifier's run writes."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import pytest
 from conftest import PARTS, PNG_SIGNATURE, ROOT, assert_report
 
 from src import predictions
+from src.errors import DataValidationError
 from src.report.prediction_figures import draw_predictions
 
 # The report's figures of the test predictions, by the task of each kind's smoke run.
@@ -40,6 +42,14 @@ def test_a_damaged_predictions_file_is_one_line_and_leaves_the_report_as_it_was(
     (line,) = result.stderr.splitlines()
     assert line.startswith("error: ") and "not a predictions file" in line
     assert [path.stat().st_mtime_ns for path in written] == before
+
+
+@pytest.mark.parametrize("row", ["abc", "1.5", "-1"])
+def test_a_predictions_file_whose_rows_are_no_row_numbers_is_one_line(row, tmp_path):
+    path = tmp_path / predictions.PREDICTIONS_FILE
+    path.write_text(f"row,predicted_y\n0,1.0\n{row},2.0\n")
+    with pytest.raises(DataValidationError, match=f"column 'row' holds {re.escape(row)}, not a row number"):
+        predictions.read_predictions(path)
 
 
 @pytest.mark.parametrize("task", ["binary", "multiclass", "regression"])

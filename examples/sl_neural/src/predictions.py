@@ -115,4 +115,8 @@ def read_predictions(path: Path) -> pd.DataFrame:
         raise DataValidationError(
             f"{path}: not a predictions file (it needs 'row' and 'predicted_*' columns)"
         )
+    rows = pd.to_numeric(table["row"], errors="coerce")
+    if not (whole := rows.notna() & (rows >= 0) & (rows % 1 == 0)).all():
+        bad = table["row"][~whole].iloc[0]
+        raise DataValidationError(f"{path}: column 'row' holds {bad}, not a row number of the table")
     return table
