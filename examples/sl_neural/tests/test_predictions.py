@@ -44,6 +44,13 @@ def test_a_damaged_predictions_file_is_one_line_and_leaves_the_report_as_it_was(
     assert [path.stat().st_mtime_ns for path in written] == before
 
 
+@pytest.mark.parametrize("targets", [["y"], ["height", "weight"]])
+def test_a_regression_of_no_rows_is_a_table_of_no_rows(targets):
+    labels = np.empty((0, len(targets)))
+    table = predictions.regression_table(np.arange(0), np.empty((0, len(targets))), targets, labels)
+    assert table.empty and {"row", *(f"predicted_{target}" for target in targets)} <= set(table.columns)
+
+
 @pytest.mark.parametrize("row", ["abc", "1.5", "-1"])
 def test_a_predictions_file_whose_rows_are_no_row_numbers_is_one_line(row, tmp_path):
     path = tmp_path / predictions.PREDICTIONS_FILE

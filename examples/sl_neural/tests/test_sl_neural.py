@@ -760,6 +760,7 @@ def test_predict_takes_new_rows_and_refuses_a_table_without_the_runs_columns(
     for changed, said in (
         (new.drop(columns=["colour"]), "has no column(s) colour; the model reads size,"),
         (new.assign(size="big"), "column 'size' holds text ('big') where the run read numbers"),
+        (new.assign(size=float("inf")), "column 'size' holds an infinite number at row 0"),
     ):
         changed.to_csv(tmp_path / "new.csv", index=False)
         with pytest.raises(SystemExit) as exit_info:
@@ -797,6 +798,10 @@ def test_the_encoding_is_scikit_learns_fitted_on_the_training_rows(tmp_path):
     expected = fitted.transform(new.fillna({"colour": MISSING}))
     assert encoding.transform(new, "new rows") == pytest.approx(expected.astype("float32"), abs=1e-6)
     assert encoding.numeric == numbers and encoding.width == 3 + 4  # three colours and missing
+    infinite = new.assign(size=[float("inf"), *new["size"].iloc[1:]])
+    said = f"column 'size' holds an infinite number at row {new.index[0]}"
+    with pytest.raises(DataValidationError, match=said):
+        encoding.transform(infinite, "new rows")
     # Plain data: it travels in checkpoints, which load with weights_only=True.
     whole = TableEncoding("regression", ["height"], encoding, target_means=[1.0], target_scales=[2.0])
     torch.save({"encoding": whole.to_dict()}, tmp_path / "saved.pt")

@@ -37,10 +37,10 @@ def regression_table(
 ) -> pd.DataFrame:
     """`predictions` and `labels` have a column per target."""
     table = pd.DataFrame({"row": rows})
-    predictions = predictions.reshape(len(rows), -1)
+    predictions = predictions.reshape(len(rows), len(targets))  # also of no rows
     for index, target in enumerate(targets):
         if labels is not None:
-            table[f"true_{target}"] = labels.reshape(len(rows), -1)[:, index]
+            table[f"true_{target}"] = labels.reshape(len(rows), len(targets))[:, index]
         table[f"predicted_{target}"] = predictions[:, index]
     return table
 

@@ -34,13 +34,17 @@ def as_text(column: pd.Series) -> np.ndarray:
 
 def as_numbers(column: pd.Series, where: str) -> np.ndarray:
     try:
-        return pd.to_numeric(column).to_numpy(dtype=np.float64, na_value=np.nan)
+        numbers = pd.to_numeric(column).to_numpy(dtype=np.float64, na_value=np.nan)
     except (TypeError, ValueError):
         values = column.dropna()
         example = values[pd.to_numeric(values, errors="coerce").isna()].iloc[0]
         raise DataValidationError(
             f"{where}: column '{column.name}' holds text ({example!r}) where the run read numbers"
         ) from None
+    if np.isinf(numbers).any():  # training refuses them too (the table's finite check)
+        row = column.index[np.isinf(numbers)][0]
+        raise DataValidationError(f"{where}: column '{column.name}' holds an infinite number at row {row}")
+    return numbers
 
 
 @dataclass
