@@ -568,7 +568,7 @@ def test_ctrl_c_sigterm_and_sighup_end_a_run_quietly(kind, signal_number, exit_s
     assert_report(run_dir, ["learning_curves"])  # for what it did before the signal
     # A signal from elsewhere (a scheduler's, a closed terminal's) raises an alert; Ctrl-C,
     # pressed by whoever would receive it, none.
-    said = f"{run_dir.name}: stopped\n{signal.Signals(signal_number).name} stopped it; resume with --resume"
+    said = f"{run_dir.name}: stopped\n{signal.Signals(signal_number).name} stopped it; continue with --resume"
     expected = [] if signal_number == signal.SIGINT else [("stopped", said)]
     assert [(post["kind"], post["text"][: len(said)]) for post in webhook.received] == expected
 

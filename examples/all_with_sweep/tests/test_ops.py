@@ -346,6 +346,19 @@ def test_a_run_keeps_the_collector_off_what_was_loaded_before_it(tmp_path):
     assert collectable() is None  # what the run made is collected as ever
 
 
+def test_an_interrupted_run_says_whether_there_is_anything_to_resume(tmp_path, capsys):  # RES-1
+    output = OutputConfig(base_dir=str(tmp_path), report=False)
+    cfg = BaseConfig(name="cut", wandb_mode="disabled", output=output)
+    with pytest.raises(SystemExit), start_run(cfg):
+        raise KeyboardInterrupt  # before its first checkpoint
+    assert "it saved no checkpoint yet, so there is nothing to resume" in capsys.readouterr().err
+    with pytest.raises(SystemExit), start_run(cfg) as run:
+        (run.dir / "checkpoints").mkdir()
+        (run.dir / "checkpoints" / "last.ckpt").write_bytes(b"weights")
+        raise KeyboardInterrupt
+    assert f"continue with --resume {run.dir}" in capsys.readouterr().err
+
+
 # RES-1: a resume that fails loses nothing.
 def test_a_failed_resume_gives_the_run_its_config_back(tmp_path):
     output = OutputConfig(base_dir=str(tmp_path))

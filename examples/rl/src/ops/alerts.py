@@ -21,7 +21,7 @@ from typing import Any
 
 from src.config import AlertConfig, first_line
 from src.errors import TrainingDiverged
-from src.runs.directory import record_in_run_json, run_record
+from src.runs.directory import record_in_run_json, resume_advice, run_record
 from src.wandb_utils import current_run
 
 ONCE_PER_RUN = ("stalled", "low GPU use", "GPU memory")  # conditions, not the end of a session
@@ -72,7 +72,7 @@ class Alerts:
             if self.cfg.on_finish:
                 self.send("finished", f"finished; its report: {self.run_dir / 'report.md'}", "INFO")
         elif signal_name:
-            self.send("stopped", f"{signal_name} stopped it; resume with --resume {self.run_dir}")
+            self.send("stopped", f"{signal_name} stopped it; {resume_advice(self.run_dir)}")
         elif isinstance(error, TrainingDiverged):
             self.send("diverged", str(error), "ERROR")
         elif not isinstance(error, KeyboardInterrupt | SystemExit):

@@ -90,6 +90,13 @@ def _process_gone(record: dict) -> bool:
         return False
 
 
+def resume_advice(run_dir: Path) -> str:
+    """What to do next about a run stopped on purpose: resume it, if it saved something to resume."""
+    if resume_candidates(run_dir):
+        return f"continue with --resume {run_dir}"
+    return "it saved no checkpoint yet, so there is nothing to resume: start it again"
+
+
 def resume_candidates(run_dir: Path) -> list[Path]:
     """The checkpoints a run can continue from, most progress first: last and the ones
     Lightning saves when SLURM signals a job before requeueing it (hpc_ckpt_N.ckpt),

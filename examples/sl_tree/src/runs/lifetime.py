@@ -27,6 +27,7 @@ from src.runs.directory import (
     RUN_DIR_ENV,
     create_run_dir,
     record_in_run_json,
+    resume_advice,
     run_dir_of,
     run_record,
     stop_file_paths,
@@ -100,8 +101,7 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
                 if (wandb_run := current_run()) is not None:
                     wandb_run.finish(exit_code=1)
                 if _ctrl_c(error):
-                    resume = f"continue with --resume {run_dir}"
-                    print(f"interrupted: saved files are kept; {resume}", file=sys.stderr)
+                    print(f"interrupted: saved files are kept; {resume_advice(run_dir)}", file=sys.stderr)
                 if log_file is not None:
                     _say_why(end)
             if _ctrl_c(error):
