@@ -41,8 +41,8 @@ def as_numbers(column: pd.Series, where: str) -> np.ndarray:
         raise DataValidationError(
             f"{where}: column '{column.name}' holds text ({example!r}) where the run read numbers"
         ) from None
-    if np.isinf(numbers).any():  # training refuses them too (the table's finite check)
-        row = column.index[np.isinf(numbers)][0]
+    if (infinite := np.isinf(numbers)).any():  # training refuses them too (the table's finite check)
+        row = column.index[infinite][0]
         raise DataValidationError(f"{where}: column '{column.name}' holds an infinite number at row {row}")
     return numbers
 

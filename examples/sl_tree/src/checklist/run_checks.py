@@ -40,11 +40,14 @@ class RunDir:
         path, events = self.path / "metrics.jsonl", []
         require(path.is_file(), "metrics.jsonl is missing")
         for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            if not line.strip():
+                continue
             try:
-                events += [json.loads(line)] if line.strip() else []
+                event = json.loads(line)
             except json.JSONDecodeError as error:
                 raise Failed(f"metrics.jsonl line {number} is not JSON: {error}") from None
-            require(isinstance(events[-1], dict), f"metrics.jsonl line {number} is not a JSON object")
+            require(isinstance(event, dict), f"metrics.jsonl line {number} is not a JSON object")
+            events.append(event)
         return events
 
     def metrics(self) -> list[dict[str, Any]]:

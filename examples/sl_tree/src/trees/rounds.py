@@ -103,6 +103,7 @@ class EarlyStoppingRounds(xgb.callback.TrainingCallback):
 
     def before_training(self, model: xgb.Booster) -> xgb.Booster:
         self.best.start(model)
+        # Read before StopRounds, later in round_callbacks' order, clears the saved model's reason.
         self._saved_stop = model.attr(STOP_REASON) if model.attr(STOP_KIND) == "patience" else None
         return model
 
