@@ -11,6 +11,7 @@ fi
 module=$1
 shift
 config=baseline
+resumed=""
 args=("$@")
 for ((i = 0; i < ${#args[@]}; i++)); do
     case ${args[i]} in
@@ -22,27 +23,41 @@ for ((i = 0; i < ${#args[@]}; i++)); do
             config=${args[i + 1]}
             ;;
         --config=*) config=${args[i]#--config=} ;;
+        --resume | --resume=*) resumed=resume ;;
     esac
 done
 # The log's name keeps only characters safe in a file name: a config name is free text to
-# the shell (a '/' in it would name a folder that does not exist).
-safe_config=${config//[^A-Za-z0-9_.-]/_}
-log="output/${module//[^A-Za-z0-9_]/_}_${safe_config}_$(date +%Y%m%d_%H%M%S).txt"
-if ! { mkdir -p output && : >"$log"; } 2>/dev/null; then
-    echo "error: cannot write the log $log in $(pwd); start it from a folder you can write to" >&2
-    exit 2
-fi
+# the shell (a '/' in it would name a folder that does not exist). A resume runs its run's
+# own config, whatever the default.
+safe_config=${resumed:-${config//[^A-Za-z0-9_.-]/_}}
+base="output/${module//[^A-Za-z0-9_]/_}_${safe_config}_$(date +%Y%m%d_%H%M%S)"
+log="$base.txt"
+attempt=1
+# Created only where no file has the name: a second run started in the same second gets _2.
+until { mkdir -p output && (set -o noclobber && : >"$log"); } 2>/dev/null; do
+    if [[ ! -e $log ]]; then
+        echo "error: cannot write the log $log in $(pwd); start it from a folder you can write to" >&2
+        exit 2
+    fi
+    log="${base}_$((++attempt)).txt"
+done
 PYTHONUNBUFFERED=1 nohup "${PYTHON:-python}" -m "$module" "$@" >"$log" 2>&1 &
 pid=$!
-# A run that cannot start (an unknown module, a mistyped flag) ends within a second or
-# so: say so here rather than "started" for a process that is already gone.
-sleep 1
+# A run that cannot start (an unknown module, a mistyped flag or value) ends before it names
+# its run directory, once its libraries have loaded: say so here rather than "started" for a
+# process that is already gone.
+for ((waited = 0; waited < 600; waited++)); do
+    if ! kill -0 "$pid" 2>/dev/null || grep -qE "^(run|sweep) directory: " "$log"; then
+        break
+    fi
+    sleep 0.1
+done
 if ! kill -0 "$pid" 2>/dev/null; then
     status=0
     wait "$pid" || status=$?
     if ((status != 0)); then
         echo "error: $module ended at once with exit status $status; its log $log ends:" >&2
-        tail -n 5 "$log" >&2
+        tail -n 20 "$log" >&2
         exit "$status"
     fi
 fi

@@ -466,6 +466,7 @@ def test_bad_study_or_storage_is_one_line_and_exit_2(tmp_path, capsys, flags, me
         toy_sweep(toy_spec(toy_train), tmp_path, "--trials", "1", *flags)
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and message in err and len(err.strip().splitlines()) == 1
+    assert not list(tmp_path.rglob("sweep.json"))  # refused before a sweep's folder is made
 
 
 def score_train(cfg: BaseConfig, resume_from: Path | None = None) -> dict[str, float]:

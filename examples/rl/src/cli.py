@@ -76,8 +76,9 @@ def parse_cli(
     if changed := [name for name in cfg.kept_on_resume if getattr(cfg, name) != getattr(saved, name)]:
         flags = " ".join(f"--{name.replace('_', '-')}" for name in changed)
         fail(
-            f"--resume {options.resume}: {flags} would change which rows train, validate and test, or "
-            "what the model predicts, in a run under way; start a new run to change them"
+            f"--resume {options.resume}: {flags} would change what a run under way learns from (which "
+            "rows train, validate and test, or its environment) or what it predicts; start a new run "
+            "to change them"
         )
     return cfg, checkpoint
 

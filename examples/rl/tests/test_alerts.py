@@ -158,6 +158,18 @@ def test_a_server_that_refuses_or_hangs_costs_a_warning_line_not_the_run(
     ]
 
 
+def test_the_finish_alert_names_the_report_only_where_there_is_one(tmp_path, webhook):
+    for folder in ("reported", "unreported"):
+        (tmp_path / folder).mkdir()
+    reported, unreported = a_run(tmp_path / "reported"), a_run(tmp_path / "unreported")
+    (reported / "report.md").write_text("# The run\n")
+    for run_dir in (reported, unreported):
+        Alerts(AlertConfig(webhook_url=webhook.url, on_finish=True), run_dir).run_ended(None)
+        deliveries_done()
+    texts = [post["text"].splitlines()[-1] for post in webhook.received]
+    assert texts == [f"finished; its report: {reported / 'report.md'}", "finished"]
+
+
 @slow
 def test_a_run_whose_metric_stalls_alerts_once_and_when_it_finishes(tmp_path, webhook):
     """A min_delta no change can reach: no validation after the first improves. The GPU

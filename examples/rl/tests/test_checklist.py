@@ -313,6 +313,19 @@ def test_bad_waivers_are_refused(tmp_path, waiver, message):
     assert result.returncode == 2 and message in result.stderr, result.stderr
 
 
+def test_a_checklist_table_that_is_no_table_or_a_root_without_parts_is_refused(tmp_path):
+    project = copy_project(tmp_path / "project")
+    (project / "pyproject.toml").write_text('[tool]\nchecklist = "on"\n')
+    for args, said in (
+        ([], "[tool.checklist.waivers] must be a table"),
+        (["--root", str(tmp_path / "nowhere")], f"{tmp_path / 'nowhere'}: no part to check"),
+    ):
+        command = [sys.executable, "-m", "src.checklist", *args]
+        result = subprocess.run(command, cwd=project, capture_output=True, text=True)
+        assert result.returncode == 2 and result.stderr.startswith("checklist: "), result.stderr
+        assert said in result.stderr and len(result.stderr.splitlines()) == 1
+
+
 def test_a_waived_failure_does_not_fail_the_run(tmp_path):
     project = copy_project(tmp_path / "project")
     (project / "scripts" / "detach.sh").write_text('#!/bin/bash\npython -m "$@"\n')  # OPS-2 fails

@@ -588,6 +588,8 @@ def bad_data_path(folder: Path, bad: str) -> Path:
     if bad == "repeated column":
         # pandas would read the second "a" as "a.1": the header itself must be looked at.
         path.write_text("a,a,c,d,target\n" + "".join(f"{i % 9},1,2,3,{i % 2}\n" for i in range(60)))
+    elif bad == "semicolons":
+        path.write_text("a;c;d;target\n" + "".join(f"{i % 9};2;3;{i % 2}\n" for i in range(60)))
     elif bad == "folder":
         path.mkdir()
     else:  # nothing ever writes to it: a reader would wait forever
@@ -600,6 +602,7 @@ def bad_data_path(folder: Path, bad: str) -> Path:
     ("bad", "message"),
     [
         ("repeated column", "column(s) a named more than once in its header"),
+        ("semicolons", "it reads as one column: for a file separated by ';', read it in load_table"),
         ("folder", "is a folder"),
         ("fifo", "is not a regular file"),
     ],
@@ -628,13 +631,79 @@ def test_a_bad_data_path_is_one_line_and_exit_2_before_a_run_dir(
     assert not output.exists()
 
 
-@pytest.mark.parametrize("kind", DATA_PATH_KINDS)
-@pytest.mark.parametrize("flag", ["--split-seed=5", "--val-fraction=0.3", "--feature-columns=bmi"])
-def test_a_resume_that_would_move_rows_between_the_splits_is_one_line(kind, flag, copied_run):  # RES-1
-    # Rows the model trained on would join the test rows, or the table would change under it.
+RESUME_CHANGES = [
+    *[(kind, flag) for kind in DATA_PATH_KINDS for flag in ("--split-seed=5", "--val-fraction=0.3")],
+    *[(kind, "--feature-columns=bmi") for kind in DATA_PATH_KINDS],
+    *[("rl", "--env-name=Acrobot-v1")] * ("rl" in PARTS),
+]
+
+
+# The cheapest kind; a run with no end of its own (an RL run reaches its target reward), and
+# one that ends at once.
+ALONE = next(kind for kind in ("sl_neural", "sl_tree", "rl") if kind in PARTS)
+ENDLESS = {**TRAINS_ON, "rl": [*TRAINS_ON["rl"], "--target-reward", "1e9"]}
+SHORT = {"sl_neural": ["--num-epochs", "1"], "rl": ["--num-epochs", "1"]}
+SHORT["sl_tree"] = ["--num-boost-round", "2"]
+
+
+def test_a_run_in_training_is_neither_resumed_nor_picked_by_a_second_process(tmp_path):  # RES-1, OPS-3
+    process = start(ALONE, tmp_path, *ENDLESS[ALONE])
+    try:
+        assert wait_until(lambda: last_checkpoint(tmp_path) is not None, process)
+        run_dir = run_dir_in(tmp_path)
+        again = train(ALONE, tmp_path, "--resume", str(run_dir))
+        assert again.returncode == 2 and "Traceback" not in again.stderr
+        (line,) = error_lines(again.stderr)
+        assert f"{run_dir}: another process (pid {process.pid}) is training this run" in line
+        assert status(run_dir)["pid"] == process.pid and process.poll() is None
+        fresh = train(ALONE, tmp_path, "--resume", "auto", *SHORT[ALONE])
+        assert fresh.returncode == 0 and "starting afresh" in fresh.stdout, fresh.stderr[-2000:]
+        assert status(run_dir)["pid"] == process.pid and process.poll() is None
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_resuming_a_finished_run_with_nothing_left_to_train_keeps_why_it_ended(smoke_runs, tmp_path):  # RES-1
+    run_dir, _ = smoke_runs(THOROUGH)
+    copy_dir = tmp_path / run_dir.name
+    shutil.copytree(run_dir, copy_dir)
+    ended = {key: status(copy_dir)[key] for key in ("status", "end_reason", "end_detail")}
+    resumed = train(THOROUGH, tmp_path, "--resume", str(copy_dir))
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert {key: status(copy_dir)[key] for key in ended} == ended
+    assert f"run ended: {ended['end_reason']} ({ended['end_detail']})" in resumed.stdout
+
+
+@pytest.mark.parametrize("kind", [kind for kind in ("sl_neural", "rl") if kind in PARTS])
+def test_a_resume_that_fails_before_it_saves_leaves_the_run_as_it_was(kind, smoke_runs, tmp_path):  # RES-1
+    # A resume whose flags do not fit the checkpoint: --resume auto must not take the finished
+    # run for a failed one, nor lose why it ended.
+    run_dir, _ = smoke_runs(kind)
+    copy_dir = tmp_path / run_dir.name
+    shutil.copytree(run_dir, copy_dir)
+    kept = ["config.json", *[path.name for path in copy_dir.glob("report.md")]]
+    before, record = {name: (copy_dir / name).read_bytes() for name in kept}, status(copy_dir)
+    resumed = train(kind, tmp_path, "--resume", str(copy_dir), "--hidden-sizes", "7")
+    assert resumed.returncode == 2 and "Traceback" not in resumed.stderr
+    (line,) = error_lines(resumed.stderr)
+    assert "the checkpoint does not fit the model this config builds" in line
+    assert {name: (copy_dir / name).read_bytes() for name in kept} == before
+    after = status(copy_dir)
+    alerts, earlier = after.pop("alerts"), record.pop("alerts", [])
+    assert alerts[:-1] == earlier and alerts[-1]["kind"] == "failed"  # the resume's alert is added
+    assert after == record and record["status"] == "finished"
+    said = (copy_dir / "console.log").read_text().splitlines()[-1]
+    assert said.startswith("resume ended: error (") and said.endswith("the run is as it was")
+
+
+@pytest.mark.parametrize(("kind", "flag"), RESUME_CHANGES)
+def test_a_resume_that_would_change_what_the_run_learns_from_is_one_line(kind, flag, copied_run):  # RES-1
+    # Rows the model trained on would join the test rows, or the table or the environment
+    # would change under it.
     run_dir = copied_run(kind)
     resumed = train(kind, run_dir.parent, "--resume", str(run_dir), flag)
     assert resumed.returncode == 2 and "Traceback" not in resumed.stderr
     (line,) = error_lines(resumed.stderr)
-    assert f"{flag.partition('=')[0]} would change which rows train, validate and test" in line
+    assert f"{flag.partition('=')[0]} would change what a run under way learns from" in line
     assert status(run_dir)["status"] == "running"  # nothing started, nothing changed

@@ -34,7 +34,7 @@ from conftest import (
 from tensordict import TensorDict
 from torchrl.collectors import Collector
 from torchrl.data import Bounded, Unbounded
-from torchrl.envs import ExplorationType, GymEnv
+from torchrl.envs import ExplorationType, GymEnv, GymWrapper
 from torchrl.envs.utils import check_env_specs, set_exploration_type
 
 from src.cli import parse_cli
@@ -315,6 +315,31 @@ def test_an_interrupted_run_leaves_no_worker_behind(tmp_path, signal_number):  #
     assert_ended(run_dir, "interrupted", "signal", name)
 
 
+@slow
+def test_a_run_whose_env_worker_is_killed_fails_and_leaves_no_worker_behind(tmp_path):  # RL-3
+    command = [sys.executable, "-m", f"{PARTS['rl']}.train", "--config", "smoke", "--num-epochs", "1000"]
+    command += ["--env-workers", str(WORKERS["env_workers"]), "--patience", "1000"]
+    command += ["--wandb-mode", "disabled", "--output.base-dir", str(tmp_path)]
+    process = subprocess.Popen(
+        command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline, workers = time.monotonic() + 120, []
+        while time.monotonic() < deadline and not (workers and list(tmp_path.glob("smoke_*/checkpoints/*"))):
+            time.sleep(0.5)
+            workers = worker_processes(psutil.Process(process.pid))
+        assert workers, "the run never started its env workers"
+        workers[0].kill()  # a worker crashed, or the machine's OOM killer chose it
+        _, stderr = process.communicate(timeout=180)  # ends: Python does not wait on the others
+    finally:
+        process.kill()
+    assert process.returncode != 0
+    _, alive = psutil.wait_procs(workers, timeout=1)
+    assert [w for w in alive if still_running(w)] == [], stderr[-2000:]
+    (run_dir,) = tmp_path.glob("smoke_*")
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "failed"
+
+
 def rates(run_dir):
     """{collection: learning rate} as LearningRateMonitor logged them."""
     return {e["step"]: e["lr/decay"] for e in read_jsonl(run_dir / "metrics.jsonl") if "lr/decay" in e}
@@ -520,11 +545,28 @@ def square_line_walk(env_name, num_envs):
     return env
 
 
+def dict_cart_pole(env_name, num_envs):
+    """CartPole whose observation is a dict of two entries, as many environments give theirs."""
+    entries = {"position": slice(0, 2), "velocity": slice(2, 4)}
+    space = gymnasium.spaces.Dict({k: gymnasium.spaces.Box(-np.inf, np.inf, (2,)) for k in entries})
+
+    def as_dict(observation):
+        return {name: observation[where] for name, where in entries.items()}
+
+    def make():
+        return gymnasium.wrappers.TransformObservation(gymnasium.make("CartPole-v1"), as_dict, space)
+
+    disabled = gymnasium.vector.AutoresetMode.DISABLED  # as the part's make_env has it
+    envs = gymnasium.vector.SyncVectorEnv([make] * num_envs, autoreset_mode=disabled)
+    return GymWrapper(envs, categorical_action_encoding=True)
+
+
 @pytest.mark.parametrize(
     ("make_env", "env_name", "message"),
     [
         (data.make_env, "NoSuchEnv-v0", "`NoSuchEnv` doesn't exist"),
         (data.make_env, "FrozenLake-v1", "its observation is Categorical"),
+        (dict_cart_pole, "CartPole-v1", r"a dict \(position, velocity\), not one flat .*FlattenObservation"),
         (square_line_walk, "LineWalk", "its actions are UnboundedContinuous of shape \\(2, 2\\), neither"),
     ],
 )

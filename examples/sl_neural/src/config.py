@@ -127,8 +127,8 @@ class BaseConfig:
     wandb_project: str = PROJECT_SLUG
     wandb_entity: str = WANDB_ENTITY
     alerts: AlertConfig = field(default_factory=AlertConfig)
-    # Fields a resume may not change, each level adding its own: which rows train, validate and
-    # test, and what the model predicts, stay those the run began with.
+    # Fields a resume may not change, each level adding its own: what the run learns from (which
+    # rows train, validate and test; its environment) and what it predicts stay as it began.
     kept_on_resume: ClassVar[tuple[str, ...]] = ()
 
     def problems(self) -> list[str]:

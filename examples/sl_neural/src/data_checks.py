@@ -55,7 +55,13 @@ def data_path_problems(path: str | Path, needed_columns: Iterable[str] = ()) -> 
         return [f"{where}: column(s) {', '.join(repeated)} named more than once in its header"]
     if missing := [name for name in dict.fromkeys(needed_columns) if name not in columns]:
         shown = ", ".join(columns[:20]) + (f" and {len(columns) - 20} more" if len(columns) > 20 else "")
-        return [f"{where}: has no column(s) {', '.join(missing)} (its columns: {shown})"]
+        said = f"{where}: has no column(s) {', '.join(missing)} (its columns: {shown})"
+        if len(columns) == 1 and (separator := next((s for s in ";\t|" if s in columns[0]), None)):
+            said += (
+                f"; it reads as one column: for a file separated by {separator!r}, read it in load_table "
+                f"with pd.read_csv(path, sep={separator!r})"
+            )
+        return [said]
     return []
 
 
@@ -67,6 +73,11 @@ def read_table(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     try:
         return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    except UnicodeDecodeError as error:
+        raise DataValidationError(
+            f"--data-path {path}: is not UTF-8 text ({error.reason} at byte {error.start}): save it as "
+            "UTF-8, or read it in load_table with pd.read_csv(path, encoding=...)"
+        ) from None
     except ImportError:  # pandas reads Parquet through an optional engine
         raise DataValidationError(
             f"--data-path {path}: reading Parquet needs pyarrow (pip install pyarrow), or give a CSV file"
@@ -74,6 +85,19 @@ def read_table(path: str | Path) -> pd.DataFrame:
     except (ValueError, OSError) as error:  # unreadable files included
         reason = " ".join(str(error).split())  # pandas ends some messages with a line break
         raise DataValidationError(f"--data-path {path}: cannot read it as a table ({reason})") from None
+
+
+def check_rows_and_feature_kinds(table: pd.DataFrame, features: list, where: str) -> None:
+    """Refuse a table of no rows, and feature columns of dates or times, which neither a network
+    nor a booster reads as they are."""
+    if table.empty:
+        raise DataValidationError(f"{where}: has no rows")
+    kinds = (pd.api.types.is_datetime64_any_dtype, pd.api.types.is_timedelta64_dtype)
+    if dated := [name for name in features if any(kind(table[name]) for kind in kinds)]:
+        raise DataValidationError(
+            f"{where}: column(s) {', '.join(map(repr, dated))} hold dates or times: make numbers of them "
+            "in load_table (days since a date, the day of the week), or leave them out with --feature-columns"
+        )
 
 
 def finite() -> pa.Check:

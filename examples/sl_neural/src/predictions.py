@@ -45,6 +45,15 @@ def regression_table(
     return table
 
 
+def class_values(labels: pd.Series) -> pd.Series:
+    """Whole numbers as integers (a label column with an empty cell reads as floats); True and
+    False stay themselves."""
+    numbers = pd.to_numeric(labels, errors="coerce")
+    if numbers.dtype != bool and numbers.notna().all() and (numbers % 1 == 0).all():
+        return numbers.astype("int64")
+    return labels
+
+
 def task_of(table: pd.DataFrame) -> str:
     """classification or regression."""
     return "classification" if probability_columns(table) else "regression"

@@ -178,6 +178,30 @@ def test_metrics_are_reduced_across_ranks_without_lightning_warnings(kind, launc
     assert "sync_dist" not in text and "DistributedSampler" not in text
 
 
+def validations(run_dir: Path) -> list[tuple[int, float]]:
+    return [(e["step"], e["val_loss"]) for e in read_jsonl(run_dir / "metrics.jsonl") if "val_loss" in e]
+
+
+@slow
+@pytest.mark.skipif("sl_neural" not in PARTS, reason="this project has no sl_neural part")
+def test_a_two_process_run_resumed_logs_what_it_would_have_uninterrupted(two_processes, tmp_path):  # RES-1
+    # Each rank draws its own dropout masks: a resume that gave the second rank other random
+    # numbers than the ones it had would train another model.
+    straight = two_processes("sl_neural", "lightning")
+    (first,) = launch("sl_neural", "lightning", tmp_path / "out", tmp_path, "--num-epochs", "1")
+    output = first.communicate(timeout=600)[0]
+    assert first.returncode == 0, output[-3000:]
+    (run_dir,) = run_dirs(tmp_path / "out")
+    epochs = str(part_module("sl_neural", "config").CONFIGS["smoke"]().num_epochs)
+    resume = ["--resume", str(run_dir), "--num-epochs", epochs]
+    (resumed,) = launch("sl_neural", "lightning", tmp_path / "out", tmp_path, *resume)
+    output = resumed.communicate(timeout=600)[0]
+    assert resumed.returncode == 0, output[-3000:]
+    steps, losses = zip(*validations(straight.run_dir), strict=True)
+    assert [step for step, _ in validations(run_dir)] == list(steps)
+    assert [loss for _, loss in validations(run_dir)] == pytest.approx(losses, rel=1e-5)
+
+
 @slow
 @pytest.mark.parametrize(("kind", "launcher"), lightning_runs())
 def test_two_process_test_metrics_equal_one_process_testing_the_same_checkpoint(

@@ -3,11 +3,14 @@ written, and the detach script starts a job that outlives it."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import gc
 import importlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -17,6 +20,7 @@ from dataclasses import replace
 from types import MappingProxyType, SimpleNamespace
 
 import numpy as np
+import psutil
 import pytest
 import torch
 from conftest import PARTS, ROOT, slow
@@ -25,7 +29,7 @@ from src.cli import parse_cli
 from src.config import BaseConfig, OutputConfig
 from src.ops import babysit, records
 from src.ops.gpu_lock import GpuLock
-from src.runs.directory import marked_if_never_checkpointed
+from src.runs.directory import TRAINING_LOCK, marked_if_never_checkpointed
 from src.runs.lifetime import start_run
 from src.runs.metrics_jsonl import append_jsonl, higher_is_better
 
@@ -252,6 +256,38 @@ def test_babysitter_restarts_a_killed_run_once_and_files_an_issue(tmp_path, monk
     assert kind == "killed" and "never finished (killed?)" in text
 
 
+def test_a_restart_that_ends_before_it_takes_the_run_over_is_a_failure_not_repeated(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # OPS-3: a missing module, a refused flag would fail every restart
+    run_dir, _ = make_run(tmp_path, pid=dead_pid())
+    record = json.loads((run_dir / "run.json").read_text())
+    record["command"] = [sys.executable, "-c", "raise SystemExit('No module named part2')"]
+    (run_dir / "run.json").write_text(json.dumps(record))
+    sitter = babysitter(tmp_path, run_dir, restart=True)
+    assert sitter.check()[0].restartable
+    (restart,) = json.loads(sitter.state_path.read_text())["restarts"]
+    deadline = time.monotonic() + 60
+    while psutil.pid_exists(restart["pid"]) and time.monotonic() < deadline:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(restart["pid"], os.WNOHANG)  # the babysitter's child: reaped as it ends
+        time.sleep(0.1)
+    process = sitter.check()[0]
+    assert process.level == "FAIL" and not process.restartable
+    said = f"ended before it took the run over: see {restart['output']}; not restarted again"
+    assert process.message.endswith(said)
+    assert len(json.loads(sitter.state_path.read_text())["restarts"]) == 1
+
+
+def test_babysitter_knows_a_killed_run_whose_pid_another_process_now_has(tmp_path, monkeypatch):  # OPS-3
+    monkeypatch.chdir(tmp_path)
+    run_dir, _ = make_run(tmp_path, pid=os.getpid())  # a live process, and not the run's
+    (run_dir / TRAINING_LOCK).touch()  # the run's lock, which nothing holds since it was killed
+    process = babysitter(tmp_path, run_dir).check()[0]
+    assert process.level == "FAIL" and "never finished" in process.message and process.restartable
+    with open(run_dir / TRAINING_LOCK) as held:  # while a process holds it, the run trains
+        fcntl.flock(held, fcntl.LOCK_EX)
+        assert babysitter(tmp_path, run_dir).check()[0].message == f"running as pid {os.getpid()}"
+
+
 @pytest.mark.parametrize("status", ["failed", "interrupted"])
 def test_babysitter_does_not_restart_a_run_that_ended_on_purpose_or_with_an_error(
     tmp_path, monkeypatch, status
@@ -279,6 +315,51 @@ def test_babysitter_fails_what_is_broken(tmp_path, monkeypatch, breakage, check)
     breakage(run_dir)
     findings = {f.check: f for f in babysitter(tmp_path, run_dir).check()}
     assert findings[check].level == "FAIL", findings[check]
+
+
+@pytest.mark.parametrize(
+    ("damage", "args", "said"),
+    [
+        (lambda run_dir: (run_dir / "run.json").write_text(""), [], "its run.json cannot be read ("),
+        (lambda run_dir: (run_dir / "run.json").write_text("[]"), [], "its run.json holds no JSON object"),
+        (lambda run_dir: (run_dir / "config.json").unlink(), [], "its config.json cannot be read ("),
+        (None, ["--every", "-5"], "--every -5.0: give a number from 0 up"),
+        (None, ["--max-restarts", "-1"], "--max-restarts -1: give a number from 0 up"),
+        (None, ["--stall-minutes", "-3"], "--stall-minutes -3.0: give a number of minutes above 0"),
+        (None, ["--log-dir", "/proc/no/such/folder"], "--log-dir /proc/no/such/folder: "),
+    ],
+)
+def test_babysitter_refuses_bad_input_in_one_line(tmp_path, monkeypatch, capsys, damage, args, said):  # OPS-3
+    monkeypatch.chdir(tmp_path)
+    run_dir, _ = make_run(tmp_path)
+    if damage is not None:
+        damage(run_dir)
+    with pytest.raises(SystemExit) as exit_info:
+        babysit.main([str(run_dir), *args])
+    (line,) = capsys.readouterr().err.splitlines()
+    assert exit_info.value.code == 2 and line.startswith("error: ") and said in line
+
+
+def test_ctrl_c_ends_a_babysitter_between_checks_quietly(tmp_path):  # OPS-3
+    run_dir, _ = make_run(tmp_path)
+    log_dir = tmp_path / "logs"
+    command = [sys.executable, "-m", "src.ops.babysit", str(run_dir), "--every", "600"]
+    command += ["--log-dir", str(log_dir)]
+    sitter = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    log, deadline = log_dir / f"babysit_{run_dir.name}.log", time.monotonic() + 120
+    while " checkpoint " not in (log.read_text() if log.exists() else "") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    sitter.send_signal(signal.SIGINT)  # while it sleeps, its checks done
+    assert sitter.wait(timeout=60) == 130 and "Traceback" not in sitter.stderr.read()
+
+
+def test_babysitter_exit_status_is_a_failure_wherever_a_check_failed(tmp_path, monkeypatch):  # OPS-3
+    monkeypatch.chdir(tmp_path)
+    run_dir, _ = make_run(tmp_path, status="finished")
+    append_jsonl(run_dir / "metrics.jsonl", {"epoch": 3, "val_loss": "text where a number belongs"})
+    assert babysit.main([str(run_dir)]) == 0
+    (run_dir / "checkpoints" / "last.ckpt").write_bytes(b"cut short")  # after it finished: still a failure
+    assert babysit.main([str(run_dir)]) == 1
 
 
 # OPS-3: a tree checkpoint that crashes XGBoost as it loads is a finding, not the babysitter's end.
@@ -310,6 +391,30 @@ def test_records_carry_type_status_and_their_own_fields(tmp_path):
     assert listed == {("experiment", "planned"), ("divergence", "open")}
     with pytest.raises(ValueError, match="valid types: crash"):
         records.new_issue(tmp_path, "x", "oops")
+
+
+def test_records_written_at_once_each_keep_their_own_file(tmp_path):  # OPS-4
+    script = "import sys; from pathlib import Path; from src.ops import records; "
+    script += "records.new_experiment(Path(sys.argv[1]), 'race', hypothesis=sys.argv[2])"
+    command = [sys.executable, "-c", script, str(tmp_path)]
+    writers = [subprocess.Popen([*command, f"writer {n}"], cwd=ROOT) for n in range(6)]
+    assert [writer.wait() for writer in writers] == [0] * 6
+    written = sorted(path.read_text() for path in (tmp_path / "experiments").iterdir())
+    assert len(written) == 6 and all(f'hypothesis: "writer {n}"' in "".join(written) for n in range(6))
+
+
+def test_records_list_latin_1_and_refuse_a_file_for_their_folder(tmp_path, monkeypatch, capsys):  # OPS-4
+    monkeypatch.chdir(tmp_path)
+    records.new_experiment(tmp_path, "Wider MLP")
+    (edited,) = (tmp_path / "experiments").glob("*.md")
+    edited.write_bytes(edited.read_bytes().replace(b"# Wider MLP", "# Wider MLP, caf\xe9".encode("latin-1")))
+    records.main(["list"])
+    assert capsys.readouterr().out.split() == ["planned", "experiment", f"experiments/{edited.name}"]
+    (tmp_path / "issues").write_text("not a folder")
+    with pytest.raises(SystemExit) as exit_info:
+        records.main(["issue", "Disk full", "--type", "infra"])
+    (line,) = capsys.readouterr().err.splitlines()
+    assert exit_info.value.code == 2 and line.startswith(f"error: cannot write {tmp_path / 'issues'}: ")
 
 
 # OPS-4: records are written from the command line.
@@ -502,6 +607,32 @@ def test_detach_names_the_log_safely_whatever_the_config_is_called(tmp_path, con
     assert result.returncode == 0, result.stderr
     (log,) = (tmp_path / "output").glob("json_tool_a_b_c_*.txt")
     assert f"(log: output/{log.name})" in result.stdout
+
+
+def test_detach_never_writes_over_another_runs_log(tmp_path):  # OPS-2
+    # Logs of the seconds the run may start in, as a run started a moment before left them.
+    (tmp_path / "output").mkdir()
+    now = time.time()
+    stamps = [time.localtime(now + seconds) for seconds in range(60)]
+    taken = [time.strftime("json_tool_baseline_%Y%m%d_%H%M%S.txt", stamp) for stamp in stamps]
+    for name in taken:
+        (tmp_path / "output" / name).write_text("another run's log\n")
+    result = detach(tmp_path, "json.tool", "--help")
+    assert result.returncode == 0, result.stderr
+    assert {(tmp_path / "output" / name).read_text() for name in taken} == {"another run's log\n"}
+    (log,) = [path for path in (tmp_path / "output").iterdir() if path.name not in taken]
+    assert log.name.endswith("_2.txt") and f"(log: output/{log.name})" in result.stdout
+
+
+def test_detach_says_when_the_run_cannot_start(tmp_path):  # OPS-2
+    # The command line is checked once torch and the rest have loaded: seconds, not one.
+    module = f"{next(iter(PARTS.values()))}.train"
+    command = ["bash", str(ROOT / "scripts" / "detach.sh"), module, "--config", "smoke", "--seed=-1"]
+    env = {**os.environ, "PYTHON": sys.executable, "PYTHONPATH": str(ROOT)}
+    result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert result.returncode == 2 and "started" not in result.stdout
+    assert f"error: {module} ended at once with exit status 2" in result.stderr
+    assert "seed -1: must be in 0 .. 2**32-1" in result.stderr  # the log's last lines
 
 
 def test_detach_refuses_a_config_flag_without_a_name(tmp_path):

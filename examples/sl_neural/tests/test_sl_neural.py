@@ -14,6 +14,7 @@ import sys
 import time
 from types import SimpleNamespace
 
+import lightning as L
 import pandas as pd
 import pytest
 import torch
@@ -35,6 +36,7 @@ from sklearn.compose import ColumnTransformer
 from sklearn.impute import SimpleImputer
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
+from torch.utils.data import DataLoader, TensorDataset
 
 from src.checklist.__main__ import check_project
 from src.config import ConfigError
@@ -823,11 +825,13 @@ def unchanged(table):
     ("change", "fields", "message"),
     [
         (unchanged, {"task": "regression"}, r"'kind' holds text \('mid'\).*pass --task classification"),
-        (unchanged, {"label_column": ("height",)}, r"holds fractions .* pass --task regression"),
+        (unchanged, {"label_column": ("height",)}, r"holds fractions \(-?[\d.]+\), not .* --task regression"),
         (lambda t: t.assign(name=t.index.astype(str)), {}, r"column 'name' has 298 .*--feature-columns"),
         (lambda t: t.assign(spread=float("nan")), {}, r"'spread' has no value in any of the 208 training"),
         (unchanged, {"feature_columns": ("size", "shape")}, r"column\(s\) shape \(set --feature-columns"),
         (lambda t: t.assign(size=float("inf")), {}, r"column 'size': failed finite"),
+        (lambda t: t.head(0), {}, r"^part1.data.load_table\(cfg\): has no rows$"),
+        (lambda t: t.assign(day=pd.Timestamp("2024-05-01")), {}, r"column\(s\) 'day' hold dates or times"),
     ],
 )
 def test_a_table_that_does_not_fit_the_task_says_what_to_pass(tmp_path, change, fields, message):  # DATA-1
@@ -835,6 +839,57 @@ def test_a_table_that_does_not_fit_the_task_says_what_to_pass(tmp_path, change, 
     with pytest.raises(DataValidationError, match=message):
         datamodule.prepare_data()
         datamodule.setup("fit")
+
+
+def numbered_kinds(table):
+    """The mixed table with its classes numbered, as many tables hold them; its blank labels
+    make pandas read the whole column as floats."""
+    return table.assign(kind=table["kind"].map({"low": 0, "mid": 1, "high": 2}))
+
+
+def test_whole_numbers_read_as_floats_are_integer_classes(tmp_path):  # DATA-1
+    datamodule = mixed_table_module(tmp_path, numbered_kinds)
+    datamodule.prepare_data()
+    datamodule.setup("fit")
+    assert [str(value) for value in datamodule.encoding.classes] == ["0", "1", "2"]
+
+
+@slow
+def test_predict_scores_integer_classes_with_or_without_blank_labels(tmp_path, monkeypatch, capsys):  # OUT-2
+    table = numbered_kinds(pd.read_csv(write_mixed_table(tmp_path / "table.csv")))
+    table.to_csv(tmp_path / "numbered.csv", index=False)
+    settings = {**TABLE_RUN, "num_epochs": 1, "label_column": ("kind",)}
+    train.main_with_config(smoke_config(tmp_path, **settings, data_path=str(tmp_path / "numbered.csv")))
+    (run_dir,) = tmp_path.glob("smoke_*")
+    assert set(read_predictions(run_dir / PREDICTIONS_FILE)["predicted_kind"].astype(str)) <= {"0", "1", "2"}
+    for rows, labelled in ((table, 298), (table.dropna(subset=["kind"]).astype({"kind": int}), 298)):
+        rows.to_csv(tmp_path / "new.csv", index=False)
+        argv = ["predict", str(run_dir), "--data-path", str(tmp_path / "new.csv")]
+        monkeypatch.setattr(sys, "argv", [*argv, "--output", str(tmp_path / "predictions.csv")])
+        predict.main()
+        printed = capsys.readouterr().out
+        assert f"{labelled} rows with a known kind: accuracy " in printed and "does not know" not in printed
+
+
+def test_test_predictions_keep_row_numbers_that_float32_rounds(tmp_path):  # OUT-2, DDP-1
+    datamodule = mixed_table_module(tmp_path)
+    datamodule.prepare_data()
+    datamodule.setup("fit")
+    rows = torch.tensor([2**24 + 1, 2**24 + 3, 2**31 + 5])  # float32: 2**24, 2**24 + 4, 2**31
+    inputs = torch.zeros(len(rows), datamodule.encoding.features.width)
+
+    class RowsOfABigTable(L.LightningDataModule):
+        encoding = datamodule.encoding
+        label_values = pd.DataFrame({"kind": ["low", "mid", "high"]}, index=rows.tolist())
+
+        def test_dataloader(self):
+            return DataLoader(TensorDataset(inputs, torch.tensor([1, 2, 0]), rows), batch_size=2)
+
+    module = model_module.build_model(datamodule.cfg)
+    trainer = L.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False, default_root_dir=tmp_path)
+    trainer.test(module, datamodule=RowsOfABigTable(), verbose=False)
+    assert module.test_predictions["row"].tolist() == rows.tolist()
+    assert module.test_predictions["true_kind"].tolist() == ["low", "mid", "high"]
 
 
 def test_rows_without_a_label_are_left_out_with_a_warning(tmp_path, capsys):  # DATA-1

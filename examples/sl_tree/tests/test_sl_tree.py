@@ -32,6 +32,7 @@ from conftest import (
 from src.config import AlertConfig, ConfigError
 from src.data_checks import DataValidationError, validate_table
 from src.predict import PredictOptions
+from src.predictions import read_predictions
 from src.runs.directory import latest_checkpoint
 from src.runs.metrics_jsonl import read_jsonl
 from src.trees.booster import (
@@ -539,6 +540,25 @@ def test_bad_data_is_refused_naming_the_column(tmp_path, change, message):  # DA
     assert message in str(error.value)
 
 
+@pytest.mark.parametrize(
+    ("file", "change", "message"),
+    [
+        ("header.csv", lambda t: t.head(0), "has no rows"),
+        ("dated.parquet", lambda t: t.assign(day=pd.Timestamp("2024-05-01")), "column(s) 'day' hold dates"),
+    ],
+)
+def test_a_table_of_no_rows_or_of_dates_is_refused_in_one_line(tmp_path, file, change, message):  # DATA-1
+    path = tmp_path / file
+    changed = change(data.load_table(config.DiabetesConfig()))
+    if file.endswith(".parquet"):
+        changed.to_parquet(path)
+    else:
+        changed.to_csv(path, index=False)
+    with pytest.raises(DataValidationError) as error:
+        load_split(config.DiabetesConfig(data_path=str(path)), data)
+    assert str(error.value).startswith(f"{path}: {message}") and "\n" not in str(error.value)
+
+
 def test_a_text_column_empty_in_every_training_row_is_refused_before_training(tmp_path):  # DATA-1
     held_out = load_split(config.DiabetesConfig(), data).test_features.index[0]
     table = data.load_table(config.DiabetesConfig())
@@ -905,6 +925,23 @@ def test_predict_refuses_a_table_without_the_models_columns_in_one_line(task_run
         "colour, size, weight"
     )
     assert not (tmp_path / "out.csv").exists()
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_predict_of_a_table_of_no_rows_is_a_table_of_no_rows(task_runs, task, tmp_path):  # OUT-5
+    run_dir, _ = task_runs[task]
+    raw_table().head(0).to_csv(tmp_path / "header.csv", index=False)
+    output = tmp_path / "out.csv"
+    result = run_part("predict", run_dir, "--data-path", tmp_path / "header.csv", "--output", output)
+    assert result.returncode == 0, result.stderr
+    predicted = read_predictions(output)
+    assert predicted.empty and f"predicted_{TASKS[task][0]}" in predicted.columns
+
+
+def test_true_and_false_labels_are_the_classes(tmp_path):  # DATA-1, OUT-5
+    raw_table().assign(flag=lambda t: t["flag"] == "yes").to_csv(tmp_path / "raw.csv", index=False)
+    split = load_split(task_config(tmp_path, "binary"), data)
+    assert [repr(value) for value in split.encoding.classes] == ["False", "True"]  # not 0 and 1
 
 
 def test_a_users_table_reads_every_column_but_the_label_numbers_as_float32_text_as_categories(tmp_path):

@@ -12,6 +12,7 @@ from typing import Any
 import lightning as L
 import numpy as np
 import torch
+import torch.distributed as dist
 from lightning.pytorch.callbacks import EarlyStopping
 from lightning.pytorch.callbacks.early_stopping import EarlyStoppingReason
 from lightning.pytorch.utilities import rank_zero_info
@@ -23,6 +24,16 @@ from src.training.jsonl_logger import JsonlLogger
 from src.training.seeding import rank_seed
 
 
+def _random_states() -> dict[str, Any]:
+    """This process's random generators, as lists and tensors: they load with weights_only=True."""
+    kind, keys, *rest = np.random.get_state()
+    state: dict[str, Any] = {"python": random.getstate(), "numpy": [kind, keys.tolist(), *rest]}
+    state["torch"] = torch.get_rng_state()
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
 class ExactResume(L.Callback):
     """What Lightning's own checkpoint leaves out of an exact resume.
 
@@ -30,8 +41,9 @@ class ExactResume(L.Callback):
       optimization) and checkpoint_minutes, and when training ends: ModelCheckpoint's triggers
       ignore the clock under manual optimization and fire between accumulated batches. None at
       an epoch's last batch or just before a validation, which a resume would count as done.
-    - The random generators, the metric each ReduceLROnPlateau watches (Lightning steps it after
-      the epoch-end checkpoints, and skips that step on resume) and a spanning schedule's length.
+    - Every rank's random generators, the metric each ReduceLROnPlateau watches (Lightning
+      steps it after the epoch-end checkpoints, and skips that step on resume) and a spanning
+      schedule's length.
     - A resume restores them and takes the skipped plateau step, refuses a changed schedule
       length, drops metrics.jsonl rows logged after the checkpoint, follows a moved run
       directory, and once run.json says training ended, only tests and saves."""
@@ -46,16 +58,18 @@ class ExactResume(L.Callback):
         self._plateau_metrics: dict[str, float] | None = None  # from the checkpoint, until stepped
         self._saved_at, self._saved_step = time.monotonic(), -1
         self._ended_earlier = False  # run.json said training had ended when this session began
+        self._own_generators = False  # this rank's random generators came from the checkpoint
 
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         self._trainer = trainer
 
     def state_dict(self) -> dict[str, Any]:
-        kind, keys, *rest = np.random.get_state()  # lists and tensors: loads with weights_only=True
-        state: dict[str, Any] = {"python": random.getstate(), "numpy": [kind, keys.tolist(), *rest]}
-        state["torch"] = torch.get_rng_state()
-        if torch.cuda.is_available():
-            state["cuda"] = torch.cuda.get_rng_state_all()
+        state = _random_states()
+        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+            # Every rank's generators, rank zero's also at the top as one process keeps them:
+            # Lightning dumps a checkpoint on every rank, and rank zero writes it.
+            state["ranks"] = [None] * dist.get_world_size()
+            dist.all_gather_object(state["ranks"], _random_states())
         if self._trainer is not None:
             watched = {c.monitor for c in self._trainer.lr_scheduler_configs if c.reduce_on_plateau}
             metrics = self._trainer.callback_metrics
@@ -65,6 +79,11 @@ class ExactResume(L.Callback):
         return state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        ranks, trainer = state_dict.get("ranks") or [], self._trainer
+        # Resumed on another number of processes, ranks past zero seed apart (on_train_start).
+        self._own_generators = trainer is not None and len(ranks) == trainer.world_size
+        if self._own_generators:
+            state_dict = {**state_dict, **ranks[trainer.global_rank]}
         version, internal, gauss = state_dict["python"]
         random.setstate((version, tuple(internal), gauss))
         kind, keys, *rest = state_dict["numpy"]
@@ -99,7 +118,7 @@ class ExactResume(L.Callback):
         if self._ended_earlier:
             rank_zero_info("this run's training ended in an earlier session: only testing and saving remain")
             trainer.should_stop = True
-        if trainer.global_rank > 0:  # the checkpoint holds rank zero's states: the others seed apart.
+        if trainer.global_rank > 0 and not self._own_generators:  # a fresh run, or other ranks' checkpoint
             # Not seed_everything, whose PL_GLOBAL_SEED DistributedSampler reads and the ranks share.
             seed = rank_seed(self.seed, trainer.global_rank, trainer.global_step)
             random.seed(seed)

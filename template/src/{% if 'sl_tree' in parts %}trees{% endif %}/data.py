@@ -19,7 +19,8 @@ import pandera.pandas as pa
 import xgboost as xgb
 from sklearn.model_selection import train_test_split
 
-from src.data_checks import DataValidationError, finite, validate_table
+from src.data_checks import DataValidationError, check_rows_and_feature_kinds, finite, validate_table
+from src.predictions import class_values
 from src.trees.config import SLTreeConfig, xgboost_says
 
 ENCODING_ATTRIBUTE = "table_encoding"  # the booster attribute that keeps a model's TableEncoding
@@ -117,6 +118,7 @@ def load_split(cfg: SLTreeConfig, source: ModuleType) -> Split:
             f"{where}: has no column(s) {', '.join(map(str, missing))} (its columns: {shown}); "
             "name others with --label-column and --feature-columns"
         )
+    check_rows_and_feature_kinds(table, features, where)
     table = labelled_rows(table, label, cfg.drop_unlabelled_rows, where)
     classes = label_classes(table[label], cfg, where)
     text = [name for name in features if column_kind(table[name], name, where) == "text"]
@@ -202,14 +204,6 @@ def label_classes(labels: pd.Series, cfg: SLTreeConfig, where: str) -> list[Any]
             f"{cfg.objective} separates two; pass --objective multi:softprob"
         )
     return classes
-
-
-def class_values(labels: pd.Series) -> pd.Series:
-    """Whole numbers as integers (a label column with an empty cell reads as floats)."""
-    numbers = pd.to_numeric(labels, errors="coerce")
-    if numbers.notna().all() and (numbers % 1 == 0).all():
-        return numbers.astype("int64")
-    return labels
 
 
 def column_kind(column: pd.Series, name: str, where: str) -> str:

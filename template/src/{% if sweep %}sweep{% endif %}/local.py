@@ -123,7 +123,7 @@ def open_study(sweep: Sweep) -> optuna.Study:
     """The sweep's study, created on first use, in sweep.json's database or the folder's
     journal file (which workers on several machines share through a shared filesystem)."""
     url = sweep.state.storage if sweep.state else ""
-    storage = url or JournalStorage(JournalFileBackend(str(sweep.dir / JOURNAL_FILE)))
+    storage = open_storage(url) if url else JournalStorage(JournalFileBackend(str(sweep.dir / JOURNAL_FILE)))
     try:
         return optuna.create_study(
             storage=storage, study_name=sweep.dir.name, direction=sweep.spec.goal, load_if_exists=True
@@ -131,6 +131,14 @@ def open_study(sweep: Sweep) -> optuna.Study:
     except Exception as error:  # a database that cannot be reached or used, say
         if not url:
             raise
+        raise ConfigError(f"--storage {url}: Optuna cannot use it: {first_line(error)}") from None
+
+
+def open_storage(url: str) -> optuna.storages.BaseStorage:
+    """The database at `url` as Optuna's storage; ConfigError where Optuna cannot use it."""
+    try:
+        return optuna.storages.get_storage(url)
+    except Exception as error:  # noqa: BLE001 - no driver for its scheme, a database out of reach
         raise ConfigError(f"--storage {url}: Optuna cannot use it: {first_line(error)}") from None
 
 

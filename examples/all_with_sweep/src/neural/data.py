@@ -24,9 +24,10 @@ from torchdata.stateful_dataloader import StatefulDataLoader
 from torchdata.stateful_dataloader.sampler import StatefulDistributedSampler
 
 from src.config import ConfigError
-from src.data_checks import DataValidationError, finite, validate_table
+from src.data_checks import DataValidationError, check_rows_and_feature_kinds, finite, validate_table
 from src.neural.config import SLNeuralConfig
 from src.neural.encoding import TableEncoding, is_numeric
+from src.predictions import class_values
 
 # torchdata 0.11 calls a torch function that torch 2.13 deprecates, for every loader it builds.
 warnings.filterwarnings("ignore", message="'set_vital' is deprecated")
@@ -195,6 +196,7 @@ class TableDataModule(L.LightningDataModule):
         if not features:
             raise DataValidationError(f"{self.where}: no feature columns beside the label column(s) {shown}")
         table = table[[*features, *labels]]
+        check_rows_and_feature_kinds(table, features, self.where)
         unlabelled = table[labels].isna().any(axis=1)
         if unlabelled.all():
             raise DataValidationError(
@@ -208,6 +210,8 @@ class TableDataModule(L.LightningDataModule):
             )
         table = table[~unlabelled]
         self._check_column_kinds(table, features)
+        if self.cfg.task == "classification":  # a column of whole numbers with a blank reads as floats
+            table = table.assign(**{labels[0]: class_values(table[labels[0]])})
         # Missing feature values are allowed: the encoding fills them in.
         value_range = getattr(self.source, "value_range", lambda cfg: None)(self.cfg)
         numbers = [finite(), *([pa.Check.in_range(*value_range)] if value_range is not None else [])]
@@ -235,7 +239,7 @@ class TableDataModule(L.LightningDataModule):
         classifies_floats = self.cfg.task == "classification" and pd.api.types.is_float_dtype(label)
         if classifies_floats and len(fractions := label[label % 1 != 0]):
             raise DataValidationError(
-                f"{self.where}: label column '{label.name}' holds fractions ({fractions.iloc[0]!r}), "
+                f"{self.where}: label column '{label.name}' holds fractions ({fractions.iloc[0].item()!r}), "
                 "not classes: for numbers to predict pass --task regression"
             )
         for name in features:

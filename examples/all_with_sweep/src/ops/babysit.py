@@ -4,6 +4,7 @@ raises its alerts (src.ops.alerts). README.md, "Watching a run", says what it ch
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -22,7 +23,8 @@ import psutil
 import torch
 import tyro
 
-from src.config import AlertConfig
+from src.config import AlertConfig, first_line
+from src.errors import fail
 from src.ops.alerts import Alerts
 from src.ops.hardware import gpu_readings, visible_gpus
 from src.ops.records import new_issue
@@ -32,6 +34,7 @@ from src.runs.directory import (
     NEVER_CHECKPOINTED,
     latest_checkpoint,
     marked_if_never_checkpointed,
+    process_alive,
     run_part,
     run_record,
 )
@@ -58,7 +61,8 @@ def check_process(run_dir: Path, record: dict, pending_restart: int | None) -> F
     if host and host != socket.gethostname():
         return Finding("process", "WARN", f"runs on {host}: only its files are checked from here")
     if status == "interrupted":
-        return Finding("process", "WARN", "interrupted on purpose (Ctrl-C or SIGTERM): not restarted")
+        stopped_by = record.get("end_detail") or "Ctrl-C, SIGTERM or SIGHUP"
+        return Finding("process", "WARN", f"interrupted on purpose ({stopped_by}): not restarted")
     if status == "failed":
         details = {"exit_status": "failed", "last_checkpoint": last, "traceback": record.get("error", "")}
         message = f"failed: {record.get('error', '')} (fix it, then --resume)"
@@ -69,7 +73,7 @@ def check_process(run_dir: Path, record: dict, pending_restart: int | None) -> F
         message = "died before its first checkpoint: nothing to resume or restart; delete the folder"
         details = {"exit_status": f"killed ({NEVER_CHECKPOINTED})", "last_checkpoint": "none"}
         return Finding("process", "FAIL", message, "crash", details)
-    if pid and psutil.pid_exists(pid):
+    if pid and process_alive(run_dir, record):
         return Finding("process", "OK", f"running as pid {pid}")
     details = {"exit_status": "killed (no status recorded)", "last_checkpoint": last}
     message = f"pid {pid} is gone but the run never finished (killed?)"
@@ -87,7 +91,9 @@ def check_hung(run_dir: Path, stall_minutes: float) -> Finding:
 
 
 def check_metrics(run_dir: Path, monitor: str, patience: int) -> Finding:
-    events = [e for e in _events(run_dir) if monitor in e]
+    # Numbers only: null is how metrics.jsonl spells a value that is not finite.
+    events = [e for e in _events(run_dir) if isinstance(e.get(monitor, 0), int | float | None)]
+    events = [e for e in events if monitor in e and not isinstance(e[monitor], bool)]
     if not events:
         return Finding("metrics", "OK", f"no {monitor} yet")
     # metrics.jsonl writes NaN and infinities as null (JSON has no spelling for them).
@@ -147,8 +153,8 @@ def _events(run_dir: Path) -> list[dict]:
 @dataclass
 class BabysitOptions:
     """Watch a running job and write what is found, as it is found, to logs/. Exit status: 0
-    when the run finished, 1 when the last check found a failure, 3 while the run goes on (a
-    single check).
+    when the run finished, 1 when the last check found a failure, 3 when neither: the run goes
+    on (a single check), or it was stopped on purpose. Checks end once the run has ended.
 
     Attributes:
         run_dir: The run directory to watch.
@@ -185,6 +191,8 @@ class Babysitter:
         record = json.loads((self.run_dir / "run.json").read_text())
         config = json.loads((self.run_dir / "config.json").read_text())
         findings = [check_process(self.run_dir, record, self._pending_restart(record))]
+        if findings[0].restartable and (failed := self._failed_restart(record)):
+            findings[0] = failed
         if record.get("status") == "running":
             findings.append(check_hung(self.run_dir, self.options.stall_minutes))
         patience = config.get("patience", config.get("early_stopping_rounds", 10))
@@ -231,14 +239,26 @@ class Babysitter:
                 start_new_session=True,  # outlives the babysitter, like nohup (OPS-2)
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )
-        restarts.append({"pid": process.pid, "at": datetime.now().isoformat(timespec="seconds")})
+        at = datetime.now().isoformat(timespec="seconds")
+        restarts.append({"pid": process.pid, "at": at, "output": str(output)})
         write_text_atomic(self.state_path, json.dumps({"restarts": restarts}, indent=2))
         return f"restarted from its latest checkpoint as pid {process.pid}; output in {output}"
+
+    def _failed_restart(self, record: dict) -> Finding | None:
+        """Our last restart, where it ended without taking the run over: restarting again would
+        fail again (a missing module, a refused flag) until someone looks."""
+        restarts = self._state().get("restarts", [])
+        if not restarts or restarts[-1]["pid"] == record.get("pid") or _alive(restarts[-1]["pid"]):
+            return None
+        said = f"its restart (pid {restarts[-1]['pid']}) ended before it took the run over"
+        details = {"exit_status": said, "last_checkpoint": str(latest_checkpoint(self.run_dir) or "none")}
+        output = restarts[-1].get("output", "its output in --log-dir")
+        return Finding("process", "FAIL", f"{said}: see {output}; not restarted again", "crash", details)
 
     def _pending_restart(self, record: dict) -> int | None:
         """A restart of ours that is alive but has not taken over run.json yet."""
         restarts = self._state().get("restarts", [])
-        if restarts and restarts[-1]["pid"] != record.get("pid") and psutil.pid_exists(restarts[-1]["pid"]):
+        if restarts and restarts[-1]["pid"] != record.get("pid") and _alive(restarts[-1]["pid"]):
             return restarts[-1]["pid"]
         return None
 
@@ -268,18 +288,49 @@ class Babysitter:
             self._log(f"ACT  alert      {kind}")
 
 
+def _alive(pid: int) -> bool:
+    """Whether the process runs; a restart of this babysitter's that ended is reaped."""
+    try:
+        if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+            return True
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.AccessDenied:  # another user's: it runs
+        return True
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+    return False
+
+
 def main(argv: list[str] | None = None) -> int:
     options = tyro.cli(BabysitOptions, args=argv, prog="python -m src.ops.babysit")
-    if not (options.run_dir / "run.json").is_file():
-        print(f"error: {options.run_dir} is not a run directory (it has no run.json)", file=sys.stderr)
-        return 2
-    babysitter = Babysitter(options.run_dir, options)
-    while True:
-        findings = babysitter.check()
-        finished = findings[0].message == "finished"
-        if finished or not options.every:
-            return 0 if finished else 1 if any(f.level == "FAIL" for f in findings) else 3
-        time.sleep(options.every)
+    for flag, value, lowest in (("--every", options.every, 0), ("--max-restarts", options.max_restarts, 0)):
+        if not lowest <= value < math.inf:
+            fail(f"{flag} {value}: give a number from {lowest} up")
+    if not 0 < options.stall_minutes < math.inf:
+        fail(f"--stall-minutes {options.stall_minutes}: give a number of minutes above 0")
+    # Its real path: a babysitter of a link to the run counts the same restarts.
+    options.run_dir = options.run_dir.resolve()
+    for name in ("run.json", "config.json"):
+        try:
+            found = json.loads((options.run_dir / name).read_text())
+        except (OSError, ValueError) as error:
+            fail(f"{options.run_dir} is not a run directory: its {name} cannot be read ({first_line(error)})")
+        if not isinstance(found, dict):
+            fail(f"{options.run_dir} is not a run directory: its {name} holds no JSON object")
+    try:
+        babysitter = Babysitter(options.run_dir, options)
+    except OSError as error:
+        fail(f"--log-dir {options.log_dir}: {error.strerror or error}")
+    try:
+        while True:
+            findings = babysitter.check()
+            failed = any(finding.level == "FAIL" for finding in findings)
+            if (status := run_record(options.run_dir).get("status")) in ENDED_BY_ITSELF or not options.every:
+                return 1 if failed else 0 if status == "finished" else 3
+            time.sleep(options.every)
+    except KeyboardInterrupt:
+        return 130  # the findings so far are in the log
 
 
 if __name__ == "__main__":

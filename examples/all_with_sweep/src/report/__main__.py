@@ -5,6 +5,7 @@ One run directory: its report.md written again. Several, of one part: a report c
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -36,6 +37,14 @@ class ReportOptions:
 
 def main(argv: list[str] | None = None) -> None:
     options = parse_options(ReportOptions, argv, prog="python -m src.report", description=__doc__)
+    try:
+        _report(options)
+    except KeyboardInterrupt:
+        print("interrupted: the report may lack figures; run the command again", file=sys.stderr)
+        raise SystemExit(130) from None
+
+
+def _report(options: ReportOptions) -> None:
     with exit_on_bad_input():
         if not options.run_dirs:
             raise DataValidationError("give the run directory to report on, or two or more to compare")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from src.config import at_least
 from src.training.config import LightningConfig
@@ -39,6 +40,9 @@ class RLConfig(LightningConfig):
         val_every_n_steps: Evaluate every this many collections (patience counts these); 0 after each epoch.
         checkpoint_every_n_steps: Also rewrite checkpoints/last.ckpt every this many collections; 0 never.
     """
+
+    # What a resume may not change: the environment the run's rewards and checkpoints come from.
+    kept_on_resume: ClassVar = ("env_name",)
 
     env_name: str = ""
     num_envs: int = 8

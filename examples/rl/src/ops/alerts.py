@@ -69,8 +69,10 @@ class Alerts:
         """The alert for how a session ended: failed, diverged, stopped by a signal, or (with
         `on_finish`) finished. Ctrl-C raises none: whoever pressed it knows."""
         if error is None:
-            if self.cfg.on_finish:
-                self.send("finished", f"finished; its report: {self.run_dir / 'report.md'}", "INFO")
+            if self.cfg.on_finish:  # a run may write no report (--output.no-report)
+                report = self.run_dir / "report.md"
+                text = f"finished; its report: {report}" if report.is_file() else "finished"
+                self.send("finished", text, "INFO")
         elif signal_name:
             self.send("stopped", f"{signal_name} stopped it; {resume_advice(self.run_dir)}")
         elif isinstance(error, TrainingDiverged):

@@ -11,6 +11,7 @@ import inspect
 import math
 import multiprocessing
 import signal
+import sys
 from collections.abc import Callable, Iterator
 from types import ModuleType
 
@@ -31,7 +32,7 @@ from torchrl.envs import (
     TransformedEnv,
 )
 
-from src.config import ConfigError
+from src.config import ConfigError, first_line
 from src.rl.config import RLConfig
 from src.rl.policy import ActionSpace
 from src.training.precision import full_float32
@@ -95,7 +96,7 @@ def observation_and_action_space(make_env: MakeEnv, env_name: str) -> tuple[int,
         return ConfigError(f"env_name {env_name!r}: {problem}; {TRAINABLE}")
 
     def described(spec) -> str:
-        return "missing" if spec is None else f"{type(spec).__name__} of shape {tuple(spec.shape)}"
+        return f"{type(spec).__name__} of shape {tuple(spec.shape)}"
 
     try:
         env = make_envs(make_env, env_name, 1)
@@ -108,10 +109,16 @@ def observation_and_action_space(make_env: MakeEnv, env_name: str) -> tuple[int,
     observation, action = env.observation_spec, env.action_spec
     if env.batch_size:
         observation, action = observation[0], action[0]
-    observation = observation.get("observation", None)
     env.close()
+    if "observation" not in observation:  # gymnasium's Dict observation: a key per entry
+        named = ", ".join(map(str, observation.keys()))
+        raise refused(
+            f"its observation is a dict ({named}), not one flat vector of floats: flatten it in "
+            "make_env with gymnasium.wrappers.FlattenObservation"
+        )
+    observation = observation["observation"]
     # A discrete observation (FrozenLake's cell) or an image is none.
-    if observation is None or observation.domain != "continuous" or len(observation.shape) != 1:
+    if observation.domain != "continuous" or len(observation.shape) != 1:
         raise refused(f"its observation is {described(observation)}, not one flat vector of floats")
     if hasattr(action.space, "n"):
         return observation.shape[0], ActionSpace(action.space.n)
@@ -297,10 +304,17 @@ class RolloutDataModule(L.LightningDataModule):
 
     def close(self) -> None:
         """Shut the collector and every env down, worker processes included; safe to repeat."""
-        if self.collector is not None:
-            self.collector.shutdown()  # closes self.env too
-            self.collector = None
-        for env in (self.env, self.eval_env):
-            if env is not None and not env.is_closed:
-                env.close(raise_if_closed=False)
-        self.env = self.eval_env = None
+        try:
+            if self.collector is not None:
+                self.collector.shutdown()  # closes self.env too
+            for env in (self.env, self.eval_env):
+                if env is not None and not env.is_closed:
+                    env.close(raise_if_closed=False)
+        except Exception as error:  # noqa: BLE001 - whatever a dead worker makes the close raise
+            # An env worker that died (killed, crashed) fails the orderly close, and Python would
+            # wait for the others at exit for ever: they go now, and the error that ended the
+            # run stays the one it reports.
+            for worker in multiprocessing.active_children():
+                worker.kill()
+            print(f"warning: environment workers stopped by force ({first_line(error)})", file=sys.stderr)
+        self.collector = self.env = self.eval_env = None

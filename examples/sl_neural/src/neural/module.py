@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import lightning as L
+import numpy as np
 import pandas as pd
 import torch
 from torch import nn
@@ -28,6 +29,9 @@ from src.training.schedules import step_schedule
 BuildNetwork = Callable[[Any, int, int], nn.Module]  # (cfg, num_features, num_outputs) -> network
 Loss = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (outputs, targets) -> per-example losses
 ENCODING = "encoding"  # the hyperparameter that holds the table's encoding (src/neural/encoding.py)
+# CatMetric gathers float32, whose whole numbers are exact only up to 2**24: a row number travels
+# as its quotient and remainder by that.
+ROW_PART = 2**24
 
 
 class SupervisedModule(L.LightningModule):
@@ -65,7 +69,8 @@ class SupervisedModule(L.LightningModule):
         # A NaN loss stays NaN, for the finite-loss guard to see, not left out of the mean.
         self.val_loss, self.test_loss = MeanMetric(nan_strategy="disable"), MeanMetric(nan_strategy="disable")
         # Every rank's test rows and outputs, gathered in rank order, both (DDP-1).
-        self.test_rows = CatMetric(nan_strategy="disable")
+        self.test_row_quotients = CatMetric(nan_strategy="disable")
+        self.test_row_remainders = CatMetric(nan_strategy="disable")
         self.test_outputs = CatMetric(nan_strategy="disable")
         if encoding.task == "classification":
             self.val_accuracy = MulticlassAccuracy(encoding.num_outputs, average="micro")
@@ -108,16 +113,19 @@ class SupervisedModule(L.LightningModule):
             outputs = self(inputs)
         self.test_loss(self.loss(outputs, targets))
         self.log("test_loss", self.test_loss, on_epoch=True)
-        self.test_rows.update(rows)
+        self.test_row_quotients.update(rows // ROW_PART)
+        self.test_row_remainders.update(rows % ROW_PART)
         self.test_outputs.update(outputs.float())
 
     def on_test_epoch_end(self) -> None:
         """Every test row's prediction, on every rank, and their metrics (src/predictions.py)."""
-        rows, outputs = (metric.compute().cpu().numpy() for metric in (self.test_rows, self.test_outputs))
+        gathered = (self.test_row_quotients, self.test_row_remainders, self.test_outputs)
+        quotients, remainders, outputs = (metric.compute().cpu().numpy() for metric in gathered)
+        for metric in gathered:
+            metric.reset()
         # CatMetric gives a single value as a 0-d tensor: a test split of one row.
-        rows, outputs = rows.reshape(-1), outputs.reshape(rows.size, -1)
-        self.test_rows.reset()
-        self.test_outputs.reset()
+        rows = (quotients.astype(np.int64) * ROW_PART + remainders.astype(np.int64)).reshape(-1)
+        outputs = outputs.reshape(rows.size, -1)
         order = rows.argsort()
         labels = self.trainer.datamodule.label_values.loc[rows[order]]  # as the table holds them
         self.test_predictions = self.encoding.predictions(rows[order], outputs[order], labels)

@@ -38,7 +38,7 @@ def predict(
     import torch
 
     from src.predict import rows_to_predict, score_predictions
-    from src.predictions import write_predictions
+    from src.predictions import class_values, write_predictions
     from src.runs.checkpoint_checks import checkpoint_problem
 
     model_path = options.run_dir / "model.pt"
@@ -68,6 +68,8 @@ def predict(
     labels = table[encoding.targets] if set(encoding.targets) <= set(table.columns) else None
     if labels is not None and encoding.task == "regression":
         labels = labels.apply(pd.to_numeric, errors="coerce")  # text where a number belongs: unknown
+    elif labels is not None:  # the classes as training read them, whether or not a label is blank
+        labels = labels.apply(lambda known: class_values(known.dropna()).astype(object).reindex(known.index))
     predicted = encoding.predictions(table.index.to_numpy(), outputs.numpy(), labels)
     write_predictions(predicted, options.output)
     print(f"predictions of {len(predicted)} rows: {options.output}")

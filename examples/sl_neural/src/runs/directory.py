@@ -3,17 +3,19 @@ files that end a run (CB-4), and the checkpoint a run resumes from (RES-1)."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import re
 import socket
+import time
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import psutil
 
-from src.runs.atomic import write_text_atomic
+from src.runs.atomic import translate_write_errors, write_text_atomic
 from src.runs.checkpoint_checks import checkpoint_problem
 
 STAMP_FORMAT = "%Y%m%d_%H%M%S"
@@ -25,6 +27,8 @@ CHECKPOINT_SUFFIXES = (".ckpt", ".ubj")  # Lightning, XGBoost
 # run.json's status of a run whose process died (kill -9, a crash, a lost machine) before
 # it wrote a checkpoint: nothing can resume it, and its folder can go.
 NEVER_CHECKPOINTED = "never_checkpointed"
+# Held by the process that trains a run, for as long as it does: see claim_run.
+TRAINING_LOCK = ".training.lock"
 
 
 def create_run_dir(base_dir: Path, name: str) -> Path:
@@ -50,12 +54,42 @@ def newest_first(base_dir: Path, name: str) -> list[Path]:
 
 
 def find_latest_run(base_dir: Path, name: str, part: str) -> Path | None:
-    """The newest unfinished run of config `name` of this part that has a checkpoint."""
+    """The newest unfinished run of config `name` of this part that has a checkpoint and that
+    no process trains now."""
     for path in newest_first(base_dir, name):
         record = run_record(path)
-        if run_part(record) in ("", part) and resume_candidates(path) and record.get("status") != "finished":
+        unfinished = record.get("status") != "finished" and not being_trained(path)
+        if run_part(record) in ("", part) and resume_candidates(path) and unfinished:
             return path
     return None
+
+
+def claim_run(run_dir: Path) -> IO[str] | None:
+    """The run's training lock, held while the file returned stays open; None where another
+    process holds it, training the run. The kernel releases it however that process ends,
+    kill -9 included. A process that looks (being_trained) holds it for an instant: wait that out."""
+    with translate_write_errors(run_dir / TRAINING_LOCK):  # a read-only folder: one line
+        file = open(run_dir / TRAINING_LOCK, "a")  # noqa: SIM115 - held open while the run trains
+    for _ in range(20):
+        try:
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return file
+        except BlockingIOError:
+            time.sleep(0.05)
+    file.close()
+    return None
+
+
+def being_trained(run_dir: Path) -> bool:
+    """Whether a process trains the run now (it holds claim_run's lock)."""
+    try:
+        with open(run_dir / TRAINING_LOCK) as file:
+            fcntl.flock(file, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:  # no lock file: a run of an earlier release, or one not started yet
+        return False
+    return False
 
 
 def run_part(record: dict) -> str:
@@ -69,17 +103,26 @@ def marked_if_never_checkpointed(run_dir: Path) -> bool:
     record = run_record(run_dir)
     if record.get("status") == NEVER_CHECKPOINTED:
         return True
-    if record.get("status") != "running" or resume_candidates(run_dir) or not _process_gone(record):
+    if record.get("status") != "running" or resume_candidates(run_dir) or process_alive(run_dir, record):
         return False
     record_in_run_json(run_dir, status=NEVER_CHECKPOINTED)
     return True
 
 
-def _process_gone(record: dict) -> bool:
-    """Whether the run's process no longer runs. Only a process on this machine can be
-    looked at; a pid that names a younger process is another process's."""
+def process_alive(run_dir: Path, record: dict) -> bool:
+    """Whether the run's process still runs, as far as this machine can tell: it holds the
+    run's training lock, or, for a run without one (an earlier release's), its pid names a
+    process as old as the run. One on another machine is taken to run."""
     if record.get("host") != socket.gethostname():
-        return False
+        return True
+    if (run_dir / TRAINING_LOCK).is_file():  # a pid may name another process by now; a lock cannot
+        return being_trained(run_dir)
+    return not _process_gone(record)
+
+
+def _process_gone(record: dict) -> bool:
+    """Whether the run's process no longer runs; a pid that names a younger process is
+    another process's."""
     try:
         process = psutil.Process(int(record["pid"]))
         started = datetime.fromisoformat(record["history"][-1]["started"]).timestamp()

@@ -30,7 +30,9 @@ def load_waivers(pyproject: Path, known: list[str]) -> dict[str, str]:
         toml = tomllib.loads(pyproject.read_text(encoding="utf-8")) if pyproject.is_file() else {}
     except tomllib.TOMLDecodeError as error:
         raise BadInput(f"{pyproject}: not valid TOML ({error})") from None
-    waivers = toml.get("tool", {}).get("checklist", {}).get("waivers", {})
+    waivers = toml
+    for table in ("tool", "checklist", "waivers"):  # each a table, where there is one
+        waivers = waivers.get(table, {}) if isinstance(waivers, dict) else None
     if not isinstance(waivers, dict):
         raise BadInput(f'{pyproject}: [tool.checklist.waivers] must be a table of ID = "reason"')
     for item, reason in waivers.items():
@@ -44,6 +46,8 @@ def load_waivers(pyproject: Path, known: list[str]) -> dict[str, str]:
 def check_project(root: Path, run_dirs: list[Path]) -> Report:
     """Every applicable check's result; BadInput for a bad RUN_DIR or waiver."""
     project = Project.load(root)
+    if not project.parts:
+        raise BadInput(f"{root}: no part to check (a folder with a train.py); give a project's root")
     if run_dirs and str(root) not in sys.path:
         sys.path.insert(0, str(root))  # run checks import the project's config classes
     runs = [open_run_dir(path, project) for path in run_dirs]

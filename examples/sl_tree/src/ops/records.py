@@ -6,7 +6,10 @@ fields of its type (OPS-4). experiments/README.md and issues/README.md show the 
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
+import os
 import re
 from datetime import date
 from pathlib import Path
@@ -15,7 +18,7 @@ from typing import Annotated, Literal
 import tyro
 
 from src.errors import fail
-from src.runs.atomic import write_text_atomic
+from src.runs.atomic import WriteFailed, translate_write_errors, write_text_atomic
 
 # The fields each issue type carries beyond the common ones.
 ISSUE_FIELDS = {
@@ -50,24 +53,31 @@ def list_records(root: Path) -> list[dict[str, str]]:
     records = []
     for folder in ("experiments", "issues"):
         for path in sorted((root / folder).glob("*.md")):
-            if header := _front_matter(path.read_text()):
+            if header := _front_matter(path.read_text(errors="replace")):  # a hand edit in another encoding
                 records.append({"file": str(path.relative_to(root)), **header})
     return records
 
 
 def _write(folder: Path, title: str, fields: dict[str, str], body: str) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
+    """The record, written whole under a name no other record has, however many processes
+    write records at once."""
+    with translate_write_errors(folder):  # a file where the folder belongs, say: one line
+        folder.mkdir(parents=True, exist_ok=True)
     slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:60] or "untitled"
-    path, attempt = folder / f"{fields['date']}-{slug}.md", 1
-    while path.exists():
-        attempt += 1
-        path = folder / f"{fields['date']}-{slug}-{attempt}.md"
     # A JSON string is a double-quoted YAML string: quotes, backslashes and line breaks escaped.
     header = "\n".join(
         f"{key}: {json.dumps(value, ensure_ascii=False)}" for key, value in {"title": title, **fields}.items()
     )
-    write_text_atomic(path, f"---\n{header}\n---\n\n# {title}\n\n{body}")
-    return path
+    staged = folder / f".{slug}-{os.getpid()}.partial"
+    write_text_atomic(staged, f"---\n{header}\n---\n\n# {title}\n\n{body}")
+    try:
+        for attempt in itertools.count(1):
+            path = folder / f"{fields['date']}-{slug}{f'-{attempt}' if attempt > 1 else ''}.md"
+            with contextlib.suppress(FileExistsError):
+                os.link(staged, path)  # fails where the name is taken, unlike a rename
+                return path
+    finally:
+        staged.unlink()
 
 
 def _front_matter(text: str) -> dict[str, str]:
@@ -118,9 +128,12 @@ def list_all() -> None:
 def main(argv: list[str] | None = None) -> None:
     commands = {"experiment": experiment, "issue": issue, "list": list_all}
     description = __doc__.split("\n\n")[0]
-    tyro.extras.subcommand_cli_from_dict(
-        commands, prog="python -m src.ops.records", description=description, args=argv
-    )
+    try:
+        tyro.extras.subcommand_cli_from_dict(
+            commands, prog="python -m src.ops.records", description=description, args=argv
+        )
+    except WriteFailed as error:
+        fail(str(error))
 
 
 if __name__ == "__main__":

@@ -19,12 +19,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from src.config import USED_KEY, BaseConfig, first_line
+from src.config import USED_KEY, BaseConfig, ConfigError, first_line
 from src.ops.alerts import Alerts
 from src.runs.atomic import WriteFailed, translate_write_errors, write_text_atomic
 from src.runs.console import tee_console, write_log
 from src.runs.directory import (
     RUN_DIR_ENV,
+    claim_run,
     create_run_dir,
     record_in_run_json,
     resume_advice,
@@ -56,13 +57,28 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
     decided = agreed(launch, lambda: _run_dir_and_checkpoint(cfg, resume_from), cfg.runs_dir())
     run_dir = Path(decided["run_dir"])
     resume_from = Path(decided["resume_from"]) if decided["resume_from"] else None
+    # One process trains a run (rank zero speaks for a launch): a second --resume of it, or a
+    # babysitter's restart while it still runs, would write into it beside the first.
+    claimed = claim_run(run_dir) if is_rank_zero() else contextlib.nullcontext()
+    if claimed is None:
+        pid = run_record(run_dir).get("pid")
+        raise ConfigError(
+            f"{run_dir}: another process{f' (pid {pid})' if pid else ''} is training this run; stop it "
+            "(Ctrl-C, or a STOP file) before resuming it"
+        )
     console = tee_console(run_dir / "console.log") if is_rank_zero() else contextlib.nullcontext()
     # A resume that fails (flags that do not fit the checkpoint, say) gives the run its
-    # config.json back, so the next --resume still works.
-    config_path = run_dir / "config.json"
+    # config.json back, so the next --resume still works; one that fails before it saves a
+    # checkpoint leaves run.json and report.md as they were too: a finished run stays finished.
+    config_path, record_path = run_dir / "config.json", run_dir / "run.json"
     previous_config = config_path.read_text() if resume_from and config_path.is_file() else None
+    previous_record = record_path.read_text() if resume_from and record_path.is_file() else None
+    checkpoints_before = _saved_checkpoints(run_dir)
+    # A finished run resumed with nothing left to train ends as it ended before.
+    earlier = run_record(run_dir) if resume_from else {}
+    earlier_end = {key: earlier[key] for key in ("end_reason", "end_detail") if key in earlier}
     _training_stops.clear()
-    with _handed_down(run_dir), console as log_file, hangup_and_sigterm_unwind():
+    with claimed, _handed_down(run_dir), console as log_file, hangup_and_sigterm_unwind():
         if log_file is not None:
             write_text_atomic(config_path, cfg.to_json() + "\n")
             # A Lightning part records the processes its Trainer starts too (RunInfoCallback).
@@ -84,6 +100,7 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
             # Lightning turns Ctrl-C into SystemExit after saving what it can.
             status = "interrupted" if isinstance(error, SystemExit) or _ctrl_c(error) else "failed"
             end = _why_it_was_cut_short(error)
+            saved_nothing = previous_record is not None and _saved_checkpoints(run_dir) == checkpoints_before
             with signals_wait_for_cleanup():
                 if log_file is not None:
                     # The terminal gets the traceback when it propagates; the log gets it now.
@@ -91,19 +108,22 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
                     try:  # on a full disk this may fail too; the error that ended the run comes first
                         if previous_config is not None:
                             write_text_atomic(config_path, previous_config)
-                        _write_status(run_dir, status, resume_from, error=repr(error), **end)
+                        if saved_nothing:
+                            write_text_atomic(record_path, previous_record)
+                        else:
+                            _write_status(run_dir, status, resume_from, error=repr(error), **end)
                     except WriteFailed as failure:
                         print(f"warning: run.json not updated ({failure})", file=sys.stderr)
                     stopped_by = signal.Signals(_stop_signals[-1]).name if _stop_signals else None
                     Alerts(cfg.alerts, run_dir).run_ended(error, stopped_by)  # before W&B's run ends
-                    if cfg.output.report:  # a run cut short gets one too, for what it did
+                    if cfg.output.report and not saved_nothing:  # a run cut short gets one, for what it did
                         _write_report(run_dir)
                 if (wandb_run := current_run()) is not None:
                     wandb_run.finish(exit_code=1)
                 if _ctrl_c(error):
                     print(f"interrupted: saved files are kept; {resume_advice(run_dir)}", file=sys.stderr)
                 if log_file is not None:
-                    _say_why(end)
+                    _say_why(end, saved_nothing)
             if _ctrl_c(error):
                 raise SystemExit(130) from None
             if _lightning_sigterm(error):
@@ -113,7 +133,9 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
             if log_file is not None:
                 with signals_wait_for_cleanup() as deferred:
                     end = _why_training_stopped(run_dir)
-                    if not isinstance(end, dict):
+                    if not isinstance(end, dict) and earlier.get("status") == "finished" and earlier_end:
+                        end = earlier_end
+                    elif not isinstance(end, dict):
                         end = {"end_reason": "unknown", "end_detail": "the training code recorded no reason"}
                     _write_status(run_dir, "finished", resume_from, **end)
                     if cfg.output.report:
@@ -149,6 +171,12 @@ def _run_dir_and_checkpoint(cfg: BaseConfig, resume_from: Path | None) -> dict[s
     else:
         run_dir = create_run_dir(cfg.runs_dir(), cfg.name)
     return {"run_dir": str(run_dir), "resume_from": str(resume_from or "")}
+
+
+def _saved_checkpoints(run_dir: Path) -> dict[str, tuple[int, int]]:
+    """Each checkpoint's size and modification time, by name: what a session has saved."""
+    found = (path for path in (run_dir / "checkpoints").glob("*") if path.is_file())
+    return {path.name: (stat.st_size, stat.st_mtime_ns) for path in found for stat in [path.stat()]}
 
 
 def _lightning_sigterm(error: BaseException) -> bool:
@@ -203,8 +231,13 @@ def _why_it_was_cut_short(error: BaseException) -> dict[str, str]:
     return {"end_reason": "error", "end_detail": said if said == kind else f"{kind}: {said}"}
 
 
-def _say_why(end: dict[str, str]) -> None:
-    print(f"run ended: {end['end_reason']} ({end['end_detail']})", flush=True)
+def _say_why(end: dict[str, str], saved_nothing: bool = False) -> None:
+    said = f"{end['end_reason']} ({end['end_detail']})"
+    # A resume that saved nothing leaves the run's own end, in run.json, standing.
+    if saved_nothing:  # the run's own end, in run.json, stands
+        print(f"resume ended: {said}; it saved no checkpoint: the run is as it was", flush=True)
+    else:
+        print(f"run ended: {said}", flush=True)
 
 
 def record_used_settings(run_dir: Path, **used: Any) -> None:

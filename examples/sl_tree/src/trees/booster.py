@@ -25,6 +25,7 @@ from src.ops.hardware import first_visible_gpu, visible_gpus
 from src.predict import PredictOptions, rows_to_predict, score_predictions
 from src.predictions import (
     PREDICTIONS_FILE,
+    class_values,
     classification_table,
     regression_table,
     task_metrics,
@@ -34,7 +35,7 @@ from src.runs.atomic import write_text_atomic
 from src.runs.checkpoint_checks import checkpoint_problem
 from src.runs.lifetime import training_stopped
 from src.trees.config import CUDA_XGBOOST_INSTALL, SLTreeConfig, is_local_cluster, shares_gpus
-from src.trees.data import ENCODING_ATTRIBUTE, Split, TableEncoding, class_values, part_function
+from src.trees.data import ENCODING_ATTRIBUTE, Split, TableEncoding, part_function
 from src.trees.plots import feature_importance, shap_summary
 from src.trees.rounds import RoundMetrics, stop_reason, train_seconds_so_far
 
@@ -215,8 +216,8 @@ def predictions_table(
     objective = json.loads(model.save_config())["learner"]["objective"]["name"]
     # In float64: float32 probabilities do not sum to 1 as closely as metrics ask.
     margins = model.inplace_predict(features, predict_type="margin").astype(np.float64)
-    if objective.startswith("multi:"):
-        probabilities = softmax(margins, axis=1)
+    if objective.startswith("multi:"):  # a margin per class, also of a table of no rows
+        probabilities = softmax(margins.reshape(len(rows), len(encoding.classes)), axis=1)
     else:
         positive = (margins > 0).astype(float) if objective == "binary:hinge" else expit(margins)
         probabilities = np.column_stack([1 - positive, positive])
