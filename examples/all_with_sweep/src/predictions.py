@@ -49,7 +49,7 @@ def class_values(labels: pd.Series) -> pd.Series:
     """Whole numbers as integers (a label column with an empty cell reads as floats); True and
     False stay themselves."""
     numbers = pd.to_numeric(labels, errors="coerce")
-    if numbers.dtype != bool and numbers.notna().all() and (numbers % 1 == 0).all():
+    if not pd.api.types.is_bool_dtype(numbers) and numbers.notna().all() and (numbers % 1 == 0).all():
         return numbers.astype("int64")
     return labels
 

@@ -332,7 +332,9 @@ def test_a_run_whose_env_worker_is_killed_fails_and_leaves_no_worker_behind(tmp_
         workers[0].kill()  # a worker crashed, or the machine's OOM killer chose it
         _, stderr = process.communicate(timeout=180)  # ends: Python does not wait on the others
     finally:
-        process.kill()
+        for leftover in [process, *workers]:
+            with contextlib.suppress(psutil.NoSuchProcess, ProcessLookupError):
+                leftover.kill()
     assert process.returncode != 0
     _, alive = psutil.wait_procs(workers, timeout=1)
     assert [w for w in alive if still_running(w)] == [], stderr[-2000:]

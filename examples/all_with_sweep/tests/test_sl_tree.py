@@ -494,6 +494,16 @@ def test_a_running_scheduler_is_asked_about_its_workers_gpus_not_this_machine(tm
                 training_params(dataclasses.replace(there, device="cuda"), params, encoding, client)
 
 
+def test_a_misspelt_booster_parameter_is_refused_not_ignored(tmp_path):  # CFG-3
+    cfg = smoke_config(tmp_path)
+    encoding = load_split(cfg, data).encoding
+    misspelt = {**model.booster_params(cfg), "colsample_bynodee": 0.5}
+    with pytest.raises(ConfigError, match="gives colsample_bynodee, which XGBoost does not use with"):
+        training_params(cfg, misspelt, encoding)
+    params = training_params(cfg, model.booster_params(cfg), encoding)
+    assert params["colsample_bytree"] == cfg.colsample_bytree
+
+
 def test_the_cpu_build_of_xgboost_trains_on_the_cpu_beside_a_gpu(tmp_path, monkeypatch):
     """The cpu extra (xgboost-cpu) on a machine with a GPU: auto picks the CPU, and cuda says
     how to install the CUDA build, instead of XGBoost failing when training starts."""

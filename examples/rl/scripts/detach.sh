@@ -45,9 +45,9 @@ PYTHONUNBUFFERED=1 nohup "${PYTHON:-python}" -m "$module" "$@" >"$log" 2>&1 &
 pid=$!
 # A run that cannot start (an unknown module, a mistyped flag or value) ends before it names
 # its run directory, once its libraries have loaded: say so here rather than "started" for a
-# process that is already gone.
-for ((waited = 0; waited < 600; waited++)); do
-    if ! kill -0 "$pid" 2>/dev/null || grep -qE "^(run|sweep) directory: " "$log"; then
+# process that is already gone. One queued behind the GPU lock says so first.
+for ((waited = 0; waited < 3000; waited++)); do
+    if ! kill -0 "$pid" 2>/dev/null || grep -qE "^((run|sweep) directory: |GPU lock .* waiting)" "$log"; then
         break
     fi
     sleep 0.1

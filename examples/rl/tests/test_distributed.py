@@ -304,6 +304,17 @@ def test_devices_that_disagree_with_torchrun_are_refused(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_slurm_variables_lightning_refuses_are_one_line_before_a_run_directory(tmp_path):  # DDP-1
+    env = slurm_env(tmp_path, 0, 2, free_port())
+    del env["SLURM_NTASKS_PER_NODE"]  # as sbatch --ntasks 2 leaves them
+    command = [sys.executable, *train_args(KIND, tmp_path / "out")]
+    result = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert "SLURM: You set `--ntasks=2`" in line and "`--ntasks-per-node=2` instead" in line
+    assert not (tmp_path / "out").exists()
+
+
 @slow
 @pytest.mark.skipif("sl_tree" not in PARTS, reason="this project has no tree part")
 def test_a_tree_part_under_torchrun_is_refused(tmp_path):

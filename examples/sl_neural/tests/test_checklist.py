@@ -317,7 +317,7 @@ def test_a_checklist_table_that_is_no_table_or_a_root_without_parts_is_refused(t
     project = copy_project(tmp_path / "project")
     (project / "pyproject.toml").write_text('[tool]\nchecklist = "on"\n')
     for args, said in (
-        ([], "[tool.checklist.waivers] must be a table"),
+        ([], "[tool.checklist] must be a table: [tool.checklist.waivers] of ID"),
         (["--root", str(tmp_path / "nowhere")], f"{tmp_path / 'nowhere'}: no part to check"),
     ):
         command = [sys.executable, "-m", "src.checklist", *args]

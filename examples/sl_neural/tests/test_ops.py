@@ -17,6 +17,7 @@ import sys
 import time
 import weakref
 from dataclasses import replace
+from datetime import date
 from types import MappingProxyType, SimpleNamespace
 
 import numpy as np
@@ -273,8 +274,10 @@ def test_a_restart_that_ends_before_it_takes_the_run_over_is_a_failure_not_repea
     process = sitter.check()[0]
     assert process.level == "FAIL" and not process.restartable
     said = f"ended before it took the run over: see {restart['output']}; not restarted again"
-    assert process.message.endswith(said)
+    assert process.message.endswith(said) and sitter.gave_up
     assert len(json.loads(sitter.state_path.read_text())["restarts"]) == 1
+    filed = sorted(path.read_text() for path in (tmp_path / "issues").glob("*.md"))
+    assert len(filed) == 2 and any("ended before it took the run over" in text for text in filed)
 
 
 def test_babysitter_knows_a_killed_run_whose_pid_another_process_now_has(tmp_path, monkeypatch):  # OPS-3
@@ -346,11 +349,15 @@ def test_ctrl_c_ends_a_babysitter_between_checks_quietly(tmp_path):  # OPS-3
     command = [sys.executable, "-m", "src.ops.babysit", str(run_dir), "--every", "600"]
     command += ["--log-dir", str(log_dir)]
     sitter = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, text=True)
-    log, deadline = log_dir / f"babysit_{run_dir.name}.log", time.monotonic() + 120
-    while " checkpoint " not in (log.read_text() if log.exists() else "") and time.monotonic() < deadline:
-        time.sleep(0.1)
-    sitter.send_signal(signal.SIGINT)  # while it sleeps, its checks done
-    assert sitter.wait(timeout=60) == 130 and "Traceback" not in sitter.stderr.read()
+    try:
+        log, deadline = log_dir / f"babysit_{run_dir.name}.log", time.monotonic() + 600
+        while " checkpoint " not in (log.read_text() if log.exists() else ""):  # its checks done
+            assert sitter.poll() is None and time.monotonic() < deadline, "no check finished"
+            time.sleep(0.1)
+        sitter.send_signal(signal.SIGINT)  # while it sleeps until the next
+        assert sitter.wait(timeout=60) == 130 and "Traceback" not in sitter.stderr.read()
+    finally:
+        sitter.kill()
 
 
 def test_babysitter_exit_status_is_a_failure_wherever_a_check_failed(tmp_path, monkeypatch):  # OPS-3
@@ -401,6 +408,14 @@ def test_records_written_at_once_each_keep_their_own_file(tmp_path):  # OPS-4
     assert [writer.wait() for writer in writers] == [0] * 6
     written = sorted(path.read_text() for path in (tmp_path / "experiments").iterdir())
     assert len(written) == 6 and all(f'hypothesis: "writer {n}"' in "".join(written) for n in range(6))
+
+
+def test_a_record_never_replaces_what_holds_its_name(tmp_path):  # OPS-4
+    (tmp_path / "experiments").mkdir()
+    taken = tmp_path / "experiments" / f"{date.today().isoformat()}-wider-mlp.md"
+    taken.symlink_to(tmp_path / "someone's notes.md")  # a link to a file not written yet
+    written = records.new_experiment(tmp_path, "Wider MLP")
+    assert written.name.endswith("-wider-mlp-2.md") and taken.is_symlink()
 
 
 def test_records_list_latin_1_and_refuse_a_file_for_their_folder(tmp_path, monkeypatch, capsys):  # OPS-4

@@ -571,6 +571,19 @@ def test_too_few_rows_for_a_stratified_split_is_a_clear_error(tmp_path):  # DATA
         datamodule.setup("fit")
 
 
+def test_a_class_too_scarce_to_split_is_named_whole_in_the_error_and_run_json(tmp_path):  # DATA-1
+    path = tmp_path / "five.csv"
+    pd.DataFrame({"a": range(5), "b": range(5), "y": ["x", "y", "x", "z", "y"]}).to_csv(path, index=False)
+    cfg = smoke_config(tmp_path, data_path=str(path), label_column=("y",))
+    said = f"{path}: cannot split 5 rows into train/val/test by class: class(es) x, y, z of 'y' have fewer"
+    with pytest.raises(DataValidationError, match=re.escape(said)) as error:
+        train.main_with_config(cfg)
+    (run_dir,) = tmp_path.glob("smoke_*")
+    detail = json.loads((run_dir / "run.json").read_text())["end_detail"]
+    assert detail == f"DataValidationError: {error.value}"  # all of it, not its first 200 characters
+    assert len(detail) > 200
+
+
 def test_a_regression_whose_test_split_is_one_row_is_tested(tmp_path):  # DATA-1
     path = tmp_path / "five.csv"
     pd.DataFrame({"x": [0.1, -0.2, 0.3, 0.4, -0.5], "y": [1.0, 2.0, 0.5, 3.0, 1.5]}).to_csv(path, index=False)

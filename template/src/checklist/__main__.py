@@ -30,11 +30,13 @@ def load_waivers(pyproject: Path, known: list[str]) -> dict[str, str]:
         toml = tomllib.loads(pyproject.read_text(encoding="utf-8")) if pyproject.is_file() else {}
     except tomllib.TOMLDecodeError as error:
         raise BadInput(f"{pyproject}: not valid TOML ({error})") from None
-    waivers = toml
+    waivers, name = toml, ""
     for table in ("tool", "checklist", "waivers"):  # each a table, where there is one
-        waivers = waivers.get(table, {}) if isinstance(waivers, dict) else None
-    if not isinstance(waivers, dict):
-        raise BadInput(f'{pyproject}: [tool.checklist.waivers] must be a table of ID = "reason"')
+        name = f"{name}.{table}".lstrip(".")
+        waivers = waivers.get(table, {})
+        if not isinstance(waivers, dict):
+            wanted = '[tool.checklist.waivers] of ID = "reason"'
+            raise BadInput(f"{pyproject}: [{name}] must be a table: {wanted}")
     for item, reason in waivers.items():
         if item not in known:
             raise BadInput(f"{pyproject}: waiver for unknown item {item!r}; valid IDs: {', '.join(known)}")

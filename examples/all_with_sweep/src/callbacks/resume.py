@@ -68,8 +68,9 @@ class ExactResume(L.Callback):
         if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
             # Every rank's generators, rank zero's also at the top as one process keeps them:
             # Lightning dumps a checkpoint on every rank, and rank zero writes it.
-            state["ranks"] = [None] * dist.get_world_size()
-            dist.all_gather_object(state["ranks"], _random_states())
+            ranks: list[Any] = [None] * dist.get_world_size()
+            dist.all_gather_object(ranks, dict(state))
+            state["ranks"] = ranks
         if self._trainer is not None:
             watched = {c.monitor for c in self._trainer.lr_scheduler_configs if c.reduce_on_plateau}
             metrics = self._trainer.callback_metrics

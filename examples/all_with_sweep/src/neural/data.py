@@ -23,7 +23,7 @@ from torch.utils.data import DataLoader, Sampler, TensorDataset
 from torchdata.stateful_dataloader import StatefulDataLoader
 from torchdata.stateful_dataloader.sampler import StatefulDistributedSampler
 
-from src.config import ConfigError
+from src.config import ConfigError, first_line
 from src.data_checks import DataValidationError, check_rows_and_feature_kinds, finite, validate_table
 from src.neural.config import SLNeuralConfig
 from src.neural.encoding import TableEncoding, is_numeric
@@ -157,8 +157,16 @@ class TableDataModule(L.LightningDataModule):
                 random_state=self.cfg.split_seed,
             )
         except ValueError as error:  # too few rows, or too few of some class for a stratified split
+            counts = classes.value_counts() if classes is not None else pd.Series(dtype=int)
+            if len(scarce := counts[counts < 3]):  # a stratified split puts one of each class in each
+                named = ", ".join(sorted(map(str, scarce.index))[:10]) + (" ..." if len(scarce) > 10 else "")
+                raise DataValidationError(
+                    f"{self.where}: cannot split {len(table)} rows into train/val/test by class: class(es) "
+                    f"{named} of '{classes.name}' have fewer than 3 rows; give more rows of them, or leave "
+                    "them out of the table"
+                ) from None
             raise DataValidationError(
-                f"{self.where}: cannot split {len(table)} rows into train/val/test: {error}"
+                f"{self.where}: cannot split {len(table)} rows into train/val/test: {first_line(error)}"
             ) from None
         return train, val, test
 
@@ -211,7 +219,8 @@ class TableDataModule(L.LightningDataModule):
         table = table[~unlabelled]
         self._check_column_kinds(table, features)
         if self.cfg.task == "classification":  # a column of whole numbers with a blank reads as floats
-            table = table.assign(**{labels[0]: class_values(table[labels[0]])})
+            table = table.copy(deep=False)
+            table[labels[0]] = class_values(table[labels[0]])
         # Missing feature values are allowed: the encoding fills them in.
         value_range = getattr(self.source, "value_range", lambda cfg: None)(self.cfg)
         numbers = [finite(), *([pa.Check.in_range(*value_range)] if value_range is not None else [])]

@@ -68,16 +68,12 @@ def _write(folder: Path, title: str, fields: dict[str, str], body: str) -> Path:
     header = "\n".join(
         f"{key}: {json.dumps(value, ensure_ascii=False)}" for key, value in {"title": title, **fields}.items()
     )
-    staged = folder / f".{slug}-{os.getpid()}.partial"
-    write_text_atomic(staged, f"---\n{header}\n---\n\n# {title}\n\n{body}")
-    try:
-        for attempt in itertools.count(1):
-            path = folder / f"{fields['date']}-{slug}{f'-{attempt}' if attempt > 1 else ''}.md"
-            with contextlib.suppress(FileExistsError):
-                os.link(staged, path)  # fails where the name is taken, unlike a rename
-                return path
-    finally:
-        staged.unlink()
+    for attempt in itertools.count(1):
+        path = folder / f"{fields['date']}-{slug}{f'-{attempt}' if attempt > 1 else ''}.md"
+        with translate_write_errors(path), contextlib.suppress(FileExistsError):
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY))  # the name is this record's
+            write_text_atomic(path, f"---\n{header}\n---\n\n# {title}\n\n{body}")
+            return path
 
 
 def _front_matter(text: str) -> dict[str, str]:

@@ -46,7 +46,12 @@ def current_launch() -> Launch:
         per_node = int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
         return Launch("torchrun", world_size, world_size // per_node, torchrun.global_rank())
     if SLURMEnvironment.detect():
-        slurm = SLURMEnvironment()
+        try:
+            slurm = SLURMEnvironment()
+        except RuntimeError as error:  # variables Lightning refuses: --ntasks without --ntasks-per-node
+            from src.config import ConfigError
+
+            raise ConfigError(f"SLURM: {' '.join(str(error).split())}") from None
         return Launch(
             "slurm", slurm.world_size(), int(os.environ.get("SLURM_NNODES", "1")), slurm.global_rank()
         )

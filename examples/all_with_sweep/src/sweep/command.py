@@ -197,11 +197,11 @@ def _check_options(spec: SweepSpec, args: SweepOptions) -> None:
             f"--storage {args.storage}: not a database URL; give one such as sqlite:///sweeps.db "
             "or postgresql://host/db, or leave it out for the journal file in the sweep's folder"
         )
+    spec.distributions()  # a bad search space fails before any trial
     if args.storage is not None:  # one Optuna cannot use is refused before the sweep's folder is made
         from src.sweep.local import open_storage
 
         open_storage(args.storage)
-    spec.distributions()  # a bad search space fails before any trial
 
 
 def find_sweep(base: BaseConfig, flag: str, named: str) -> tuple[Path, SweepState, IO[str]] | None:

@@ -92,8 +92,7 @@ def check_hung(run_dir: Path, stall_minutes: float) -> Finding:
 
 def check_metrics(run_dir: Path, monitor: str, patience: int) -> Finding:
     # Numbers only: null is how metrics.jsonl spells a value that is not finite.
-    events = [e for e in _events(run_dir) if isinstance(e.get(monitor, 0), int | float | None)]
-    events = [e for e in events if monitor in e and not isinstance(e[monitor], bool)]
+    events = [e for e in _events(run_dir) if monitor in e and type(e[monitor]) in (int, float, type(None))]
     if not events:
         return Finding("metrics", "OK", f"no {monitor} yet")
     # metrics.jsonl writes NaN and infinities as null (JSON has no spelling for them).
@@ -154,7 +153,8 @@ def _events(run_dir: Path) -> list[dict]:
 class BabysitOptions:
     """Watch a running job and write what is found, as it is found, to logs/. Exit status: 0
     when the run finished, 1 when the last check found a failure, 3 when neither: the run goes
-    on (a single check), or it was stopped on purpose. Checks end once the run has ended.
+    on (a single check), or it was stopped on purpose; 2 for bad input, 130 for Ctrl-C. Checks
+    end once the run has ended, or its process is gone and not restarted.
 
     Attributes:
         run_dir: The run directory to watch.
@@ -184,6 +184,7 @@ class Babysitter:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         # Named by part too: two parts' runs may share a name (output/part1/smoke_X, output/part2/smoke_X).
         self.label = "_".join(filter(None, (run_part(run_record(run_dir)), run_dir.name)))
+        self.gave_up = False  # the last check found the process gone, and did not restart it
         self.log_path = self.log_dir / f"babysit_{self.label}.log"
         self.state_path = self.log_dir / f"babysit_{self.label}.json"
 
@@ -205,8 +206,12 @@ class Babysitter:
             self._log(f"{finding.level:<4} {finding.check:<10} {finding.message}")
             if finding.issue_type:
                 self._record_issue(finding, record, config)
+        restarted = ""
         if findings[0].restartable and self.options.restart:
-            self._log(f"ACT  restart    {self._restart(record)}")
+            restarted = self._restart(record)
+            self._log(f"ACT  restart    {restarted}")
+        # A process gone and not started again: nothing more happens to the run.
+        self.gave_up = findings[0].level == "FAIL" and not restarted.startswith("restarted")
         return findings
 
     def _monitor(self, config: dict) -> str:
@@ -250,10 +255,13 @@ class Babysitter:
         restarts = self._state().get("restarts", [])
         if not restarts or restarts[-1]["pid"] == record.get("pid") or _alive(restarts[-1]["pid"]):
             return None
+        if str(record.get("updated", "")) >= restarts[-1]["at"]:  # someone resumed it since
+            return None
         said = f"its restart (pid {restarts[-1]['pid']}) ended before it took the run over"
         details = {"exit_status": said, "last_checkpoint": str(latest_checkpoint(self.run_dir) or "none")}
+        details["restart_pid"] = str(restarts[-1]["pid"])
         output = restarts[-1].get("output", "its output in --log-dir")
-        return Finding("process", "FAIL", f"{said}: see {output}; not restarted again", "crash", details)
+        return Finding("restart", "FAIL", f"{said}: see {output}; not restarted again", "crash", details)
 
     def _pending_restart(self, record: dict) -> int | None:
         """A restart of ours that is alive but has not taken over run.json yet."""
@@ -272,7 +280,9 @@ class Babysitter:
         print(line, flush=True)
 
     def _record_issue(self, finding: Finding, record: dict, config: dict) -> None:
-        marker = self.run_dir / f".issue_{finding.check}_{record.get('pid')}"  # once per problem and process
+        # Once per problem and process (a restart's, where it failed).
+        pid = finding.details.get("restart_pid") or record.get("pid")
+        marker = self.run_dir / f".issue_{finding.check}_{pid}"
         if marker.exists():
             return
         title = f"{self.run_dir.name} {finding.check}: {finding.message[:60]}"
@@ -281,6 +291,7 @@ class Babysitter:
         self._log(f"ACT  issue      recorded {path}")
         # What a run cannot report itself; one that ended by itself, or diverged, raised its own.
         kind = {"process": "killed", "hung": "hung", "checkpoint": "checkpoint broken"}.get(finding.check)
+        kind = "restart failed" if finding.check == "restart" else kind
         if kind and record.get("status") not in ENDED_BY_ITSELF:
             known = {f.name for f in dataclasses.fields(AlertConfig)}
             cfg = AlertConfig(**{k: v for k, v in config.get("alerts", {}).items() if k in known})
@@ -326,7 +337,8 @@ def main(argv: list[str] | None = None) -> int:
         while True:
             findings = babysitter.check()
             failed = any(finding.level == "FAIL" for finding in findings)
-            if (status := run_record(options.run_dir).get("status")) in ENDED_BY_ITSELF or not options.every:
+            status = run_record(options.run_dir).get("status")
+            if status in ENDED_BY_ITSELF or babysitter.gave_up or not options.every:
                 return 1 if failed else 0 if status == "finished" else 3
             time.sleep(options.every)
     except KeyboardInterrupt:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
 import re
 import socket
 import time
@@ -17,6 +18,7 @@ import psutil
 
 from src.runs.atomic import translate_write_errors, write_text_atomic
 from src.runs.checkpoint_checks import checkpoint_problem
+from src.runs.launch import is_rank_zero
 
 STAMP_FORMAT = "%Y%m%d_%H%M%S"
 # Lightning starts DDP ranks as copies of this command; they inherit the run
@@ -58,7 +60,8 @@ def find_latest_run(base_dir: Path, name: str, part: str) -> Path | None:
     no process trains now."""
     for path in newest_first(base_dir, name):
         record = run_record(path)
-        unfinished = record.get("status") != "finished" and not being_trained(path)
+        # Rank zero's view: the other ranks of a launch resume the run rank zero already holds.
+        unfinished = record.get("status") != "finished" and not (is_rank_zero() and being_trained(path))
         if run_part(record) in ("", part) and resume_candidates(path) and unfinished:
             return path
     return None
@@ -73,9 +76,13 @@ def claim_run(run_dir: Path) -> IO[str] | None:
     for _ in range(20):
         try:
             fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return file
         except BlockingIOError:
             time.sleep(0.05)
+            continue
+        # A forked child (a data-loader worker) would hold the lock on past a kill -9 of this
+        # process; its copy closes as it starts, which leaves this process's lock held.
+        os.register_at_fork(after_in_child=file.close)
+        return file
     file.close()
     return None
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from src.config import USED_KEY, BaseConfig, ConfigError, first_line
+from src.errors import DataValidationError, TrainingDiverged
 from src.ops.alerts import Alerts
 from src.runs.atomic import WriteFailed, translate_write_errors, write_text_atomic
 from src.runs.console import tee_console, write_log
@@ -53,22 +54,32 @@ class Run:
 def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]:
     cfg.validate()  # raises ConfigError before any directory exists
     launch = current_launch()
-    # Every process of a torchrun or srun launch writes into rank zero's choice (DDP-1).
-    decided = agreed(launch, lambda: _run_dir_and_checkpoint(cfg, resume_from), cfg.runs_dir())
+    claimed: list[Any] = []
+
+    def decide() -> dict[str, str]:
+        """Rank zero's choice, which every process of a torchrun or srun launch writes into
+        (DDP-1). One process trains a run: rank zero claims it for the launch, and where
+        another process trains it (a second --resume, a babysitter's restart while it still
+        runs), every rank is refused."""
+        decided = _run_dir_and_checkpoint(cfg, resume_from)
+        if is_rank_zero() and (lock := claim_run(Path(decided["run_dir"]))) is None:
+            pid = run_record(Path(decided["run_dir"])).get("pid")
+            decided["refused"] = (
+                f"{decided['run_dir']}: another process{f' (pid {pid})' if pid else ''} is training this "
+                "run; stop it (Ctrl-C, or a STOP file) before resuming it"
+            )
+        elif is_rank_zero():
+            claimed.append(lock)
+        return decided
+
+    decided = agreed(launch, decide, cfg.runs_dir())
+    if "refused" in decided:
+        raise ConfigError(decided["refused"])
     run_dir = Path(decided["run_dir"])
     resume_from = Path(decided["resume_from"]) if decided["resume_from"] else None
-    # One process trains a run (rank zero speaks for a launch): a second --resume of it, or a
-    # babysitter's restart while it still runs, would write into it beside the first.
-    claimed = claim_run(run_dir) if is_rank_zero() else contextlib.nullcontext()
-    if claimed is None:
-        pid = run_record(run_dir).get("pid")
-        raise ConfigError(
-            f"{run_dir}: another process{f' (pid {pid})' if pid else ''} is training this run; stop it "
-            "(Ctrl-C, or a STOP file) before resuming it"
-        )
     console = tee_console(run_dir / "console.log") if is_rank_zero() else contextlib.nullcontext()
     # A resume that fails (flags that do not fit the checkpoint, say) gives the run its
-    # config.json back, so the next --resume still works; one that fails before it saves a
+    # config.json back, so the next --resume still works; one refused before it saved a
     # checkpoint leaves run.json and report.md as they were too: a finished run stays finished.
     config_path, record_path = run_dir / "config.json", run_dir / "run.json"
     previous_config = config_path.read_text() if resume_from and config_path.is_file() else None
@@ -78,7 +89,8 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
     earlier = run_record(run_dir) if resume_from else {}
     earlier_end = {key: earlier[key] for key in ("end_reason", "end_detail") if key in earlier}
     _training_stops.clear()
-    with claimed, _handed_down(run_dir), console as log_file, hangup_and_sigterm_unwind():
+    lock = claimed[0] if claimed else contextlib.nullcontext()
+    with lock, _handed_down(run_dir), console as log_file, hangup_and_sigterm_unwind():
         if log_file is not None:
             write_text_atomic(config_path, cfg.to_json() + "\n")
             # A Lightning part records the processes its Trainer starts too (RunInfoCallback).
@@ -100,7 +112,12 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
             # Lightning turns Ctrl-C into SystemExit after saving what it can.
             status = "interrupted" if isinstance(error, SystemExit) or _ctrl_c(error) else "failed"
             end = _why_it_was_cut_short(error)
-            saved_nothing = previous_record is not None and _saved_checkpoints(run_dir) == checkpoints_before
+            # Refused (its flags, its data), not failed in training: the run is left as it was.
+            refused = isinstance(error, ConfigError | DataValidationError) or str(error).startswith(
+                "Error(s) in loading state_dict"  # torch's words for a checkpoint the model does not fit
+            )
+            unsaved = _saved_checkpoints(run_dir) == checkpoints_before
+            saved_nothing = refused and unsaved and previous_record is not None
             with signals_wait_for_cleanup():
                 if log_file is not None:
                     # The terminal gets the traceback when it propagates; the log gets it now.
@@ -174,9 +191,14 @@ def _run_dir_and_checkpoint(cfg: BaseConfig, resume_from: Path | None) -> dict[s
 
 
 def _saved_checkpoints(run_dir: Path) -> dict[str, tuple[int, int]]:
-    """Each checkpoint's size and modification time, by name: what a session has saved."""
-    found = (path for path in (run_dir / "checkpoints").glob("*") if path.is_file())
-    return {path.name: (stat.st_size, stat.st_mtime_ns) for path in found for stat in [path.stat()]}
+    """Each checkpoint's size and modification time, by name: what a session has saved
+    (SLURM's requeue saves hpc_ckpt_N.ckpt beside checkpoints/)."""
+    saved = {}
+    for path in [*(run_dir / "checkpoints").glob("*"), *run_dir.glob("hpc_ckpt_*.ckpt")]:
+        with contextlib.suppress(OSError):  # one a rotation removed meanwhile
+            stat = path.stat()
+            saved[str(path)] = (stat.st_size, stat.st_mtime_ns)
+    return saved
 
 
 def _lightning_sigterm(error: BaseException) -> bool:
@@ -228,12 +250,14 @@ def _why_it_was_cut_short(error: BaseException) -> dict[str, str]:
     if isinstance(error, SystemExit) and _stop_signals:
         return {"end_reason": "signal", "end_detail": signal.Signals(_stop_signals[-1]).name}
     said, kind = first_line(error), type(error).__name__
+    ours = isinstance(error, ConfigError | DataValidationError | TrainingDiverged | WriteFailed)
+    if ours and str(error).strip():  # written to be read whole: not cut as another library's
+        said = str(error).strip().splitlines()[0]
     return {"end_reason": "error", "end_detail": said if said == kind else f"{kind}: {said}"}
 
 
 def _say_why(end: dict[str, str], saved_nothing: bool = False) -> None:
     said = f"{end['end_reason']} ({end['end_detail']})"
-    # A resume that saved nothing leaves the run's own end, in run.json, standing.
     if saved_nothing:  # the run's own end, in run.json, stands
         print(f"resume ended: {said}; it saved no checkpoint: the run is as it was", flush=True)
     else:

@@ -34,7 +34,14 @@ from src.predictions import (
 from src.runs.atomic import write_text_atomic
 from src.runs.checkpoint_checks import checkpoint_problem
 from src.runs.lifetime import training_stopped
-from src.trees.config import CUDA_XGBOOST_INSTALL, SLTreeConfig, is_local_cluster, shares_gpus
+from src.trees.config import (
+    CUDA_XGBOOST_INSTALL,
+    XGBOOST_DOCS,
+    SLTreeConfig,
+    is_local_cluster,
+    shares_gpus,
+    unused_parameters,
+)
 from src.trees.data import ENCODING_ATTRIBUTE, Split, TableEncoding, part_function
 from src.trees.plots import feature_importance, shap_summary
 from src.trees.rounds import RoundMetrics, stop_reason, train_seconds_so_far
@@ -57,6 +64,11 @@ def training_params(
         ours["num_class"] = len(encoding.classes or ())
     if both := sorted(ours.keys() & params.keys()):
         raise ConfigError(f"model.booster_params(cfg) sets {', '.join(both)}, which the pipeline sets")
+    if unused := unused_parameters(params | ours | {"device": "cpu"}):  # checked where any XGBoost runs
+        raise ConfigError(
+            f"model.booster_params(cfg) gives {', '.join(unused)}, which XGBoost does not use with "
+            f"objective {cfg.objective}: a misspelt name? Its parameters: {XGBOOST_DOCS.partition('#')[0]}"
+        )
     return params | ours
 
 

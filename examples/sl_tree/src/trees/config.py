@@ -179,14 +179,27 @@ def xgboost_problems(objective: str, eval_metric: str, numbers: dict[str, float]
 
 def _configure(params: dict) -> dict:
     """The learner's config XGBoost makes of `params`; a ValueError where it refuses them."""
+    return _configured(params)[0]
+
+
+def unused_parameters(params: dict) -> list[str]:
+    """The names in `params` XGBoost does nothing with: a misspelt one trains as if unset."""
+    return _configured(params)[1]
+
+
+def _configured(params: dict) -> tuple[dict, list[str]]:
     # Here, not at the top: --help answers without XGBoost's seconds of import.
     import numpy as np
     import xgboost as xgb
 
     # One thread: a pool would take longer than the check. Named: the booster needs it alive.
     row = xgb.DMatrix(np.zeros((1, 1)), nthread=1)
-    with warnings.catch_warnings(action="ignore"):  # "parameters not used": a part's other numbers
-        return json.loads(xgb.Booster(params, [row]).save_config())["learner"]
+    with warnings.catch_warnings(record=True) as said:  # not shown: a part's other numbers among them
+        warnings.simplefilter("always")
+        config = json.loads(xgb.Booster(params, [row]).save_config())["learner"]
+    warned = " ".join(str(warning.message) for warning in said)
+    lists = re.findall(r"Parameters: \{(.*?)\} are not used", warned, re.DOTALL)
+    return config, [name for names in lists for name in re.findall(r'"([^"]+)"', names)]
 
 
 def xgboost_says(error: ValueError) -> str:
