@@ -555,9 +555,10 @@ def test_bad_data_is_refused_naming_the_column(tmp_path, change, message):  # DA
     [
         ("header.csv", lambda t: t.head(0), "has no rows"),
         ("dated.parquet", lambda t: t.assign(day=pd.Timestamp("2024-05-01")), "column(s) 'day' hold dates"),
+        ("indexed.csv", lambda t: t.reset_index(names="Unnamed: 0"), "column 'Unnamed: 0' holds the row"),
     ],
 )
-def test_a_table_of_no_rows_or_of_dates_is_refused_in_one_line(tmp_path, file, change, message):  # DATA-1
+def test_a_table_of_no_rows_dates_or_row_numbers_is_refused_in_one_line(tmp_path, file, change, message):
     path = tmp_path / file
     changed = change(data.load_table(config.DiabetesConfig()))
     if file.endswith(".parquet"):

@@ -88,8 +88,8 @@ def read_table(path: str | Path) -> pd.DataFrame:
 
 
 def check_rows_and_feature_kinds(table: pd.DataFrame, features: list, where: str) -> None:
-    """Refuse a table of no rows, and feature columns of dates or times, which neither a network
-    nor a booster reads as they are."""
+    """Refuse a table of no rows, feature columns of dates or times, which neither a network nor
+    a booster reads as they are, and the row numbers a DataFrame wrote beside its columns."""
     if table.empty:
         raise DataValidationError(f"{where}: has no rows")
     kinds = (pd.api.types.is_datetime64_any_dtype, pd.api.types.is_timedelta64_dtype)
@@ -97,6 +97,17 @@ def check_rows_and_feature_kinds(table: pd.DataFrame, features: list, where: str
         raise DataValidationError(
             f"{where}: column(s) {', '.join(map(repr, dated))} hold dates or times: make numbers of them "
             "in load_table (days since a date, the day of the week), or leave them out with --feature-columns"
+        )
+
+    def row_numbers(column: pd.Series) -> bool:  # as pandas names a nameless header cell
+        named = str(column.name).startswith("Unnamed: ") and pd.api.types.is_integer_dtype(column)
+        return named and bool((column.to_numpy() == np.arange(len(column))).all())
+
+    if written := [name for name in features if row_numbers(table[name])]:
+        raise DataValidationError(
+            f"{where}: column {written[0]!r} holds the row numbers 0, 1, 2 ... that pandas writes as a "
+            "nameless first column (to_csv without index=False), not a feature: leave it out with "
+            "--feature-columns, or write the file with index=False"
         )
 
 

@@ -770,7 +770,9 @@ def test_predict_takes_new_rows_and_refuses_a_table_without_the_runs_columns(
     assert list(predicted["row"]) == list(range(6)) and "true_kind" not in predicted.columns
     probabilities = predicted[[f"probability_{name}" for name in ("high", "low", "mid")]]
     assert probabilities.sum(axis=1).tolist() == pytest.approx([1.0] * 6)
-    assert "metrics" not in capsys.readouterr().out  # no label, no metrics
+    printed = capsys.readouterr().out
+    assert "metrics" not in printed  # no label, no metrics
+    assert "column 'colour': 1 row(s) hold values training never saw (purple)" in printed
 
     for changed, said in (
         (new.drop(columns=["colour"]), "has no column(s) colour; the model reads size,"),
@@ -844,6 +846,7 @@ def unchanged(table):
         (unchanged, {"feature_columns": ("size", "shape")}, r"column\(s\) shape \(set --feature-columns"),
         (lambda t: t.assign(size=float("inf")), {}, r"column 'size': failed finite"),
         (lambda t: t.head(0), {}, r"^part1.data.load_table\(cfg\): has no rows$"),
+        (lambda t: t.reset_index(names="Unnamed: 0"), {}, r"column 'Unnamed: 0' holds the row numbers 0, 1"),
         (lambda t: t.assign(day=pd.Timestamp("2024-05-01")), {}, r"column\(s\) 'day' hold dates or times"),
     ],
 )
