@@ -153,10 +153,20 @@ def exit_on_bad_input() -> Iterator[None]:
         fail(message)
 
 
+# Ours, raised where the input is at fault: their messages are written to be read whole.
+INPUT_ERRORS = (DataValidationError, ConfigError, TrainingDiverged, WriteFailed)
+
+
+def checkpoint_does_not_fit(error: BaseException) -> bool:
+    """torch's words when a checkpoint's weights do not fit the model: a resume whose flags
+    changed the model's shape (its layer sizes, say)."""
+    return isinstance(error, RuntimeError) and str(error).startswith("Error(s) in loading state_dict")
+
+
 def bad_input_message(error: Exception) -> str | None:
     """The one-line message of an error the input caused (bad data, config values, training
     that diverged on them, a full disk, sizes beyond the machine's memory), else None."""
-    if isinstance(error, (DataValidationError, ConfigError, TrainingDiverged, WriteFailed)):
+    if isinstance(error, INPUT_ERRORS):
         return str(error)
     text = str(error)
     # torch reports CPU allocations that fail as a plain RuntimeError; CUDA's as its
@@ -170,9 +180,7 @@ def bad_input_message(error: Exception) -> str | None:
             f"out of memory ({detail}): the config's sizes need more memory than this machine has; "
             "lower the batch, model or data sizes"
         )
-    if isinstance(error, RuntimeError) and text.startswith("Error(s) in loading state_dict"):
-        # torch's words when a checkpoint's weights do not fit the model: a resume whose
-        # flags changed the model's shape (its layer sizes, say).
+    if checkpoint_does_not_fit(error):
         detail = next((line.strip() for line in text.splitlines()[1:] if line.strip()), text)[:200]
         return (
             f"the checkpoint does not fit the model this config builds ({detail}); "

@@ -67,6 +67,14 @@ def rows_to_predict(
     return table, where
 
 
+def say_unseen_values(column: str, unseen: pd.Series, read_as: str) -> None:
+    """One line for a text column whose rows hold values training never saw (`unseen`), and
+    how the model reads them."""
+    if unseen.size:
+        shown = ", ".join(map(str, unseen.unique()[:5]))
+        print(f"column {column!r}: {unseen.size} row(s) hold values training never saw ({shown}): {read_as}")
+
+
 def score_predictions(predicted: pd.DataFrame, labels: list[str], classes: list | None) -> dict[str, float]:
     """The task's metrics over the rows whose label is known (one of a classifier's `classes`),
     printed on one line and returned."""

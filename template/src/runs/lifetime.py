@@ -19,8 +19,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from src.cli import INPUT_ERRORS, checkpoint_does_not_fit
 from src.config import USED_KEY, BaseConfig, ConfigError, first_line
-from src.errors import DataValidationError, TrainingDiverged
+from src.errors import DataValidationError
 from src.ops.alerts import Alerts
 from src.runs.atomic import WriteFailed, translate_write_errors, write_text_atomic
 from src.runs.console import tee_console, write_log
@@ -62,14 +63,16 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
         another process trains it (a second --resume, a babysitter's restart while it still
         runs), every rank is refused."""
         decided = _run_dir_and_checkpoint(cfg, resume_from)
-        if is_rank_zero() and (lock := claim_run(Path(decided["run_dir"]))) is None:
+        if not is_rank_zero():  # a rank Lightning started: rank zero holds the run
+            return decided
+        if (lock := claim_run(Path(decided["run_dir"]))) is not None:
+            claimed.append(lock)
+        else:
             pid = run_record(Path(decided["run_dir"])).get("pid")
             decided["refused"] = (
                 f"{decided['run_dir']}: another process{f' (pid {pid})' if pid else ''} is training this "
                 "run; stop it (Ctrl-C, or a STOP file) before resuming it"
             )
-        elif is_rank_zero():
-            claimed.append(lock)
         return decided
 
     decided = agreed(launch, decide, cfg.runs_dir())
@@ -87,7 +90,8 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
     checkpoints_before = _saved_checkpoints(run_dir)
     # A finished run resumed with nothing left to train ends as it ended before.
     earlier = run_record(run_dir) if resume_from else {}
-    earlier_end = {key: earlier[key] for key in ("end_reason", "end_detail") if key in earlier}
+    finished_as = {key: earlier.get(key) for key in ("end_reason", "end_detail")}
+    finished_as = finished_as if earlier.get("status") == "finished" and all(finished_as.values()) else None
     _training_stops.clear()
     lock = claimed[0] if claimed else contextlib.nullcontext()
     with lock, _handed_down(run_dir), console as log_file, hangup_and_sigterm_unwind():
@@ -113,9 +117,7 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
             status = "interrupted" if isinstance(error, SystemExit) or _ctrl_c(error) else "failed"
             end = _why_it_was_cut_short(error)
             # Refused (its flags, its data), not failed in training: the run is left as it was.
-            refused = isinstance(error, ConfigError | DataValidationError) or str(error).startswith(
-                "Error(s) in loading state_dict"  # torch's words for a checkpoint the model does not fit
-            )
+            refused = isinstance(error, ConfigError | DataValidationError) or checkpoint_does_not_fit(error)
             unsaved = _saved_checkpoints(run_dir) == checkpoints_before
             saved_nothing = refused and unsaved and previous_record is not None
             with signals_wait_for_cleanup():
@@ -150,10 +152,9 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
             if log_file is not None:
                 with signals_wait_for_cleanup() as deferred:
                     end = _why_training_stopped(run_dir)
-                    if not isinstance(end, dict) and earlier.get("status") == "finished" and earlier_end:
-                        end = earlier_end
-                    elif not isinstance(end, dict):
-                        end = {"end_reason": "unknown", "end_detail": "the training code recorded no reason"}
+                    if not isinstance(end, dict):
+                        said = "the training code recorded no reason"
+                        end = finished_as or {"end_reason": "unknown", "end_detail": said}
                     _write_status(run_dir, "finished", resume_from, **end)
                     if cfg.output.report:
                         _write_report(run_dir)
@@ -250,8 +251,7 @@ def _why_it_was_cut_short(error: BaseException) -> dict[str, str]:
     if isinstance(error, SystemExit) and _stop_signals:
         return {"end_reason": "signal", "end_detail": signal.Signals(_stop_signals[-1]).name}
     said, kind = first_line(error), type(error).__name__
-    ours = isinstance(error, ConfigError | DataValidationError | TrainingDiverged | WriteFailed)
-    if ours and str(error).strip():  # written to be read whole: not cut as another library's
+    if isinstance(error, INPUT_ERRORS) and str(error).strip():  # not cut as another library's
         said = str(error).strip().splitlines()[0]
     return {"end_reason": "error", "end_detail": said if said == kind else f"{kind}: {said}"}
 

@@ -22,7 +22,7 @@ from scipy.special import expit, softmax
 from src.config import ConfigError, first_line
 from src.errors import DataValidationError
 from src.ops.hardware import first_visible_gpu, visible_gpus
-from src.predict import PredictOptions, rows_to_predict, score_predictions
+from src.predict import PredictOptions, rows_to_predict, say_unseen_values, score_predictions
 from src.predictions import (
     PREDICTIONS_FILE,
     class_values,
@@ -270,10 +270,8 @@ def predict_run(
         cfg.data_path or f"{source.__name__}.load_table(cfg)",
     )
     features = encoding.features(table, where)
-    for name in encoding.categories:  # read as missing: say so
-        if (unseen := table[name][features[name].isna() & table[name].notna()]).size:
-            shown = ", ".join(map(str, unseen.unique()[:5]))
-            print(f"column {name!r}: {unseen.size} row(s) hold values training never saw ({shown}): missing")
+    for name in encoding.categories:
+        say_unseen_values(name, table[name][features[name].isna() & table[name].notna()], "missing")
     label, truth = encoding.label_column, None
     if label in table.columns:
         known = table[label].dropna()

@@ -38,7 +38,7 @@ def predict(
     import torch
 
     from src.neural.encoding import as_text
-    from src.predict import rows_to_predict, score_predictions
+    from src.predict import rows_to_predict, say_unseen_values, score_predictions
     from src.predictions import class_values, write_predictions
     from src.runs.checkpoint_checks import checkpoint_problem
 
@@ -66,10 +66,7 @@ def predict(
     inputs = torch.from_numpy(encoding.features.transform(table, where))
     for name, seen in zip(encoding.features.text, encoding.features.categories, strict=True):
         values = pd.Series(as_text(table[name]))
-        if (unseen := values[~values.isin(seen)]).size:
-            shown = ", ".join(map(str, unseen.unique()[:5]))
-            said = f"{unseen.size} row(s) hold values training never saw ({shown})"
-            print(f"column {name!r}: {said}: read as none of the values it saw")
+        say_unseen_values(name, values[~values.isin(seen)], "read as none of the values it saw")
     with torch.inference_mode():  # an empty table is one batch of no rows
         outputs = torch.cat([model(batch.to(device)).float().cpu() for batch in inputs.split(BATCH_ROWS)])
     labels = table[encoding.targets] if set(encoding.targets) <= set(table.columns) else None
