@@ -111,6 +111,24 @@ def check_rows_and_feature_kinds(table: pd.DataFrame, features: list, where: str
         )
 
 
+def refuse_identifiers(table: pd.DataFrame, text_columns: Iterable[str], where: str) -> None:
+    """Refuse a text feature with a value for nearly every row: an identifier or a date, which
+    one-hot codes or a booster's categories would learn by heart, row by row."""
+    for name in text_columns:
+        if (distinct := table[name].nunique()) > max(20, len(table) // 2):
+            values = table[name].dropna().astype(str)
+            dates = pd.to_datetime(values.iloc[:100], errors="coerce", format="ISO8601").notna().all()
+            what = (
+                "dates: make numbers of them in load_table (days since a date, the day of the week), or"
+                if dates
+                else "an identifier, not a category to learn from:"
+            )
+            raise DataValidationError(
+                f"{where}: text column {name!r} has {distinct} distinct values in {len(table)} rows "
+                f"({values.iloc[0]!r}, ...): {what} leave it out with --feature-columns"
+            )
+
+
 def finite() -> pa.Check:
     """A pandera check that rejects inf, -inf and values beyond float32 (what torch and
     XGBoost train in, where they would become inf); nulls are the `nullable` flag's job."""

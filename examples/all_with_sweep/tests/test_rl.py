@@ -39,6 +39,7 @@ from torchrl.envs.utils import check_env_specs, set_exploration_type
 
 from src.cli import parse_cli
 from src.config import ConfigError
+from src.errors import DataValidationError
 from src.rl import data as rl_data
 from src.rl import evaluate as rl_evaluate
 from src.rl.module import PPO
@@ -459,6 +460,32 @@ def test_evaluation_plays_the_action_the_deterministic_policy_takes(overrides):
         assert greedy.shape == (256, 1) and expected.abs().max() > 2.0
         expected = expected.clamp(-2.0, 2.0)
     torch.testing.assert_close(greedy, expected)
+
+
+class BrokenLineWalk(envs.LineWalk):
+    """LineWalk whose last walk observes NaN from the third step on: an env with a bug."""
+
+    def _step(self, tensordict):
+        stepped = super()._step(tensordict)
+        if int(self._steps.max()) >= 3:
+            stepped["observation"][-1, 0] = float("nan")
+        return stepped
+
+
+def test_a_non_finite_observation_ends_training_and_evaluation_in_one_line(tmp_path):  # DATA-1
+    # Left alone, the policy samples from NaN deep inside torch (a discrete one), or acts on it.
+    cfg = smoke_config(tmp_path, env_name="LineWalk", num_envs=4)
+    make_env = lambda env_name, num_envs: BrokenLineWalk(num_envs)  # noqa: E731
+    collector = Collector(rl_data.training_env(cfg, make_env, cfg.seed), None, frames_per_batch=32)
+    said = r"env 'LineWalk' returned an observation of nan \(at \(3, 0\) of a batch shaped \(4, 2\)\)"
+    try:
+        with pytest.raises(DataValidationError, match=said):
+            next(iter(collector))
+    finally:
+        collector.shutdown()
+    policy = configured_ppo(config.CONFIGS["smoke"](env_name="LineWalk")).greedy_policy()
+    with pytest.raises(DataValidationError, match="observations must be finite numbers"):
+        rl_data.first_episodes(rl_data.evaluation_envs(make_env, "LineWalk", 4), policy, 4)
 
 
 class SteeredLineWalk(envs.LineWalk):

@@ -22,6 +22,7 @@ from conftest import PARTS, ROOT, assert_ended, assert_report, part_module, slow
 
 from src.config import BaseConfig, ConfigError, OutputConfig
 from src.report.run_files import RunFiles
+from src.report.run_report import run_line
 from src.runs.atomic import WriteFailed, write_text_atomic
 from src.runs.checkpoint_checks import checkpoint_problem
 from src.runs.directory import RUN_DIR_ENV
@@ -328,6 +329,9 @@ def test_a_cut_model_file_is_reported_never_loaded(kind, smoke_runs, tmp_path):
         cut = tmp_path / f"cut{fraction}{'.ubj' if kind == 'sl_tree' else '.ckpt'}"
         cut.write_bytes(original[: int(len(original) * fraction)])
         assert checkpoint_problem(cut) is not None, fraction
+        cut.write_bytes(original[int(len(original) * fraction) :])  # its start lost instead
+        problem = checkpoint_problem(cut)
+        assert problem is not None and "Errno" not in problem, (fraction, problem)
 
 
 @slow
@@ -513,6 +517,9 @@ def test_metrics_jsonl_has_each_step_once_after_a_resume(kind, tmp_path):
     assert wait_until(second_checkpoint, process) and wait_until(logged_past_it, process)
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
+    # run.json still says running; its report says what became of it (OPS-3).
+    assert status(run_dir_in(tmp_path))["status"] == "running"
+    assert run_line(RunFiles.read(run_dir_in(tmp_path))).startswith("**killed** (its process ended")
 
     (run_dir_in(tmp_path) / "STOP").touch()
     resumed = train(kind, tmp_path, "--resume", "auto", *TRAINS_ON[kind])
@@ -571,6 +578,38 @@ def test_ctrl_c_sigterm_and_sighup_end_a_run_quietly(kind, signal_number, exit_s
     said = f"{run_dir.name}: stopped\n{signal.Signals(signal_number).name} stopped it; continue with --resume"
     expected = [] if signal_number == signal.SIGINT else [("stopped", said)]
     assert [(post["kind"], post["text"][: len(said)]) for post in webhook.received] == expected
+
+
+# Ctrl-C as the process exits, its run ended and saved: it ends at once, where a library's
+# exit handler would have printed KeyboardInterrupt's traceback.
+SLOW_EXIT_HANDLER = """
+import atexit, runpy, sys, time
+atexit.register(lambda: (print("exiting", flush=True), time.sleep(60)))
+sys.argv = sys.argv[1:]
+runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
+"""
+
+
+def test_ctrl_c_as_the_process_exits_ends_it_at_once(tmp_path):
+    kind = "sl_tree" if "sl_tree" in PARTS else THOROUGH  # the quicker run
+    module_and_flags = command(kind, tmp_path)[2:]
+    process = subprocess.Popen(
+        [sys.executable, "-c", SLOW_EXIT_HANDLER, *module_and_flags],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    said = []
+    for line in process.stdout:
+        said += [line] if line.startswith(("run ended:", "exiting")) else []
+        if line == "exiting\n":
+            os.killpg(process.pid, signal.SIGINT)
+            break
+    _, stderr = process.communicate(timeout=60)
+    assert said[0].startswith("run ended:") and said[-1] == "exiting\n", stderr[-2000:]
+    assert process.returncode == 130 and "Traceback" not in stderr, stderr[-2000:]
 
 
 # A bad --data-path: refused in one line, exit status 2, before a run directory exists.

@@ -848,6 +848,11 @@ def unchanged(table):
         (lambda t: t.head(0), {}, r"^part1.data.load_table\(cfg\): has no rows$"),
         (lambda t: t.reset_index(names="Unnamed: 0"), {}, r"column 'Unnamed: 0' holds the row numbers 0, 1"),
         (lambda t: t.assign(day=pd.Timestamp("2024-05-01")), {}, r"column\(s\) 'day' hold dates or times"),
+        (
+            lambda t: t.assign(day=pd.date_range("2024-01-01", periods=len(t)).astype(str)),
+            {},
+            r"text column 'day' has 298 distinct values .*: dates: make numbers of them in load_table",
+        ),
     ],
 )
 def test_a_table_that_does_not_fit_the_task_says_what_to_pass(tmp_path, change, fields, message):  # DATA-1

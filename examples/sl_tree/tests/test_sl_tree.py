@@ -556,6 +556,16 @@ def test_bad_data_is_refused_naming_the_column(tmp_path, change, message):  # DA
         ("header.csv", lambda t: t.head(0), "has no rows"),
         ("dated.parquet", lambda t: t.assign(day=pd.Timestamp("2024-05-01")), "column(s) 'day' hold dates"),
         ("indexed.csv", lambda t: t.reset_index(names="Unnamed: 0"), "column 'Unnamed: 0' holds the row"),
+        (
+            "days.csv",
+            lambda t: t.assign(day=pd.date_range("2024-01-01", periods=len(t)).astype(str)),
+            "text column 'day' has 442 distinct values in 442 rows ('2024-01-01', ...): dates: make numbers",
+        ),
+        (
+            "patients.csv",
+            lambda t: t.assign(patient=[f"p{row}" for row in range(len(t))]),
+            "text column 'patient' has 442 distinct values in 442 rows ('p0', ...): an identifier",
+        ),
     ],
 )
 def test_a_table_of_no_rows_dates_or_row_numbers_is_refused_in_one_line(tmp_path, file, change, message):

@@ -15,6 +15,7 @@ from src.report import figures
 from src.report.prediction_figures import prediction_figures
 from src.report.run_files import REPORT_FILE, RunFiles
 from src.runs.atomic import write_text_atomic
+from src.runs.directory import resume_advice, status_now
 from src.runs.metrics_jsonl import higher_is_better
 
 FIGURES_DIR = "report"
@@ -76,8 +77,10 @@ def title(run: RunFiles) -> str:
 def run_line(run: RunFiles) -> str:
     """finished (or how it ended), how far it got, when, and the command that started it."""
     record = run.record
-    status = f"**{record.get('status', 'unknown')}**"
-    if record.get("error"):
+    status = f"**{status_now(run.dir, record)}**"
+    if status == "**killed**":
+        status += f" (its process ended without recording why; {resume_advice(run.dir)})"
+    elif record.get("error"):
         status += f" ({record['error']})"
     elif record.get("end_reason"):  # why it ended: the target, patience, the budget ...
         status += f" ({record['end_reason']}: {record.get('end_detail', '')})"
@@ -146,7 +149,7 @@ def compare_runs(runs: list[RunFiles], output: Path, title: str = "") -> Path:
         [
             run.name if seeded else name,
             *([name, cell(run.config.get("seed", MISSING))] if seeded else []),
-            run.record.get("status", "unknown"),
+            status_now(run.dir, run.record),
             f"[{REPORT_FILE}]({Path(os.path.relpath(run.dir / REPORT_FILE, output)).as_posix()})",
         ]
         for name, group in zip(names, groups, strict=True)

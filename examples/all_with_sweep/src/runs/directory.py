@@ -127,6 +127,13 @@ def process_alive(run_dir: Path, record: dict) -> bool:
     return not _process_gone(record)
 
 
+def status_now(run_dir: Path, record: dict) -> str:
+    """run.json's status, or "killed" where it says running but the run's process is gone
+    (kill -9, a crash, a lost machine: nothing was left to record the end)."""
+    status = str(record.get("status", "unknown"))
+    return "killed" if status == "running" and not process_alive(run_dir, record) else status
+
+
 def _process_gone(record: dict) -> bool:
     """Whether the run's process no longer runs; a pid that names a younger process is
     another process's."""

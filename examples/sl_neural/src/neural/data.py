@@ -24,7 +24,13 @@ from torchdata.stateful_dataloader import StatefulDataLoader
 from torchdata.stateful_dataloader.sampler import StatefulDistributedSampler
 
 from src.config import ConfigError, first_line
-from src.data_checks import DataValidationError, check_rows_and_feature_kinds, finite, validate_table
+from src.data_checks import (
+    DataValidationError,
+    check_rows_and_feature_kinds,
+    finite,
+    refuse_identifiers,
+    validate_table,
+)
 from src.neural.config import SLNeuralConfig
 from src.neural.encoding import TableEncoding, is_numeric
 from src.predictions import class_values
@@ -251,10 +257,4 @@ class TableDataModule(L.LightningDataModule):
                 f"{self.where}: label column '{label.name}' holds fractions ({fractions.iloc[0].item()!r}), "
                 "not classes: for numbers to predict pass --task regression"
             )
-        for name in features:
-            distinct = table[name].nunique()
-            if not is_numeric(table[name]) and distinct > max(20, len(table) // 2):
-                raise DataValidationError(
-                    f"{self.where}: text column '{name}' has {distinct} distinct values in {len(table)} "
-                    "rows: an identifier, not a category to learn from; leave it out with --feature-columns"
-                )
+        refuse_identifiers(table, [name for name in features if not is_numeric(table[name])], self.where)

@@ -3,6 +3,7 @@ disk, a cut copy or a bad sector is reported by name, never loaded into a traceb
 
 from __future__ import annotations
 
+import errno
 import subprocess
 import sys
 import zipfile
@@ -27,8 +28,15 @@ def _torch_problem(path: Path) -> str | None:
 
     try:
         with zipfile.ZipFile(path) as archive:
-            if (bad_entry := archive.testzip()) is not None:
-                return f"damaged ({bad_entry} fails its checksum)"
+            bad_entry = archive.testzip()
+    # Python's words for a cut or overwritten archive say little ("[Errno 22] Invalid argument").
+    except (zipfile.BadZipFile, OSError) as error:
+        if isinstance(error, OSError) and error.errno != errno.EINVAL:
+            return f"unreadable ({first_line(error)})"  # a disk's error: its own words
+        return "damaged (cut or overwritten: not the whole zip archive torch.save writes)"
+    if bad_entry is not None:
+        return f"damaged ({bad_entry} fails its checksum)"
+    try:
         # mmap: nothing is copied into memory; weights_only: no code runs from the file.
         checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     # Whatever the unpickler meets in a damaged file is damage to report, not a crash.

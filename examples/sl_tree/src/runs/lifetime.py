@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gc
 import json
@@ -318,6 +319,16 @@ def signals_wait_for_cleanup() -> Iterator[list[int]]:
 
     with _signal_handlers(dict.fromkeys((signal.SIGINT, signal.SIGTERM, signal.SIGHUP), wait)):
         yield deferred
+    # Registered again after each run: the last registered runs first, before the libraries' own.
+    atexit.unregister(_signals_leave_at_once)
+    atexit.register(_signals_leave_at_once)
+
+
+def _signals_leave_at_once() -> None:
+    """As the process exits, everything saved: a signal ends it at once, where the libraries'
+    exit handlers would print a KeyboardInterrupt traceback."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, lambda number, frame: os._exit(128 + number))
 
 
 @contextlib.contextmanager

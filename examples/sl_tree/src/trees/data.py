@@ -19,7 +19,13 @@ import pandera.pandas as pa
 import xgboost as xgb
 from sklearn.model_selection import train_test_split
 
-from src.data_checks import DataValidationError, check_rows_and_feature_kinds, finite, validate_table
+from src.data_checks import (
+    DataValidationError,
+    check_rows_and_feature_kinds,
+    finite,
+    refuse_identifiers,
+    validate_table,
+)
 from src.predictions import class_values
 from src.trees.config import SLTreeConfig, xgboost_says
 
@@ -122,6 +128,7 @@ def load_split(cfg: SLTreeConfig, source: ModuleType) -> Split:
     table = labelled_rows(table, label, cfg.drop_unlabelled_rows, where)
     classes = label_classes(table[label], cfg, where)
     text = [name for name in features if column_kind(table[name], name, where) == "text"]
+    refuse_identifiers(table, text, where)
     table = validate_table(table[[*features, label]], table_schema(cfg, features, text, known), where)
     train, val, test = split_rows(table, cfg, classes is not None, where)
     categories = {name: sorted(_as_text(table.loc[train, name]).dropna().unique().tolist()) for name in text}
