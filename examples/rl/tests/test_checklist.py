@@ -326,6 +326,16 @@ def test_a_checklist_table_that_is_no_table_or_a_root_without_parts_is_refused(t
         assert said in result.stderr and len(result.stderr.splitlines()) == 1
 
 
+def test_a_part_whose_code_does_not_parse_is_one_line(tmp_path):
+    project = copy_project(tmp_path / "project")
+    model = project / next(iter(PARTS.values())) / "model.py"
+    model.write_text(model.read_text() + "\ndef unfinished(:\n")
+    command = [sys.executable, "-m", "src.checklist"]
+    result = subprocess.run(command, cwd=project, capture_output=True, text=True)
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr[-2000:]
+    assert result.stderr.startswith(f"checklist: {model.relative_to(project)} does not parse: invalid syntax")
+
+
 def test_a_waived_failure_does_not_fail_the_run(tmp_path):
     project = copy_project(tmp_path / "project")
     (project / "scripts" / "detach.sh").write_text('#!/bin/bash\npython -m "$@"\n')  # OPS-2 fails

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -86,7 +85,7 @@ def rules(item: str, title: str, applies_to: str, *checks: Callable[[Any, Any], 
     a failure's message starts with the part's name."""
 
     def every(project: Any) -> str:
-        parts = project.parts_of(TAGS[applies_to])
+        parts = [part for part in project.parts if part.kind in TAGS[applies_to]]
         for part, rule in itertools.product(parts, checks):
             try:
                 rule(project, part)
@@ -123,8 +122,7 @@ class Report:
         return any(result.status == "fail" for result in self.results)
 
     def counts(self) -> dict[str, int]:
-        found = Counter(result.status for result in self.results)
-        return {status: found[status] for status in STATUSES}
+        return {status: sum(result.status == status for result in self.results) for status in STATUSES}
 
     def summary(self) -> str:
         counts = ", ".join(f"{n} {status}" for status, n in self.counts().items())
@@ -139,29 +137,26 @@ class Report:
             found.setdefault(f"run {r.where}" if r.where else titles[r.mode], []).append(r)
         return found
 
+    def as_json(self) -> str:
+        items = {"automated": self.automated, "manual": self.manual}
+        # Items (what applies) and results (one per check and run directory), counted apart.
+        counts = {"items_counts": {k: len(v) for k, v in items.items()}, "counts": self.counts()}
+        results = [asdict(result) for result in self.results]
+        return json.dumps({"items": items, **counts, "failed": self.failed, "results": results}, indent=2)
 
-def as_json(report: Report) -> str:
-    items = {"automated": report.automated, "manual": report.manual}
-    # Items (what applies) and results (one per check and run directory), counted apart.
-    found = {"items": items, "items_counts": {k: len(v) for k, v in items.items()}, "counts": report.counts()}
-    found |= {"failed": report.failed, "results": [asdict(result) for result in report.results]}
-    return json.dumps(found, indent=2)
+    def as_table(self) -> str:
+        lines = []
+        for title, results in self.groups().items():
+            lines += [f"== {title}"] + [f"  {r.status.upper():<8} {r.id:<7} {r.why}" for r in results]
+        return "\n".join([*lines, self.summary()])
 
-
-def as_table(report: Report) -> str:
-    lines = []
-    for title, results in report.groups().items():
-        lines += [f"== {title}"] + [f"  {r.status.upper():<8} {r.id:<7} {r.why}" for r in results]
-    return "\n".join([*lines, report.summary()])
-
-
-def as_markdown(report: Report) -> str:
-    lines = ["# Checklist report", ""]
-    for title, results in report.groups().items():
-        lines += [f"## {title}", "", "| status | item | why |", "| --- | --- | --- |"]
-        lines += [f"| {r.status} | {r.id} | {r.why.replace('|', ESCAPED_BAR)} |" for r in results]
-        lines.append("")
-    return "\n".join([*lines, report.summary()])
+    def as_markdown(self) -> str:
+        lines = ["# Checklist report", ""]
+        for title, results in self.groups().items():
+            lines += [f"## {title}", "", "| status | item | why |", "| --- | --- | --- |"]
+            lines += [f"| {r.status} | {r.id} | {r.why.replace('|', ESCAPED_BAR)} |" for r in results]
+            lines.append("")
+        return "\n".join([*lines, self.summary()])
 
 
-FORMATS = {"table": as_table, "json": as_json, "markdown": as_markdown}
+FORMATS = {"table": Report.as_table, "json": Report.as_json, "markdown": Report.as_markdown}

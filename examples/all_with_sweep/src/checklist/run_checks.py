@@ -28,10 +28,6 @@ class RunDir:
     record: dict[str, Any]  # run.json: status, launcher, world_size, history ...; {} without one
 
     @property
-    def status(self) -> str:  # finished, running, failed, interrupted, or unknown
-        return self.record.get("status", "unknown")
-
-    @property
     def kind(self) -> str:
         return self.part.kind
 
@@ -93,15 +89,6 @@ def open_run_dir(path: Path, project: Project) -> RunDir:
     return RunDir(path, part, config, run)
 
 
-def config_class(part: Part, config: dict[str, Any]) -> type:
-    """The part's config class named as config.json's `name` (or its task config)."""
-    module = importlib.import_module(f"{part.name}.config")
-    own = [c for c in vars(module).values() if is_dataclass(c) and c.__module__ == module.__name__]
-    require(own, f"{part.name}/config.py defines no config dataclass")
-    named = [c for c in own if getattr(c, "name", None) == config.get("name")]
-    return (named or sorted(own, key=lambda c: len(c.__mro__)))[0]
-
-
 @check("OUT-1", "the run directory is named {name}_{YYYYMMDD_HHMMSS}", mode="run")
 def run_dir_name(run: RunDir) -> None:
     name = run.config.get("name")
@@ -129,7 +116,12 @@ def provenance_recorded(run: RunDir) -> str:
 
 @check("CFG-2", "config.json round-trips through the part's config class", mode="run")
 def config_round_trip(run: RunDir) -> None:
-    cls = config_class(run.part, run.config)
+    module = importlib.import_module(f"{run.part.name}.config")
+    own = [c for c in vars(module).values() if is_dataclass(c) and c.__module__ == module.__name__]
+    require(own, f"{run.part.name}/config.py defines no config dataclass")
+    # The config class named as config.json's `name`, or else the task config (the least derived).
+    named = [c for c in own if getattr(c, "name", None) == run.config.get("name")]
+    cls = (named or sorted(own, key=lambda c: len(c.__mro__)))[0]
     # "used": what a Lightning run settled on (precision, batch size), beside the fields.
     fields = {key: value for key, value in run.config.items() if key != "used"}
     try:
@@ -173,10 +165,9 @@ def artifact_logged(run: RunDir) -> str:
     model = run.file(MODEL_FILES[run.kind])  # the file the artifact holds
     digest = base64.b64encode(hashlib.md5(model.read_bytes()).digest())  # the manifest's digest
     logs = [p for p in (run.path / "wandb").glob("*run-*/*.wandb") if not p.parent.is_symlink()]
+    no_wandb = f"{model.name} exists, but W&B was off for this run (no wandb/ in it): no artifact to verify"
     if not logs:
-        raise Skipped(
-            f"{model.name} exists, but W&B was off for this run (no wandb/ in it): no artifact to verify"
-        )
+        raise Skipped(no_wandb)
     for log in logs:
         if model.name.encode() in (data := log.read_bytes()) and digest in data:
             return f"{model.name} (md5 {digest.decode()}) is in the artifact of {log.parent.name}"

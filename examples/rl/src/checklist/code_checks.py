@@ -14,7 +14,6 @@ from src.checklist.project import (
     constants,
     fields,
     function,
-    is_dataclass,
     keyword,
     name_of,
     names,
@@ -49,13 +48,16 @@ def makes_call(name: str, /, **tests: Test) -> Rule:
     return lambda project, part: project.call_with(name, part, **tests)
 
 
-def gives(name: str, test: Test = given) -> Rule:
-    """Some call is given `name=` a value that passes `test`."""
-    return lambda project, part: require(project.passes(name, part, test), f"no call is given {name}=")
+def gives(name: str) -> Rule:
+    return lambda project, part: require(project.passes(name, part), f"no call is given {name}=")
 
 
 def holds(value: str) -> Rule:
     return lambda project, part: require(project.has_constant(value, part), f'no "{value}"')
+
+
+def is_dataclass(cls: ast.ClassDef) -> bool:
+    return any(name_of(decorator) == "dataclass" for decorator in cls.decorator_list)
 
 
 def shared_classes(project: Project) -> dict[str, ast.ClassDef]:

@@ -7,6 +7,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from itertools import pairwise
 from typing import Any
 
@@ -19,7 +20,7 @@ from src.checklist.project import (
     constants,
     fields,
     in_order,
-    keyword_constant,
+    keyword,
     name_of,
     names,
     of_type,
@@ -86,7 +87,7 @@ def wandb_logger(project: Project, part: Part) -> None:
     reached = project.reaches(project.main_with_config(part), "WandbLogger", part)
     require(reached, "main_with_config() never reaches WandbLogger()")
     for path, logger in project.calls("WandbLogger", part):
-        off = keyword_constant(logger, "log_model", True) is False
+        off = constant(keyword(logger, "log_model"), True) is False
         require(off, f"{path}: WandbLogger log_model= is not False")
 
 
@@ -94,7 +95,7 @@ def wandb_logger(project: Project, part: Part) -> None:
 def train_loss_logged(project: Project, part: Part) -> None:
     logs = [c for _, c in project.calls("log", part) if c.args and constant(c.args[0]) == "train_loss"]
     require(logs, 'no self.log("train_loss", ...)')
-    flags = {name: keyword_constant(logs[0], name) for name in ("on_step", "on_epoch", "prog_bar")}
+    flags = {name: constant(keyword(logs[0], name)) for name in ("on_step", "on_epoch", "prog_bar")}
     require(all(v is True for v in flags.values()), f"train_loss logged with {flags}")
 
 
@@ -122,8 +123,7 @@ def no_autocast(project: Project, part: Part) -> None:
 
 @each_part("MEM-1", 'BatchSizeFinder(mode="binsearch"); no hand-written batch-size probing', "nn")
 def batch_size_finder(project: Project, part: Part) -> None:
-    # PPO's batch is its rollout and minibatch, which no finder sizes: RL passes on the
-    # absence of hand-written probing alone.
+    # PPO's batch (rollout, minibatch) is no finder's to size: RL passes on no hand-written probing.
     if part.kind == "sl_neural":
         project.call_with("BatchSizeFinder", part, mode=equals("binsearch"))
     for path, handler in project.find(ast.ExceptHandler, part):
@@ -166,7 +166,7 @@ def main_order(project: Project, part: Part) -> None:
             found = [c.lineno for c in every if project.reaches(c, project.the_class(step, part).name, part)]
         elif step in ("fit", "test"):  # called on the Trainer itself; test on the best checkpoint
             wanted = [c for c in every if name_of(c) == step]
-            found = [c.lineno for c in wanted if step == "fit" or keyword_constant(c, "ckpt_path") == "best"]
+            found = [c.lineno for c in wanted if step == "fit" or constant(keyword(c, "ckpt_path")) == "best"]
         else:
             found = [c.lineno for c in every if project.reaches(c, step, part)]
         found = [number for number in found if number >= line]
@@ -201,8 +201,8 @@ def checkpoints(project: Project, part: Part) -> None:
     best = {"monitor": lambda v: v is not None and constant(v) not in ("step", "epoch"), "mode": given}
     project.call_with("ModelCheckpoint", part, **best, save_top_k=lambda v: constant(v, 1) == 1)
     saves = project.calls("ModelCheckpoint", part)
-    last = [c for _, c in saves if keyword_constant(c, "save_last") is True]
-    last += [c for _, c in saves if keyword_constant(c, "filename") == "last"]
+    last = [c for _, c in saves if constant(keyword(c, "save_last")) is True]
+    last += [c for _, c in saves if constant(keyword(c, "filename")) == "last"]
     require(last, "no ModelCheckpoint saves last.ckpt")
 
 
@@ -216,9 +216,6 @@ rules("CB-3", "LearningRateMonitor(logging_interval=None)", "nn", rate_monitor)
 rules("OUT-1", "Trainer(default_root_dir=run_dir)", "nn", gives("default_root_dir"))
 saves_hyperparameters = makes_call("save_hyperparameters")
 rules("LOG-2", "hyperparameters reach W&B through save_hyperparameters()", "nn", saves_hyperparameters)
-
-
-# Run checks: what a Lightning run wrote.
 
 
 @check("OUT-3", "checkpoints/best.ckpt and last.ckpt load on the CPU, weights only", "nn", mode="run")
@@ -268,23 +265,24 @@ def precision_used(run: RunDir) -> str:
     return f"precision {precision}"
 
 
-def active(wanted: str) -> Callable[[RunDir], None]:
-    def check_active(run: RunDir) -> None:
-        callbacks = run.fact("callbacks")
-        found = any(c == wanted or c.endswith(f"({wanted})") for c in callbacks)
-        require(found, f"no {wanted} in this run: {callbacks}")
-
-    return check_active
+def callback_active(wanted: str, run: RunDir) -> None:
+    callbacks = run.fact("callbacks")
+    found = any(c == wanted or c.endswith(f"({wanted})") for c in callbacks)
+    require(found, f"no {wanted} in this run: {callbacks}")
 
 
 CALLBACKS = {"CB-1": "EarlyStopping", "CB-2": "ModelCheckpoint", "CB-3": "LearningRateMonitor"}
 for _item, _callback in CALLBACKS.items():
-    check(_item, f"{_callback} was active", "nn", mode="run")(active(_callback))
+    check(_item, f"{_callback} was active", "nn", mode="run")(partial(callback_active, _callback))
 
 
 @check("RES-2", "the rate logged per step follows the schedule over the optimizer steps", "nn", mode="run")
 def schedule_followed(run: RunDir) -> str:
-    rates = _logged_rates(run)
+    rates = {}  # {step: rate} of LearningRateMonitor's events (they hold nothing else), first group's
+    for event in run.metrics():
+        logged = {k: v for k, v in event.items() if k not in ("time", "event", "step")}
+        if logged and all(k.startswith("lr") for k in logged):
+            rates[event["step"]] = logged[min(logged)]
     require(rates, "metrics.jsonl holds no learning rate from LearningRateMonitor (lr/...)")
     scheduler = run.config.get("scheduler")
     if scheduler in (None, "plateau"):  # it follows the monitored metric, and only ever cuts the rate
@@ -297,25 +295,13 @@ def schedule_followed(run: RunDir) -> str:
         raise Skipped("the run logged fewer than 2 epochs: its steps per epoch are unknown")
     per_epoch, epochs = max(epoch_zero) + 1, int(run.config["num_epochs"])
     planned = _schedule(scheduler, float(run.config["learning_rate"]), per_epoch * epochs, run.config)
+    plan = f"{scheduler} over {per_epoch * epochs} optimizer steps ({per_epoch} per epoch x {epochs} epochs)"
     for step, rate in sorted(rates.items()):
-        require(
-            math.isclose(rate, planned(step), rel_tol=1e-4, abs_tol=1e-12),
-            f"lr {rate:.4g} at step {step}, where {scheduler} over {per_epoch * epochs} optimizer steps "
-            f"({per_epoch} per epoch x {epochs} epochs) is at {planned(step):.4g}",
-        )
+        on_schedule = math.isclose(rate, planned(step), rel_tol=1e-4, abs_tol=1e-12)
+        require(on_schedule, f"lr {rate:.4g} at step {step}, where {plan} is at {planned(step):.4g}")
     per_step = per_epoch == 1 or any(step % per_epoch for step in rates)
     require(per_step, "lr is logged at epoch starts only, not per step")
     return f"{scheduler}: lr at {len(rates)} steps, on it over {per_epoch} steps per epoch x {epochs} epochs"
-
-
-def _logged_rates(run: RunDir) -> dict[int, float]:
-    """{step: rate} of LearningRateMonitor's events (they hold nothing else), first group's."""
-    rates = {}
-    for event in run.metrics():
-        logged = {k: v for k, v in event.items() if k not in ("time", "event", "step")}
-        if logged and all(k.startswith("lr") for k in logged):
-            rates[event["step"]] = logged[min(logged)]
-    return rates
 
 
 def _schedule(name: str, rate: float, total: int, config: dict[str, Any]) -> Callable[[int], float]:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import ast
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from src.checklist.registry import Failed, require
+from src.checklist.registry import BadInput, Failed, require
 
 N = TypeVar("N", bound=ast.AST)
 Where = Any  # a Part, a part's folder, or None for every part
@@ -33,7 +32,10 @@ class Project:
     def load(cls, root: Path) -> Project:
         project = cls(root)
         for train in sorted(root.glob("*/train.py")):
-            kind = project.kind_of(train.parent.name)
+            try:
+                kind = project.kind_of(train.parent.name)
+            except Failed as error:  # a file of the part's that does not parse
+                raise BadInput(f"{error}: a part's kind is read from its code; fix it first") from None
             project.parts += [Part(kind, train.parent.name)] if kind else []
         return project
 
@@ -44,9 +46,6 @@ class Project:
     @property
     def has_sweep(self) -> bool:
         return any((self.root / part.name / "sweep.py").is_file() for part in self.parts)
-
-    def parts_of(self, kinds: set[str]) -> list[Part]:
-        return [part for part in self.parts if part.kind in kinds]
 
     def kind_of(self, folder: str) -> str | None:
         """Tree: calls xgboost.train; RL: builds a LightningModule using ClipPPOLoss; else neural."""
@@ -66,26 +65,23 @@ class Project:
             return sorted({path for p in self.parts for path in self.code(p)})
         folder = getattr(part, "name", part)
         if folder not in self._code:
-            pending, found = [f"{folder}/{name}" for name in ("train.py", "sweep.py", "__init__.py")], []
-            while pending:
-                path = pending.pop()
-                if path not in found and (self.root / path).is_file():
-                    found.append(path)
-                    pending += self._imported_files(path)
+            found = [f"{folder}/{name}" for name in ("train.py", "sweep.py", "__init__.py")]
+            found = [path for path in found if (self.root / path).is_file()]
+            for path in found:  # found grows as it goes, to the files imported indirectly
+                found += [imported for imported in self._imported_files(path) if imported not in found]
             self._code[folder] = sorted(found)
         return self._code[folder]
 
-    def _imported_files(self, relative: str) -> list[str]:
-        package, modules = Path(relative).parent.parts, []
-        for node in of_type(self.tree(relative), ast.AST) if self.parses(relative) else ():
-            if isinstance(node, ast.Import):
-                modules += [alias.name.split(".") for alias in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = [*package[: len(package) - node.level + 1]] if node.level else []
-                base += node.module.split(".") if node.module else []
-                modules += [base] + [[*base, alias.name] for alias in node.names]
+    def _imported_files(self, relative: str) -> set[str]:
+        tree = self.tree(relative) if self.parses(relative) else ast.Module([], [])
+        package = Path(relative).parent.parts
+        modules = [alias.name.split(".") for node in of_type(tree, ast.Import) for alias in node.names]
+        for node in of_type(tree, ast.ImportFrom):
+            base = [*package[: len(package) - node.level + 1]] if node.level else []
+            base += node.module.split(".") if node.module else []
+            modules += [base] + [[*base, alias.name] for alias in node.names]
         found = [c for m in modules if m for c in (Path(*m).with_suffix(".py"), Path(*m, "__init__.py"))]
-        return [str(c) for c in found if (self.root / c).is_file()]
+        return {str(c) for c in found if (self.root / c).is_file()}
 
     def tree(self, relative: str) -> ast.Module:
         """The parsed file; Failed when it is missing or does not parse."""
@@ -145,12 +141,9 @@ class Project:
     def lineage(self, cls: ast.ClassDef, part: Where) -> list[ast.ClassDef]:
         """The class and the project's classes it derives from, most derived first."""
         defined = {c.name: c for _, c in self.find(ast.ClassDef, part)}
-        found, pending = [], [cls]
-        while pending:
-            current = pending.pop(0)
-            if current not in found:
-                found.append(current)
-                pending += [defined[name] for name in bases(current) if name in defined]
+        found = [cls]
+        for current in found:  # found grows as it goes: breadth first
+            found += [defined[n] for n in bases(current) if n in defined and defined[n] not in found]
         return found
 
     def methods(self, cls: ast.ClassDef, part: Where) -> dict[str, ast.FunctionDef]:
@@ -209,7 +202,6 @@ def per_tree(query: Callable[[ast.AST], Any]) -> Callable[[ast.AST], Any]:
     """`query`'s answer kept on the tree: a cache keyed by trees would keep every project alive."""
     attribute = f"_checklist_{query.__name__}"
 
-    @functools.wraps(query)
     def answered(tree: ast.AST) -> Any:
         if attribute not in tree.__dict__:
             tree.__dict__[attribute] = query(tree)
@@ -276,10 +268,6 @@ def constant(node: ast.AST | None, default: object = None) -> object:
     return node.value if isinstance(node, ast.Constant) else default
 
 
-def keyword_constant(call: ast.Call, name: str, default: object = None) -> object:
-    return constant(keyword(call, name), default)
-
-
 def source(node: ast.AST | None) -> str:
     return ast.unparse(node) if node is not None else ""
 
@@ -295,10 +283,6 @@ def methods(cls: ast.ClassDef) -> dict[str, ast.FunctionDef]:
 def fields(cls: ast.ClassDef) -> dict[str, ast.expr | None]:
     """A dataclass's fields and their defaults."""
     return {source(n.target): n.value for n in cls.body if isinstance(n, ast.AnnAssign)}
-
-
-def is_dataclass(cls: ast.ClassDef) -> bool:
-    return any(name_of(decorator) == "dataclass" for decorator in cls.decorator_list)
 
 
 def top_level_names(tree: ast.Module) -> set[str]:

@@ -24,16 +24,15 @@ for module in sorted(Path(__file__).parent.glob("*_checks.py")):
     importlib.import_module(f"src.checklist.{module.stem}")
 
 
-def load_waivers(pyproject: Path, known: list[str]) -> dict[str, str]:
+def load_waivers(pyproject: Path) -> dict[str, str]:
     """`"CB-4" = "why it does not apply"` lines of pyproject.toml's [tool.checklist.waivers]."""
+    known = sorted({c.id for c in CHECKS} | MANUAL.keys(), key=id_order)
     try:
-        toml = tomllib.loads(pyproject.read_text(encoding="utf-8")) if pyproject.is_file() else {}
+        waivers = tomllib.loads(pyproject.read_text(encoding="utf-8")) if pyproject.is_file() else {}
     except tomllib.TOMLDecodeError as error:
         raise BadInput(f"{pyproject}: not valid TOML ({error})") from None
-    waivers, name = toml, ""
-    for table in ("tool", "checklist", "waivers"):  # each a table, where there is one
-        name = f"{name}.{table}".lstrip(".")
-        waivers = waivers.get(table, {})
+    for name in ("tool", "tool.checklist", "tool.checklist.waivers"):  # each a table, where there is one
+        waivers = waivers.get(name.rpartition(".")[2], {})
         if not isinstance(waivers, dict):
             wanted = '[tool.checklist.waivers] of ID = "reason"'
             raise BadInput(f"{pyproject}: [{name}] must be a table: {wanted}")
@@ -53,26 +52,24 @@ def check_project(root: Path, run_dirs: list[Path]) -> Report:
     if run_dirs and str(root) not in sys.path:
         sys.path.insert(0, str(root))  # run checks import the project's config classes
     runs = [open_run_dir(path, project) for path in run_dirs]
-    known = sorted({c.id for c in CHECKS} | MANUAL.keys(), key=id_order)
-    waivers = load_waivers(root / "pyproject.toml", known)
+    waivers = load_waivers(root / "pyproject.toml")
     applicable = [c for c in CHECKS if c.applies(project.kinds, project.has_sweep)]
     applicable.sort(key=lambda c: id_order(c.id))
     static = [c for c in applicable if c.mode == "static"]
     results = [Result(c.id, "static", *c.outcome(project)) for c in static]
     for run in runs:
-        where = f"{run.path} ({run.part.name}, {run.kind}, {run.status})"
+        where = f"{run.path} ({run.part.name}, {run.kind}, {run.record.get('status', 'unknown')})"
         checks = [c for c in applicable if c.mode == "run" and run.kind in TAGS[c.applies_to]]
         results += [Result(c.id, "run", *c.outcome(run), where=where) for c in checks]
     if not run_dirs:  # items only a run directory shows
         later = sorted({c.id for c in applicable} - {c.id for c in static}, key=id_order)
         why = "checked on a run directory: python -m src.checklist output/<part>/<run>/"
         results += [Result(item, "run", "skipped", why) for item in later]
-    manual = list(MANUAL) if project.parts else []
-    results += [Result(item, "manual", "manual", MANUAL[item]) for item in manual]
+    results += [Result(item, "manual", "manual", why) for item, why in MANUAL.items()]
     for result in (r for r in results if r.id in waivers):
         result.why = f"{waivers[result.id]} (check: {result.status}: {result.why})"
         result.status = "waived"
-    return Report(results, sorted({c.id for c in applicable}, key=id_order), manual)
+    return Report(results, sorted({c.id for c in applicable}, key=id_order), list(MANUAL))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,11 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     except ModuleNotFoundError as error:
         if not args.run_dirs:  # the static checks need nothing beyond the standard library
             raise
-        print(
-            f"checklist: checking a run directory needs the project's packages ({error.name} is not "
-            "installed for this Python): run it with the Python the project is installed in",
-            file=sys.stderr,
-        )
+        needs = f"the project's packages ({error.name} is not installed for this Python)"
+        fix = "run it with the Python the project is installed in"
+        print(f"checklist: checking a run directory needs {needs}: {fix}", file=sys.stderr)
         return 2
     print(FORMATS[args.format](report))
     return 1 if report.failed else 0

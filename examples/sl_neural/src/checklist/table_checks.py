@@ -10,9 +10,9 @@ from src.checklist.registry import each_part, require
 
 @each_part("DATA-1", "the table is validated against a pandera schema before training", "sl")
 def data_validated(project: Project, part: Part) -> None:
-    # Where the rows go: data.py's own functions, the DataModule the part builds, and what
-    # train.py hands the part's data module to.
-    loaders: list[ast.AST] = of_type(project.tree(f"{part.name}/data.py"), ast.FunctionDef)
+    # Where the rows go: data.py's own functions (copied: of_type's list is the tree's cache), the
+    # DataModule the part builds, and what train.py hands the part's data module to.
+    loaders: list[ast.AST] = list(of_type(project.tree(f"{part.name}/data.py"), ast.FunctionDef))
     for _, datamodule in project.built("LightningDataModule", part):
         loaders += project.methods(datamodule, part).values()
     train = project.tree(f"{part.name}/train.py")
