@@ -15,6 +15,7 @@ from operator import itemgetter
 import numpy as np
 import pandas as pd
 import pandera.pandas as pa
+import psutil
 import pytest
 import xgboost as xgb
 from conftest import (
@@ -418,6 +419,34 @@ def test_the_command_never_loads_torch_or_lightning(tmp_path):
     (run_dir,) = tmp_path.glob("smoke_*")
     assert (run_dir / "model.ubj").is_file() and (run_dir / "report.md").is_file()
     assert not imported & {"torch", "lightning"}
+
+
+@slow
+def test_a_dask_worker_killed_in_training_ends_the_run_saying_so(tmp_path):  # RES-1
+    command = [sys.executable, "-m", f"{PARTS['sl_tree']}.train", "--config", "smoke", "--cluster", "local:2"]
+    command += ["--num-boost-round", "1000000", "--early-stopping-rounds", "1000000"]
+    command += ["--checkpoint-minutes", "0.0001"]
+    command += ["--wandb-mode", "disabled", "--output.no-report", "--output.base-dir", str(tmp_path)]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not list(tmp_path.glob("*/checkpoints/last.ubj")):
+            assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()[-2000:]
+            time.sleep(0.1)
+        # The local cluster's workers are processes this run started (its nannies live in it).
+        children = psutil.Process(process.pid).children()
+        workers = [child for child in children if "spawn_main" in " ".join(child.cmdline())]
+        assert len(workers) == 2, [child.cmdline() for child in children]
+        workers[0].kill()
+        _, stderr = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 1
+    assert "DaskWorkerLost: a Dask worker was lost while training (Dask's " in stderr, stderr[-3000:]
+    (run_dir,) = tmp_path.glob("smoke_*")
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["status"] == "failed" and "continue it with --resume" in record["end_detail"]
 
 
 @slow

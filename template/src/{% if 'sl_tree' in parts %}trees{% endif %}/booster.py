@@ -158,9 +158,20 @@ def train_booster(
         if client is None:
             booster = xgb.train(params, train, **options)
         else:
+            from concurrent.futures import CancelledError
+
+            from distributed import KilledWorker
+            from distributed.comm import CommClosedError
             from xgboost import dask as dxgb
 
-            booster = dxgb.train(client, params, train, **options)["booster"]
+            try:
+                booster = dxgb.train(client, params, train, **options)["booster"]
+            # Dask's words for a worker that died or was cut off name only a task it cancelled.
+            except (CancelledError, KilledWorker, CommClosedError) as error:
+                raise DaskWorkerLost(
+                    f"a Dask worker was lost while training (Dask's {type(error).__name__}); the run's "
+                    "checkpoints are kept: continue it with --resume once the cluster is whole"
+                ) from error
             for metrics in (c for c in callbacks if isinstance(c, RoundMetrics)):
                 metrics.replay(first_round)  # the rounds the workers wrote, which the loggers here missed
     if (stopped := stop_reason(booster)) is not None:  # early stopping, a STOP file or the budget
@@ -169,6 +180,10 @@ def train_booster(
         stopped = ("budget", f"num_boost_round {cfg.num_boost_round} grown")
     training_stopped(*stopped)
     return booster
+
+
+class DaskWorkerLost(RuntimeError):
+    """A worker of the run's Dask cluster died or lost its connection during training."""
 
 
 class KeepEncoding(xgb.callback.TrainingCallback):
