@@ -636,6 +636,22 @@ def bad_data_path(folder: Path, bad: str) -> Path:
     return path
 
 
+# A table refused once the run reads it: one line, and neither an alert nor a report of a run
+# that never trained.
+@pytest.mark.parametrize("kind", DATA_PATH_KINDS)
+def test_a_table_refused_in_the_run_sends_no_alert_and_draws_no_report(kind, tmp_path, webhook):  # DATA-1
+    table = tmp_path / "labels_as_text.csv"
+    table.write_text("a,b,target\n" + "".join(f"{row},{row % 3},{'xy'[row % 2]}\n" for row in range(40)))
+    flags = ["--data-path", str(table), "--alerts.webhook-url", webhook.url, "--output.report"]
+    flags += ["--task", "regression"] if kind == "sl_neural" else []
+    result = train(kind, tmp_path / "runs", *flags)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    (line,) = error_lines(result.stderr)
+    assert "label column 'target' holds text" in line
+    assert webhook.received == [] and "ALERT" not in result.stdout + result.stderr
+    assert not list((tmp_path / "runs").glob("*/report.md"))
+
+
 @pytest.mark.parametrize("kind", DATA_PATH_KINDS)
 @pytest.mark.parametrize(
     ("bad", "message"),
@@ -714,6 +730,26 @@ def test_resuming_a_finished_run_with_nothing_left_to_train_keeps_why_it_ended(s
     assert f"run ended: {ended['end_reason']} ({ended['end_detail']})" in resumed.stdout
 
 
+@slow
+def test_a_run_early_stopping_ended_trains_on_only_with_more_patience(tmp_path):  # CB-1, RES-1
+    ended = train(THOROUGH, tmp_path, "--num-epochs", "1000", "--patience", "1")
+    assert ended.returncode == 0, ended.stderr[-2000:]
+    run_dir = run_dir_in(tmp_path)
+    stopped, trained = status(run_dir), trained_so_far(THOROUGH, run_dir)
+    assert stopped["end_reason"] == "patience"
+
+    again = train(THOROUGH, tmp_path, "--resume", str(run_dir))  # its patience still spent
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "nothing left to train" in again.stdout + again.stderr
+    assert trained_so_far(THOROUGH, run_dir) == trained
+    assert status(run_dir)["end_detail"] == stopped["end_detail"]
+
+    more = train(THOROUGH, tmp_path, "--resume", str(run_dir), "--patience", "3")
+    assert more.returncode == 0, more.stderr[-2000:]
+    assert trained_so_far(THOROUGH, run_dir) > trained
+    assert status(run_dir)["end_reason"] == "patience" and "for 3 checks" in status(run_dir)["end_detail"]
+
+
 @pytest.mark.parametrize("kind", [kind for kind in ("sl_neural", "rl") if kind in PARTS])
 def test_a_resume_that_fails_before_it_saves_leaves_the_run_as_it_was(kind, smoke_runs, tmp_path):  # RES-1
     # A resume whose flags do not fit the checkpoint: --resume auto must not take the finished
@@ -728,10 +764,7 @@ def test_a_resume_that_fails_before_it_saves_leaves_the_run_as_it_was(kind, smok
     (line,) = error_lines(resumed.stderr)
     assert "the checkpoint does not fit the model this config builds" in line
     assert {name: (copy_dir / name).read_bytes() for name in kept} == before
-    after = status(copy_dir)
-    alerts, earlier = after.pop("alerts"), record.pop("alerts", [])
-    assert alerts[:-1] == earlier and alerts[-1]["kind"] == "failed"  # the resume's alert is added
-    assert after == record and record["status"] == "finished"
+    assert status(copy_dir) == record and record["status"] == "finished"  # no alert added either
     said = (copy_dir / "console.log").read_text().splitlines()[-1]
     assert said.startswith("resume ended: error (") and said.endswith("the run is as it was")
 

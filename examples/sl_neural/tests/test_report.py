@@ -110,6 +110,13 @@ def test_a_comparison_says_when_the_seed_changed_nothing(smoke_runs, tmp_path):
         comparison = (tmp_path / kind / "report.md").read_text()
         said = "2 seeds: every seed ended with the same final metrics;" in comparison
         assert said == (kind == "sl_tree"), kind
+        # Two runs of one seed are repeats, whatever they ended with: not seeds.
+        repeats = [seeds[0], shutil.copytree(seeds[0], tmp_path / f"{kind}_again" / seeds[0].name)]
+        result = report_command(*map(str, repeats), "--output", str(tmp_path / f"{kind}_repeats"))
+        assert result.returncode == 0, result.stderr
+        comparison = (tmp_path / f"{kind}_repeats" / "report.md").read_text()
+        assert ", 2 runs" in comparison and "2 seeds" not in comparison
+        assert "every seed ended" not in comparison
 
 
 @pytest.mark.parametrize("kind", sorted(PARTS))

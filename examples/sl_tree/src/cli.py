@@ -36,7 +36,7 @@ class TrainOptions:
     """What `partN.train` takes beside the config's fields.
 
     Attributes:
-        resume: Continue a run: its directory or a .ckpt file, or auto for this config's
+        resume: Continue a run: its directory or a checkpoint file, or auto for this config's
             newest unfinished run. Its config.json replaces the named config's defaults; flags
             given now still override it (e.g. a longer budget).
     """

@@ -26,8 +26,8 @@ class LightningConfig(BaseConfig):
         batch_size: Examples per batch on each device.
         learning_rate: Learning rate of AdamW: the peak of a cosine or onecycle schedule.
         weight_decay: AdamW weight decay, of weight matrices only (never biases or norm scales).
-        scheduler: Learning-rate schedule, stepped at every optimizer step: constant, cosine (after
-            a linear warmup) or onecycle; the last two span num_epochs, which they need set.
+        scheduler: Learning-rate schedule: constant, cosine (after a linear warmup) or onecycle;
+            the last two span num_epochs, which they need set.
         warmup_fraction: Share of the training steps over which cosine and onecycle raise the
             rate to learning_rate.
         min_lr_fraction: Rate at which cosine and onecycle end, as a share of learning_rate.

@@ -34,7 +34,8 @@ class SLTreeConfig(BaseConfig):
         objective: XGBoost learning objective, which sets the task: reg:squarederror (or another
             reg:*, count:*) a regression, binary:logistic two classes, multi:softprob several.
         eval_metric: XGBoost metric early stopping watches on validation (rmse, mae, logloss, auc,
-            mlogloss...); empty: the task's own (OBJECTIVE_METRICS, DEFAULT_METRICS).
+            mlogloss...); empty: the objective's own (rmse, logloss or mlogloss; error for
+            binary:hinge, auc for binary:logitraw).
         num_boost_round: Upper bound on boosting rounds; set high so that early stopping ends training.
         early_stopping_rounds: Rounds without improvement of the validation metric before training stops.
         val_fraction: Share of the rows held out for validation (early stopping).

@@ -208,8 +208,26 @@ class ResumableEarlyStopping(EarlyStopping):
 
     _validated_this_session = False
 
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        patience = self.patience  # the config's: a resume may give a larger --patience
+        super().load_state_dict(state_dict)
+        self.patience = patience
+
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self._validated_this_session = False
+        # A run that stopped early, resumed: with its patience still spent, or its target still
+        # reached, nothing is left to train; else a later stop is this session's, said anew.
+        reason, self.stopping_reason = self.stopping_reason, EarlyStoppingReason.NOT_STOPPED
+        best, target, checks = self.best_score, self.stopping_threshold, self.wait_count
+        reached = target is not None and bool(self.monitor_op(best, target))
+        if reason == EarlyStoppingReason.PATIENCE_EXHAUSTED and checks >= self.patience:
+            said = f"no better {self.monitor} for {checks} checks; give a --patience above {self.patience}"
+        elif reason == EarlyStoppingReason.STOPPING_THRESHOLD and reached:
+            said = f"{self.monitor} {float(best):.6g} reached the target {target:g}"
+        else:
+            return
+        self.stopping_reason, trainer.should_stop = reason, True
+        rank_zero_info(f"early stopping ended this run and still applies ({said}): nothing left to train")
 
     def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self._validated_this_session |= not trainer.sanity_checking

@@ -119,8 +119,10 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
             end = _why_it_was_cut_short(error)
             # Refused (its flags, its data), not failed in training: the run is left as it was.
             refused = isinstance(error, ConfigError | DataValidationError) or checkpoint_does_not_fit(error)
-            unsaved = _saved_checkpoints(run_dir) == checkpoints_before
-            saved_nothing = refused and unsaved and previous_record is not None
+            # Refused before it saved anything: whoever typed the flags reads why on the terminal;
+            # no alert goes out, and no report is drawn of a run that never trained.
+            refused = refused and _saved_checkpoints(run_dir) == checkpoints_before
+            saved_nothing = refused and previous_record is not None
             with signals_wait_for_cleanup():
                 if log_file is not None:
                     # The terminal gets the traceback when it propagates; the log gets it now.
@@ -135,8 +137,9 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
                     except WriteFailed as failure:
                         print(f"warning: run.json not updated ({failure})", file=sys.stderr)
                     stopped_by = signal.Signals(_stop_signals[-1]).name if _stop_signals else None
-                    Alerts(cfg.alerts, run_dir).run_ended(error, stopped_by)  # before W&B's run ends
-                    if cfg.output.report and not saved_nothing:  # a run cut short gets one, for what it did
+                    if not refused:
+                        Alerts(cfg.alerts, run_dir).run_ended(error, stopped_by)  # before W&B's run ends
+                    if cfg.output.report and not refused:  # a run cut short gets one, for what it did
                         _write_report(run_dir)
                 if (wandb_run := current_run()) is not None:
                     wandb_run.finish(exit_code=1)

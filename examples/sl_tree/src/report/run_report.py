@@ -137,12 +137,7 @@ def compare_runs(runs: list[RunFiles], output: Path, title: str = "") -> Path:
     title = title or f"{len(runs)} runs of {parts[0] if parts else 'this project'} compared"
     groups = _seed_groups(runs)
     seeded = len(groups) < len(runs)
-    names = [
-        f"{group[0].config.get('name', group[0].name)}, {len(group)} seeds"
-        if len(group) > 1
-        else group[0].name
-        for group in groups
-    ]
+    names = [_group_name(group) for group in groups]
     if len(set(names)) < len(names):
         names = [f"{index}: {name}" for index, name in enumerate(names, start=1)]
     listed = [
@@ -158,7 +153,8 @@ def compare_runs(runs: list[RunFiles], output: Path, title: str = "") -> Path:
     sections = [f"# {title}"]
     if seeded:
         sections.append("Runs that differ only in their seed are taken together: mean ± standard deviation.")
-        unmoved = [name for name, group in zip(names, groups, strict=True) if _same_finals(group)]
+        alike = [_seeds_differ(group) and _same_finals(group) for group in groups]
+        unmoved = [name for name, same in zip(names, alike, strict=True) if same]
         sections += [
             f"{name}: every seed ended with the same final metrics; nothing in this config's training "
             "draws on the seed, so its ± 0 says nothing of the spread."
@@ -193,6 +189,19 @@ def _seed_groups(runs: list[RunFiles]) -> list[list[RunFiles]]:
         settings = {k: v for k, v in sorted(flat(run.config).items()) if not k.startswith(NOT_SETTINGS)}
         groups.setdefault(repr(settings), []).append(run)
     return list(groups.values())
+
+
+def _group_name(group: list[RunFiles]) -> str:
+    """A run's name, or its group's config name and how many seeds (or runs of one seed) it holds."""
+    if len(group) == 1:
+        return group[0].name
+    counted = f"{len(group)} {'seeds' if _seeds_differ(group) else 'runs'}"
+    return f"{group[0].config.get('name', group[0].name)}, {counted}"
+
+
+def _seeds_differ(group: list[RunFiles]) -> bool:
+    """Whether every run of a group has a seed of its own (runs of one seed are repeats)."""
+    return len({str(run.config.get("seed")) for run in group}) == len(group)
 
 
 def _same_finals(group: list[RunFiles]) -> bool:
