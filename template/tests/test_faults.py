@@ -767,6 +767,7 @@ def test_a_resume_that_fails_before_it_saves_leaves_the_run_as_it_was(kind, smok
     assert status(copy_dir) == record and record["status"] == "finished"  # no alert added either
     said = (copy_dir / "console.log").read_text().splitlines()[-1]
     assert said.startswith("resume ended: error (") and said.endswith("the run is as it was")
+    assert "the checkpoint does not fit the model this config builds" in said  # not torch's first line
 
 
 @pytest.mark.parametrize(("kind", "flag"), RESUME_CHANGES)

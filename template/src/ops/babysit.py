@@ -104,7 +104,8 @@ def check_metrics(run_dir: Path, monitor: str, patience: int) -> Finding:
     best = max(finite) if higher_is_better(monitor) else min(finite)
     since_best = len(values) - 1 - values.index(best)
     level = "WARN" if since_best >= max(patience // 2, 1) else "OK"
-    trend = f"{monitor} {values[-1]:.4g} (best {best:.4g}, {since_best} epoch(s) ago, {len(values)} epochs)"
+    # Counted in validations: a tree's are its rounds, a neural run's its epochs or every n steps.
+    trend = f"{monitor} {values[-1]:.4g} (best {best:.4g}, {since_best} validation(s) ago, of {len(values)})"
     return Finding("metrics", level, trend)
 
 

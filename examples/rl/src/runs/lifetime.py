@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from src.cli import INPUT_ERRORS, checkpoint_does_not_fit
+from src.cli import INPUT_ERRORS, bad_input_message, checkpoint_does_not_fit
 from src.config import USED_KEY, BaseConfig, ConfigError, first_line
 from src.errors import DataValidationError
 from src.ops.alerts import Alerts
@@ -257,6 +257,8 @@ def _why_it_was_cut_short(error: BaseException) -> dict[str, str]:
     said, kind = first_line(error), type(error).__name__
     if isinstance(error, INPUT_ERRORS) and str(error).strip():  # not cut as another library's
         said = str(error).strip().splitlines()[0]
+    elif checkpoint_does_not_fit(error):  # torch's first line names only the module
+        said = bad_input_message(error) or said
     return {"end_reason": "error", "end_detail": said if said == kind else f"{kind}: {said}"}
 
 
