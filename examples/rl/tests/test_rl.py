@@ -189,6 +189,12 @@ def run_dir_without_a_policy(tmp_path):
     return tmp_path
 
 
+def another_parts_run(tmp_path):
+    (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "run.json").write_text('{"part": "part9"}')
+    return tmp_path
+
+
 @pytest.mark.parametrize(
     ("make_run_dir", "message"),
     [
@@ -198,8 +204,9 @@ def run_dir_without_a_policy(tmp_path):
             run_dir_without_a_policy,
             "holds no policy to play: model.pt is empty or missing; checkpoints/best.ckpt is empty",
         ),
+        (another_parts_run, "is a run of part9; use python -m part9.evaluate"),
     ],
-    ids=["missing", "not-a-run", "no-policy"],
+    ids=["missing", "not-a-run", "no-policy", "another-part"],
 )
 def test_evaluate_of_a_path_that_is_no_run_is_one_line(make_run_dir, message, tmp_path, monkeypatch, capsys):
     status, _, err = evaluate_command(make_run_dir(tmp_path), monkeypatch=monkeypatch, capsys=capsys)

@@ -21,6 +21,17 @@ PREDICTION_FIGURES = {"sl_neural": ["confusion_matrix", "roc"], "sl_tree": ["pre
 
 
 @pytest.mark.parametrize("kind", sorted(set(PARTS) & set(PREDICTION_FIGURES)))
+def test_predict_of_another_parts_run_names_that_part_in_one_line(kind, tmp_path):  # OUT-2
+    (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "run.json").write_text('{"part": "part9"}')
+    command = [sys.executable, "-m", f"{PARTS[kind]}.predict", str(tmp_path)]
+    command += ["--output", str(tmp_path / "out.csv")]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stderr == f"error: {tmp_path} is a run of part9; use python -m part9.predict\n"
+
+
+@pytest.mark.parametrize("kind", sorted(set(PARTS) & set(PREDICTION_FIGURES)))
 def test_a_supervised_runs_report_draws_its_test_predictions(kind, smoke_runs):
     run_dir, _ = smoke_runs(kind)
     tested = predictions.read_predictions(run_dir / predictions.PREDICTIONS_FILE)

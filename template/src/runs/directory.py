@@ -104,6 +104,14 @@ def run_part(record: dict) -> str:
     return str(record.get("part") or "")
 
 
+def another_parts_run(run_dir: Path, part: str, command: str) -> str | None:
+    """What to run instead where run.json names a part other than `part`, whose model this
+    part's `command` (predict, evaluate) cannot load; None for a run of this part or without one."""
+    if (other := run_part(run_record(run_dir))) in ("", part):
+        return None
+    return f"{run_dir} is a run of {other}; use python -m {other}.{command}"
+
+
 def marked_if_never_checkpointed(run_dir: Path) -> bool:
     """Whether the run died before its first checkpoint, marking it so in run.json, where it
     would stay "running" for ever."""

@@ -70,11 +70,14 @@ def play_saved_policy(
 
     from src.rl.data import EvaluationEpisodes, env_maker, env_problem, evaluation_envs, test_seed
     from src.runs.checkpoint_checks import checkpoint_problem
+    from src.runs.directory import another_parts_run
 
     if not run_dir.is_dir():
         raise ConfigError(f"{run_dir} {'is not a directory' if run_dir.exists() else 'does not exist'}")
     if not (run_dir / "config.json").is_file():
         raise ConfigError(f"{run_dir} has no config.json, so it is not a run directory")
+    if other := another_parts_run(run_dir, source.__name__.partition(".")[0], "evaluate"):
+        raise ConfigError(other)
     problems = []
     for name in POLICY_FILES:  # the first intact one
         if (problem := checkpoint_problem(run_dir / name)) is None:

@@ -33,6 +33,7 @@ from src.predictions import (
 )
 from src.runs.atomic import write_text_atomic
 from src.runs.checkpoint_checks import checkpoint_problem
+from src.runs.directory import another_parts_run
 from src.runs.lifetime import training_stopped
 from src.trees.config import (
     CUDA_XGBOOST_INSTALL,
@@ -265,6 +266,8 @@ def predict_run(
         raise DataValidationError(
             f"{options.run_dir}: has no config.json; give the directory of a finished run"
         )
+    if other := another_parts_run(options.run_dir, source.__name__.partition(".")[0], "predict"):
+        raise DataValidationError(other)
     if problem := checkpoint_problem(model_path):  # in a process of its own: XGBoost can crash on a cut file
         raise DataValidationError(
             f"{model_path} is {problem}: a run saves it as it ends; give a finished run"

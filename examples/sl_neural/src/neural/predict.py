@@ -41,7 +41,10 @@ def predict(
     from src.predict import rows_to_predict, say_unseen_values, score_predictions
     from src.predictions import class_values, write_predictions
     from src.runs.checkpoint_checks import checkpoint_problem
+    from src.runs.directory import another_parts_run
 
+    if other := another_parts_run(options.run_dir, source.__name__.partition(".")[0], "predict"):
+        raise DataValidationError(other)
     model_path = options.run_dir / "model.pt"
     if problem := checkpoint_problem(model_path):
         raise DataValidationError(
