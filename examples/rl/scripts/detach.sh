@@ -61,7 +61,10 @@ if ! kill -0 "$pid" 2>/dev/null; then
         exit "$status"
     fi
 fi
+# The run's own folder, once it has said it (a run queued behind the GPU lock has not yet).
+run_dir=$(sed -n 's/^run directory: \([^ ]*\).*/\1/p' "$log" | head -n 1)
+run_dir=${run_dir:-output/<part>/<run dir>}
 echo "started pid $pid (log: $log)"
 echo "  follow it:            tail -f $log"
-echo "  stop after the epoch: touch STOP"
-echo "  watch over it:        python -m src.ops.babysit output/<part>/<run dir> --every 600 --restart"
+echo "  stop after the epoch: touch $run_dir/STOP"
+echo "  watch over it:        python -m src.ops.babysit $run_dir --every 600 --restart"

@@ -616,6 +616,16 @@ def detach(tmp_path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
+def test_detach_names_the_runs_directory_it_started(tmp_path):  # OPS-2
+    # A module that names its run directory as the parts' train commands do, then works on.
+    announced = "print('run directory: output/part9/run_1', flush=True); import time; time.sleep(2)"
+    (tmp_path / "named_run.py").write_text(announced + "\n")
+    result = detach(tmp_path, "named_run")
+    assert result.returncode == 0, result.stderr
+    assert "stop after the epoch: touch output/part9/run_1/STOP" in result.stdout
+    assert "python -m src.ops.babysit output/part9/run_1 --every 600 --restart" in result.stdout
+
+
 @pytest.mark.parametrize("config_args", [["--config", "a/b c"], ["--config=a/b c"]])
 def test_detach_names_the_log_safely_whatever_the_config_is_called(tmp_path, config_args):  # OPS-2
     result = detach(tmp_path, "json.tool", "--help", *config_args)
