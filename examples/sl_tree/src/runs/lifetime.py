@@ -104,7 +104,7 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
             _write_status(run_dir, "running", resume_from, **facts, provenance=provenance(cfg))
             print(f"run directory: {run_dir}" + (f" (resuming {resume_from.name})" if resume_from else ""))
             if stopper := stop_requested(stop_file_paths(cfg.stop_file, run_dir)):
-                print(f"warning: {stopper} exists: this run will stop after its first epoch (delete it?)")
+                print(f"warning: {stopper} exists: this run stops at its first check (delete it?)")
         # Python's cycle collector leaves alone what is loaded before the run (torch's, Lightning's
         # and the other libraries' objects, most of the heap): its full passes during the run, and
         # cleanup_vram()'s after it, walk only what the run makes. A pass over the whole heap takes
