@@ -32,10 +32,12 @@ class Project:
     def load(cls, root: Path) -> Project:
         project = cls(root)
         for train in sorted(root.glob("*/train.py")):
-            try:
+            try:  # every file of the part's code parses, or nothing can be told of it
                 kind = project.kind_of(train.parent.name)
-            except Failed as error:  # a file of the part's that does not parse
-                raise BadInput(f"{error}: a part's kind is read from its code; fix it first") from None
+                for path in project.code(train.parent.name):
+                    project.tree(path)
+            except Failed as error:
+                raise BadInput(f"{error}: the checker reads the parts' code; fix it first") from None
             project.parts += [Part(kind, train.parent.name)] if kind else []
         return project
 
