@@ -16,6 +16,7 @@ from conftest import PARTS, PNG_SIGNATURE, ROOT, assert_report, part_module, slo
 from src.report.run_files import RunFiles
 from src.report.run_report import cell
 from src.runs.lifetime import start_run
+from src.runs.metrics_jsonl import higher_is_better
 
 # The figures each kind's metrics call for; a tree part's own plots/ are in its report too.
 FIGURES = {
@@ -93,7 +94,12 @@ def test_report_takes_runs_that_differ_only_in_their_seed_together(smoke_runs, t
     group = f"{config['name']}, 2 seeds"
     assert f"| metric | {group} | other_rate |" in comparison
     alone = RunFiles.read(other).final_metrics()[metric]["final"]
-    assert f"| {metric} | {cell(mean)} ± {cell(std)} (n=2) | {cell(alone)} |" in comparison
+    # The better of the group's mean and the lone run's value in bold.
+    best = (max if higher_is_better(metric) else min)(mean, alone)
+    shown = [f"{cell(mean)} ± {cell(std)} (n=2)", cell(alone)]
+    values = (mean, alone)
+    shown = [f"**{text}**" if value == best else text for value, text in zip(values, shown, strict=True)]
+    assert f"| {metric} | {shown[0]} | {shown[1]} |" in comparison
     assert f"| {seeds[1].name} | {group} | 43 |" in comparison
     assert "## Learning curves (mean ± std over seeds)" in comparison
     assert (output / "learning_curves.png").read_bytes().startswith(PNG_SIGNATURE)

@@ -175,7 +175,7 @@ def compare_runs(runs: list[RunFiles], output: Path, title: str = "") -> Path:
             "## Config differences\n\n" + table(["field", *names], rows, "The configs are the same.")
         )
     over_seeds = " (mean ± std over seeds)" if seeded else ""
-    sections.append(f"## Final metrics{over_seeds}\n\n" + _final_metrics(groups, names, bold_best=not seeded))
+    sections.append(f"## Final metrics{over_seeds}\n\n" + _final_metrics(groups, names))
     if any(run.curves.size for run in runs):
         path = _curves_figure(groups, names, output / "learning_curves.png", title)
         sections.append(f"## Learning curves{over_seeds}\n\n![Learning curves]({path.name})")
@@ -224,18 +224,20 @@ def _curves_figure(groups: list[list[RunFiles]], names: list[str], path: Path, t
     )
 
 
-def _final_metrics(groups: list[list[RunFiles]], names: list[str], bold_best: bool) -> str:
+def _final_metrics(groups: list[list[RunFiles]], names: list[str]) -> str:
     """A row per final metric, a column per group: a run's value, or a group's mean ± std (n runs);
-    with `bold_best` (a run to a group), the best of a validation or test metric in bold."""
+    the best of a validation or test metric (a group's mean) in bold."""
     finals = pd.DataFrame(
         [{k: v["final"] for k, v in run.final_metrics().items()} for g in groups for run in g]
     )
-    finals = finals.apply(pd.to_numeric, errors="coerce")
-    texts = finals.groupby([index for index, group in enumerate(groups) for _ in group]).agg(_mean_std)
-    for key in finals.filter(regex="^(val|test|best)_") if bold_best else []:
-        if finals[key].count() > 1:
-            best = finals[key].max() if higher_is_better(key) else finals[key].min()
-            texts.loc[finals[key] == best, key] = "**" + texts[key] + "**"
+    by_group = finals.apply(pd.to_numeric, errors="coerce").groupby(
+        [index for index, group in enumerate(groups) for _ in group]
+    )
+    texts, means = by_group.agg(_mean_std), by_group.mean()
+    for key in means.filter(regex="^(val|test|best)_"):
+        if means[key].count() > 1:
+            best = means[key].max() if higher_is_better(key) else means[key].min()
+            texts.loc[means[key] == best, key] = "**" + texts[key] + "**"
     return table(["metric", *names], [[key, *texts[key]] for key in texts], NO_METRICS)
 
 
