@@ -77,8 +77,9 @@ def title(run: RunFiles) -> str:
 def run_line(run: RunFiles) -> str:
     """finished (or how it ended), how far it got, when, and the command that started it."""
     record = run.record
-    status = f"**{status_now(run.dir, record)}**"
-    if status == "**killed**":
+    now = status_now(run.dir, record)
+    status = f"**{now}**"
+    if now == "killed":
         status += f" (its process ended without recording why; {resume_advice(run.dir)})"
     elif record.get("error"):
         status += f" ({record['error']})"

@@ -207,12 +207,12 @@ class Babysitter:
             self._log(f"{finding.level:<4} {finding.check:<10} {finding.message}")
             if finding.issue_type:
                 self._record_issue(finding, record, config)
-        restarted = ""
+        restarted = False
         if findings[0].restartable and self.options.restart:
-            restarted = self._restart(record)
-            self._log(f"ACT  restart    {restarted}")
+            restarted, said = self._restart(record)
+            self._log(f"ACT  restart    {said}")
         # A process gone and not started again: nothing more happens to the run.
-        self.gave_up = findings[0].level == "FAIL" and not restarted.startswith("restarted")
+        self.gave_up = findings[0].level == "FAIL" and not restarted
         return findings
 
     def _monitor(self, config: dict) -> str:
@@ -227,13 +227,14 @@ class Babysitter:
             return keys[0].removeprefix("tracking/best_")
         return "val_episode_reward" if "num_envs" in config else "val_loss"
 
-    def _restart(self, record: dict) -> str:
-        """Start the run's own command again, detached, resuming from its last checkpoint."""
+    def _restart(self, record: dict) -> tuple[bool, str]:
+        """Start the run's own command again, detached, resuming from its last checkpoint;
+        whether it did, and what happened."""
         restarts = self._state().get("restarts", [])
         if len(restarts) >= self.options.max_restarts:
-            return f"not restarted: {len(restarts)} restarts already (--max-restarts)"
+            return False, f"not restarted: {len(restarts)} restarts already (--max-restarts)"
         if latest_checkpoint(self.run_dir) is None:
-            return "not restarted: no checkpoint to resume from"
+            return False, "not restarted: no checkpoint to resume from"
         output = self.log_dir / f"{self.label}_restart_{datetime.now():%Y%m%d_%H%M%S}.txt"
         command = [*record["command"], "--resume", str(self.run_dir.resolve())]
         with open(output, "w") as log:
@@ -248,7 +249,7 @@ class Babysitter:
         at = datetime.now().isoformat(timespec="seconds")
         restarts.append({"pid": process.pid, "at": at, "output": str(output)})
         write_text_atomic(self.state_path, json.dumps({"restarts": restarts}, indent=2))
-        return f"restarted from its latest checkpoint as pid {process.pid}; output in {output}"
+        return True, f"restarted from its latest checkpoint as pid {process.pid}; output in {output}"
 
     def _failed_restart(self, record: dict) -> Finding | None:
         """Our last restart, where it ended without taking the run over: restarting again would
