@@ -191,6 +191,20 @@ def test_babysitter_reports_a_healthy_run(tmp_path, monkeypatch):
     assert not (tmp_path / "issues").exists()
 
 
+# OPS-3: early stopping ends a run on a plateau; only a run still training is warned of one.
+def test_babysitter_warns_of_a_plateau_only_while_the_run_trains(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    plateau = (0.7, 0.8, 0.9, 1.0, 1.1, 1.2)  # best 5 validations ago, patience 10
+    run_dir, _ = make_run(tmp_path, val_losses=plateau)
+    assert babysitter(tmp_path, run_dir).check()[2].level == "WARN"
+    record = json.loads((run_dir / "run.json").read_text())
+    (run_dir / "run.json").write_text(json.dumps({**record, "status": "finished"}))
+    findings = babysitter(tmp_path, run_dir).check()
+    assert all(f.level == "OK" for f in findings), findings
+    (metrics,) = [finding for finding in findings if finding.check == "metrics"]
+    assert metrics.message.startswith("val_loss 1.2 (best 0.7, 5 validation(s) ago")
+
+
 # OPS-3: a metric trend is judged in the metric's own direction.
 def test_babysitter_reads_a_reward_as_higher_is_better(tmp_path):
     path = tmp_path / "metrics.jsonl"

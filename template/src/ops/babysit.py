@@ -90,7 +90,9 @@ def check_hung(run_dir: Path, stall_minutes: float) -> Finding:
     return Finding("hung", "OK", f"last output {idle_minutes:.1f} min ago")
 
 
-def check_metrics(run_dir: Path, monitor: str, patience: int) -> Finding:
+def check_metrics(run_dir: Path, monitor: str, patience: int, running: bool = True) -> Finding:
+    """The monitored metric's trend; a plateau warns only while the run trains (early stopping
+    ends a run on one)."""
     # Numbers only: null is how metrics.jsonl spells a value that is not finite.
     events = [e for e in _events(run_dir) if monitor in e and type(e[monitor]) in (int, float, type(None))]
     if not events:
@@ -103,7 +105,7 @@ def check_metrics(run_dir: Path, monitor: str, patience: int) -> Finding:
     finite = [v for v in values if math.isfinite(v)]
     best = max(finite) if higher_is_better(monitor) else min(finite)
     since_best = len(values) - 1 - values.index(best)
-    level = "WARN" if since_best >= max(patience // 2, 1) else "OK"
+    level = "WARN" if running and since_best >= max(patience // 2, 1) else "OK"
     # Counted in validations: a tree's are its rounds, a neural run's its epochs or every n steps.
     trend = f"{monitor} {values[-1]:.4g} (best {best:.4g}, {since_best} validation(s) ago, of {len(values)})"
     return Finding("metrics", level, trend)
@@ -199,7 +201,7 @@ class Babysitter:
             findings.append(check_hung(self.run_dir, self.options.stall_minutes))
         patience = config.get("patience", config.get("early_stopping_rounds", 10))
         findings += [
-            check_metrics(self.run_dir, self._monitor(config), patience),
+            check_metrics(self.run_dir, self._monitor(config), patience, record.get("status") == "running"),
             check_system(self.run_dir),
             check_checkpoint(self.run_dir),
         ]

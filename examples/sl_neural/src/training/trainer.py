@@ -34,6 +34,8 @@ from src.training.profiler import BoundedSimpleProfiler
 warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)")
 # By design: the first ModelCheckpoint (best.ckpt) is the one test(ckpt_path="best") uses.
 warnings.filterwarnings("ignore", message=r".*multiple `ModelCheckpoint` callbacks")
+# A run folder is new or resumed: a resume finds its own checkpoints there, on purpose.
+warnings.filterwarnings("ignore", message=r"Checkpoint directory .* exists and is not empty")
 # On every bf16-mixed run; the summary counts 32 bits a parameter, which mixed precision keeps.
 warnings.filterwarnings("ignore", message=r"Precision bf16-mixed is not supported by the model summary")
 # Lines Lightning prints on every run that tell nothing about this one (the precision line
