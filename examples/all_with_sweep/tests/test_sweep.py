@@ -19,13 +19,14 @@ import pytest
 import torch
 import wandb
 from conftest import PARTS, PROJECT_PYTHONPATH, ROOT, part_module, slow, write_mixed_table
+from optuna.trial import TrialState
 
 from src.config import BaseConfig, ConfigError
 from src.runs.atomic import WriteFailed, atomic_path
 from src.runs.directory import latest_checkpoint
 from src.runs.lifetime import start_run
 from src.sweep import SweepSpec, main
-from src.sweep.local import run_local
+from src.sweep.local import open_study, run_local
 from src.sweep.runner import Sweep, SweepState
 from src.wandb_utils import finish_run, setup_run
 
@@ -83,8 +84,12 @@ def test_a_local_sweep_of_three_smoke_trials(kind, tmp_path, capsys):  # SWP-1, 
 def test_the_sweep_clock_stops_the_running_trial_with_its_checkpoint(tmp_path):  # SWP-5
     kind = sorted(PARTS)[0]
     sweep = local_sweep(kind, tmp_path, "--trials", "3", "--max-hours", "1e-4")  # 0.36 s
-    assert [t.status for t in sweep.trials] == ["finished"]  # and no trial after it
-    run_dir = Path(sweep.trials[0].run_dir)
+    # Its score is of a shorter training than a whole trial's: recorded, not ranked.
+    (trial,) = sweep.trials  # and no trial after it
+    assert trial.status == "cut short" and trial.value is not None and trial.score is None
+    assert "| cut short |" in (sweep.dir / "summary.md").read_text()
+    assert [told.state for told in open_study(sweep).trials] == [TrialState.PRUNED]
+    run_dir = Path(trial.run_dir)
     assert list((run_dir / "checkpoints").glob("last.*"))
 
 

@@ -266,11 +266,23 @@ def test_stop_file_ends_the_run_and_closes_the_workers(tmp_path):  # CB-4, RL-3
 
 
 @slow
-def test_a_run_that_reaches_its_target_reward_ends_saying_so(tmp_path):  # CB-1
+def test_a_run_that_reaches_its_target_reward_ends_saying_so(tmp_path):  # CB-1, RES-1
     train.main_with_config(smoke_config(tmp_path, num_epochs=50, target_reward=1.0))
     (run_dir,) = tmp_path.glob("smoke_*")
-    assert [e["epoch"] for e in read_jsonl(run_dir / "metrics.jsonl") if "val_episode_reward" in e] == [0]
+
+    def validated() -> list[int]:
+        return [e["epoch"] for e in read_jsonl(run_dir / "metrics.jsonl") if "val_episode_reward" in e]
+
+    assert validated() == [0]
     assert_ended(run_dir, "finished", "target", "reached the target 1")
+    # Resumed, its target still reached: nothing left to train. With a higher one, it trains on.
+    last = run_dir / "checkpoints" / "last.ckpt"
+    train.main_with_config(smoke_config(tmp_path, num_epochs=50, target_reward=1.0), resume_from=last)
+    assert validated() == [0]
+    assert_ended(run_dir, "finished", "target", "reached the target 1")
+    train.main_with_config(smoke_config(tmp_path, num_epochs=2, target_reward=1e9), resume_from=last)
+    assert validated() == [0, 1]
+    assert_ended(run_dir, "finished", "budget", "num_epochs 2 trained")
 
 
 @slow

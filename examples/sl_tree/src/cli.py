@@ -100,7 +100,10 @@ def parse_command(
     # unknown name falls back to the first config here; tyro then refuses it and lists the valid ones.
     name = _config_named_in(argv)
     name = name if name in configs else names[0]
-    config_help = "Which of this part's configs to start from; the flags below override its fields."
+    config_help = (
+        f"Which of this part's configs to start from ({', '.join(names)}); the flags below "
+        "override its fields."
+    )
     command_cls = dataclasses.make_dataclass(
         "Command",
         [

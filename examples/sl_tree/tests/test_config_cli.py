@@ -115,6 +115,7 @@ def refused(kind: str, args: list[str], capsys) -> str:
         ("sl_tree", ["--eval-metric", "foo"], "eval_metric 'foo': XGBoost: Unknown metric", "rmse, mae"),
         ("sl_tree", ["--eval-metric", "rmse@3"], "eval_metric 'rmse@3': XGBoost logs it as rmse", "name"),
         ("rl", ["--env-name", "Foo-v0"], "env_name 'Foo-v0': Environment `Foo` doesn't exist", "CartPole-v1"),
+        ("rl", ["--env-name", "Foo-v0"], "Environment `Foo` doesn't exist", "or one of the part's envs.py"),
         (
             "rl",
             ["--env-name", "FrozenLake-v1"],
@@ -338,6 +339,7 @@ def test_every_flag_has_help_of_its_own(kind, capsys, monkeypatch):
     for name, config_cls in configs.items():
         helps = help_texts(configs, name, capsys, monkeypatch)
         assert field_flags(config_cls) | {"--config", "--resume"} == set(helps), name
+        assert f"({', '.join(configs)})" in helps["--config"]  # the names it takes
         for flag, text in helps.items():
             assert text, f"{name}: {flag} has no help"
             # Checklist IDs mean nothing to a user who has no CHECKLIST.md.

@@ -245,6 +245,9 @@ class ResumableEarlyStopping(EarlyStopping):
         value = trainer.callback_metrics.get(self.monitor)
         now = f"{float(value):.6g}" if value is not None else "?"
         if self.stopping_reason == EarlyStoppingReason.STOPPING_THRESHOLD:
+            # Lightning stops on the target before it counts the value as the best; on_train_start
+            # of a resume reads the target as reached from the best.
+            self.best_score = value.detach().clone()
             training_stopped("target", f"{self.monitor} {now} reached the target {self.stopping_threshold:g}")
         elif self.stopping_reason == EarlyStoppingReason.PATIENCE_EXHAUSTED:
             best = f"{float(self.best_score):.6g}"

@@ -221,8 +221,14 @@ def _end(study: optuna.Study, asked: optuna.Trial, trial: Trial) -> None:
 
 
 def _tell(study: optuna.Study, asked: optuna.Trial | int, trial: Trial | None) -> None:
-    score = trial.score if trial else None
-    study.tell(asked, score, state=TrialState.FAIL if score is None else TrialState.COMPLETE)
+    study.tell(asked, trial.score if trial else None, state=_state(trial))
+
+
+def _state(trial: Trial | None) -> TrialState:
+    """What the study learns of an ended trial: one the sweep's clock cut short is pruned."""
+    if trial is not None and trial.score is not None:
+        return TrialState.COMPLETE
+    return TrialState.PRUNED if trial is not None and trial.status == "cut short" else TrialState.FAIL
 
 
 def _add_ended(
@@ -236,7 +242,7 @@ def _add_ended(
                 params=params,
                 distributions={name: distributions[name] for name in params},
                 value=trial.score,
-                state=TrialState.FAIL if trial.score is None else TrialState.COMPLETE,
+                state=_state(trial),
                 user_attrs={NUMBER: trial.number, ENDED: True},
             )
         )

@@ -22,7 +22,7 @@ from src.cli import bad_input_message
 from src.config import BaseConfig
 from src.report.run_files import REPORT_FILE, RunFiles
 from src.runs.atomic import write_text_atomic
-from src.runs.directory import intact_checkpoint
+from src.runs.directory import intact_checkpoint, run_record
 from src.sweep.spec import SweepSpec
 
 SWEEP_FILE = "sweep.json"
@@ -43,7 +43,9 @@ COMPARED = 8  # the best trials that summary.md's comparison shows side by side
 class Trial:
     number: int
     params: dict[str, Any]
-    status: str = "running"  # finished | failed; interrupted in the summary of a stopped sweep
+    # finished | cut short (by the sweep's clock: not ranked) | failed; interrupted in the
+    # summary of a stopped sweep
+    status: str = "running"
     value: float | None = None
     seconds: float = 0.0
     run_dir: str = ""
@@ -163,6 +165,8 @@ class Sweep:
             trial.metrics = self.spec.train(cfg, checkpoint)
             trial.value = float(trial.metrics[self.spec.metric])
             trial.status = "finished"
+            if self.cut_by_the_sweeps_clock(trial.number, cfg):
+                trial.status, trial.error = "cut short", "by the sweep's --max-hours: not ranked"
         # SWP-7: any failure of a trial is caught here, so its stack unwinds now and the
         # sweep goes on; Ctrl-C and SystemExit are not Exceptions and still end the sweep.
         except Exception as error:  # noqa: BLE001
@@ -182,6 +186,14 @@ class Sweep:
         trial.run_dir = str(self.last_run(trial.number) or "")
         self.record(trial)
         return trial
+
+    def cut_by_the_sweeps_clock(self, number: int, cfg: BaseConfig) -> bool:
+        """Whether the sweep's deadline, before the trial's own budget, ended its training: its
+        score is of a shorter training than the others' (SWP-5)."""
+        if self.hours_left() > 0 or cfg.max_wall_clock_hours >= self.base.max_wall_clock_hours:
+            return False
+        run = self.last_run(number)
+        return run is not None and run_record(run).get("end_reason") == "budget"
 
     def last_run(self, number: int) -> Path | None:
         return max(self.dir.glob(f"{self.base.name}-trial{number:03d}_*"), default=None)
@@ -229,8 +241,8 @@ class Sweep:
             return None
 
     def ranked(self) -> list[Trial]:
-        """Finished trials best first, then the failed ones: every worker's ended trials,
-        and this one's under way or interrupted."""
+        """Finished trials best first, then the others (cut short, failed): every worker's
+        ended trials, and this one's under way or interrupted."""
         sign = -1 if self.spec.goal == "maximize" else 1
         ended = self.recorded_trials()
         numbers = {trial.number for trial in ended}

@@ -22,7 +22,7 @@ def run_wandb(sweep: Sweep, trials: int, sweep_id: str) -> None:
         trial = sweep.run_trial(dict(run.config))
         if trial.value is not None:
             run.summary[sweep.spec.metric] = trial.value  # what the sweep's controller optimizes
-        wandb.finish(exit_code=0 if trial.status == "finished" else 1)
+        wandb.finish(exit_code=0 if trial.status in ("finished", "cut short") else 1)
 
     try:
         wandb.agent(sweep_id, function=agent_trial, count=trials)

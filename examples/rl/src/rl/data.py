@@ -44,7 +44,7 @@ MAX_EVAL_ENVS = 32  # evaluation episodes played at once, at most: the envs' mem
 TRAINABLE = (
     "use an env with a flat vector observation and discrete actions or a vector of continuous ones that "
     "the part's make_env() makes (gymnasium's CartPole-v1, Acrobot-v1, Pendulum-v1, "
-    "MountainCarContinuous-v0)"
+    "MountainCarContinuous-v0, or one of the part's envs.py)"
 )
 MakeEnv = Callable[..., EnvBase]
 
