@@ -447,11 +447,12 @@ def test_wall_clock_budget_ends_the_run_and_still_tests(tmp_path):  # CFG-4
 def test_batch_size_finder_changes_the_batch_size(tmp_path):  # MEM-1, MEM-2
     train.main_with_config(smoke_config(tmp_path, find_batch_size=True, batch_size=8, num_epochs=1))
     (run_dir,) = tmp_path.glob("smoke_*")
-    found = re.search(r"using batch size (\d+)", (run_dir / "console.log").read_text())
-    assert found and int(found[1]) > 8
+    # Found once, before training; test() does not search again.
+    (found,) = re.findall(r"using batch size (\d+)", (run_dir / "console.log").read_text())
+    assert int(found) > 8
     # config.json keeps what was asked and records what the run used, side by side.
     saved = json.loads((run_dir / "config.json").read_text())
-    assert saved["batch_size"] == 8 and saved["used"]["batch_size"] == int(found[1])
+    assert saved["batch_size"] == 8 and saved["used"]["batch_size"] == int(found)
     chosen = "bf16-mixed" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "32-true"
     assert saved["precision"] == "auto" and saved["used"]["precision"] == chosen
     assert config.DigitsConfig.from_dict(saved).batch_size == 8  # --resume reads it as the config

@@ -11,7 +11,7 @@ from typing import Any
 
 import lightning as L
 import torch
-from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
+from lightning.pytorch.callbacks import BatchSizeFinder, LearningRateMonitor, ModelCheckpoint
 from lightning.pytorch.loggers import Logger
 from lightning.pytorch.profilers import AdvancedProfiler
 from lightning.pytorch.utilities import rank_zero_info
@@ -175,4 +175,8 @@ def build_trainer(
         **trainer_args,
     )
     skip_inherited_batch_hooks(trainer.callbacks)  # Lightning's own callbacks too
+    for finder in (callback for callback in extra_callbacks if isinstance(callback, BatchSizeFinder)):
+        # The batch size is found before training, once: Lightning's searches again as test()
+        # and predict() start, on a CPU up to the whole set.
+        finder.on_test_start = finder.on_predict_start = lambda *args: None
     return trainer
