@@ -91,7 +91,11 @@ def task_metrics(table: pd.DataFrame) -> dict[str, float]:
         truth, predicted = (
             table[f"{side}_{target}"].astype(str).to_numpy() for side in ("true", "predicted")
         )
-        probabilities = table[probability_columns(table)].to_numpy(np.float64)
+        # sklearn takes the probability columns in the text order of the class names: classes
+        # 5, 10 and 20 are '10', '20' and '5' to it.
+        order = sorted(range(len(classes)), key=classes.__getitem__)
+        classes = [classes[index] for index in order]
+        probabilities = table[probability_columns(table)].to_numpy(np.float64)[:, order]
         found["accuracy"] = metrics.accuracy_score(truth, predicted)
         found["balanced_accuracy"] = metrics.balanced_accuracy_score(truth, predicted)
         found["f1_macro"] = metrics.f1_score(

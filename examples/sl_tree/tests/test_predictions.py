@@ -11,6 +11,7 @@ import sys
 import numpy as np
 import pytest
 from conftest import PARTS, PNG_SIGNATURE, ROOT, assert_report
+from sklearn import metrics
 
 from src import predictions
 from src.errors import DataValidationError
@@ -98,3 +99,22 @@ def test_a_predictions_file_gets_its_tasks_metrics_and_figures(task, tmp_path):
     drawn = draw_predictions(table, tmp_path / "report")
     assert sorted(path.stem for path in drawn.values()) == sorted(figures)
     assert all(path.read_bytes().startswith(PNG_SIGNATURE) for path in drawn.values())
+
+
+@pytest.mark.parametrize("classes", [[5, 10], [5, 10, 20]])
+def test_classes_whose_names_sort_otherwise_as_text_are_scored_right(classes, tmp_path):
+    # As text, 5, 10, 20 sort as '10', '20', '5': the metrics must read each probability column
+    # as its own class's.
+    rng = np.random.default_rng(0)
+    picked = rng.integers(len(classes), size=60)
+    probabilities = rng.dirichlet(np.ones(len(classes)), size=60)
+    labels = np.array(classes)[picked]
+    table = predictions.classification_table(np.arange(60), probabilities, classes, "y", labels)
+    path = predictions.write_predictions(table, tmp_path / predictions.PREDICTIONS_FILE)
+    found = predictions.task_metrics(predictions.read_predictions(path))
+    assert found["log_loss"] == pytest.approx(-np.log(probabilities[np.arange(60), picked]).mean())
+    if len(classes) == 2:
+        assert found["roc_auc"] == pytest.approx(metrics.roc_auc_score(picked == 1, probabilities[:, 1]))
+    else:
+        expected = metrics.roc_auc_score(picked, probabilities, multi_class="ovr", labels=[0, 1, 2])
+        assert found["roc_auc_ovr"] == pytest.approx(expected)
