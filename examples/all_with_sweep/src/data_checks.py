@@ -89,7 +89,9 @@ def read_table(path: str | Path) -> pd.DataFrame:
 
 def check_rows_and_feature_kinds(table: pd.DataFrame, features: list, where: str) -> None:
     """Refuse a table of no rows, feature columns of dates or times, which neither a network nor
-    a booster reads as they are, and the row numbers a DataFrame wrote beside its columns."""
+    a booster reads as they are, a few words in a column of numbers (a typo, or a missing value
+    spelled as pandas does not read it), which would make it a column of categories, and the
+    row numbers a DataFrame wrote beside its columns."""
     if table.empty:
         raise DataValidationError(f"{where}: has no rows")
     kinds = (pd.api.types.is_datetime64_any_dtype, pd.api.types.is_timedelta64_dtype)
@@ -98,6 +100,18 @@ def check_rows_and_feature_kinds(table: pd.DataFrame, features: list, where: str
             f"{where}: column(s) {', '.join(map(repr, dated))} hold dates or times: make numbers of them "
             "in load_table (days since a date, the day of the week), or leave them out with --feature-columns"
         )
+
+    for name in features:
+        values = table[name].dropna()
+        if pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
+            continue
+        words = values[pd.to_numeric(values, errors="coerce").isna()]
+        if 0 < len(words) < len(values) / 2:
+            shown = ", ".join(f"{word!r} at row {row}" for row, word in words.drop_duplicates()[:3].items())
+            raise DataValidationError(
+                f"{where}: column {name!r} holds numbers and text ({shown}); make those cells numbers, or "
+                "empty for a missing value"
+            )
 
     def row_numbers(column: pd.Series) -> bool:  # as pandas names a nameless header cell
         named = str(column.name).startswith("Unnamed: ") and pd.api.types.is_integer_dtype(column)

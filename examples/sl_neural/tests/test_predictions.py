@@ -9,12 +9,14 @@ import subprocess
 import sys
 
 import numpy as np
+import pandas as pd
 import pytest
 from conftest import PARTS, PNG_SIGNATURE, ROOT, assert_report
 from sklearn import metrics
 
 from src import predictions
 from src.errors import DataValidationError
+from src.predict import PredictOptions, rows_to_predict
 from src.report.prediction_figures import draw_predictions
 
 # The report's figures of the test predictions, by the task of each kind's smoke run.
@@ -118,3 +120,14 @@ def test_classes_whose_names_sort_otherwise_as_text_are_scored_right(classes, tm
     else:
         expected = metrics.roc_auc_score(picked, probabilities, multi_class="ovr", labels=[0, 1, 2])
         assert found["roc_auc_ovr"] == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("given", ["--data-path", "the run's own"])
+def test_predictions_never_replace_the_table_they_come_from(given, tmp_path):  # OUT-2
+    table = tmp_path / "rows.csv"
+    table.write_text("x,y\n1,2\n")
+    data_path, run_table = (str(table), "the run's table") if given == "--data-path" else ("", str(table))
+    options = PredictOptions(tmp_path, data_path=data_path, output=tmp_path / "." / "rows.csv")
+    with pytest.raises(DataValidationError, match=r"rows.csv: is the table the rows come from"):
+        rows_to_predict(options, ["x"], lambda: pd.read_csv(table), run_table)
+    assert table.read_text() == "x,y\n1,2\n"

@@ -576,13 +576,32 @@ def test_a_class_too_scarce_to_split_is_named_whole_in_the_error_and_run_json(tm
     path = tmp_path / "five.csv"
     pd.DataFrame({"a": range(5), "b": range(5), "y": ["x", "y", "x", "z", "y"]}).to_csv(path, index=False)
     cfg = smoke_config(tmp_path, data_path=str(path), label_column=("y",))
-    said = f"{path}: cannot split 5 rows into train/val/test by class: class(es) x, y, z of 'y' have fewer"
+    said = f"{path}: cannot split 5 rows into train/val/test by class: class(es) x (2), y (2), z (1) of 'y'"
     with pytest.raises(DataValidationError, match=re.escape(said)) as error:
         train.main_with_config(cfg)
     (run_dir,) = tmp_path.glob("smoke_*")
     detail = json.loads((run_dir / "run.json").read_text())["end_detail"]
     assert detail == f"DataValidationError: {error.value}"  # all of it, not its first 200 characters
     assert len(detail) > 200
+
+
+@pytest.mark.parametrize("rows", [3, 4])
+def test_a_class_of_a_few_rows_that_cannot_be_held_out_is_named_with_its_rows(tmp_path, rows):  # DATA-1
+    path = tmp_path / "rare.csv"
+    table = data.load_table(config.DigitsConfig()).head(150)
+    table.assign(target=table["target"].mask(table.index < rows, 99)).to_csv(path, index=False)
+    with pytest.raises(DataValidationError) as error:
+        datamodule_of(config.DigitsConfig(data_path=str(path))).setup("fit")
+    said = str(error.value)
+    assert f"class(es) 99 ({rows}) of 'target' have too few rows" in said and "--val-fraction 0.15" in said
+
+
+def test_a_label_of_many_numbers_split_as_classes_suggests_a_regression(tmp_path):  # DATA-1
+    path = tmp_path / "amounts.csv"
+    table = data.load_table(config.DigitsConfig()).head(150)
+    table.assign(target=table.index % 60 * 7).to_csv(path, index=False)  # 60 numbers, 2 or 3 rows each
+    with pytest.raises(DataValidationError, match=r"\(60 distinct numbers: to predict a number, pass --task"):
+        datamodule_of(config.DigitsConfig(data_path=str(path))).setup("fit")
 
 
 def test_a_regression_whose_test_split_is_one_row_is_tested(tmp_path):  # DATA-1
@@ -846,6 +865,11 @@ def unchanged(table):
         (lambda t: t.assign(spread=float("nan")), {}, r"'spread' has no value in any of the 208 training"),
         (unchanged, {"feature_columns": ("size", "shape")}, r"column\(s\) shape \(set --feature-columns"),
         (lambda t: t.assign(size=float("inf")), {}, r"column 'size': failed finite"),
+        (
+            lambda t: t.assign(size=t["size"].astype(object).mask(t.index % 100 == 5, "?")),
+            {},
+            r"column 'size' holds numbers and text \('\?' at row 5\); make those cells numbers",
+        ),
         (lambda t: t.head(0), {}, r"^part1.data.load_table\(cfg\): has no rows$"),
         (lambda t: t.reset_index(names="Unnamed: 0"), {}, r"column 'Unnamed: 0' holds the row numbers 0, 1"),
         (lambda t: t.assign(day=pd.Timestamp("2024-05-01")), {}, r"column\(s\) 'day' hold dates or times"),

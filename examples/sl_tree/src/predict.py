@@ -4,6 +4,8 @@ label is known."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +50,12 @@ def rows_to_predict(
     from src.data_checks import read_table
     from src.predictions import PREDICTIONS_FILE, read_predictions
 
+    with contextlib.suppress(OSError):  # either is missing: not the same file
+        if os.path.samefile(options.output, options.data_path or run_table_name):
+            raise DataValidationError(
+                f"--output {options.output}: is the table the rows come from; writing the predictions "
+                "there would replace it: give another file"
+            )
     if options.data_path:
         table, where = read_table(options.data_path), f"--data-path {options.data_path}"
     else:

@@ -552,7 +552,7 @@ def test_the_cpu_build_of_xgboost_trains_on_the_cpu_beside_a_gpu(tmp_path, monke
         (lambda t: t.drop(columns="target"), "has no column(s) target"),  # no label
         (lambda t: t[["target"]], "no feature columns beside the label column target"),
         (lambda t: t.assign(s1=np.inf), "column 's1': failed finite"),  # a non-finite value
-        (lambda t: t.assign(target=100.0), "column 'target': failed takes 2 or more values"),
+        (lambda t: t.assign(target=100.0), "label column 'target' holds one value (100.0) in all 442"),
         (lambda t: t.assign(s2=t["s2"].mask(t.index == 4, 1e300)), "column 's2': failed finite"),  # float32
         (  # a word in a column of numbers: a typo, or a missing value spelled as pandas does not read it
             lambda t: t.assign(bp=t["bp"].astype(object).mask(t.index == 7, "high")),
@@ -595,6 +595,7 @@ def test_bad_data_is_refused_naming_the_column(tmp_path, change, message):  # DA
             lambda t: t.assign(patient=[f"p{row}" for row in range(len(t))]),
             "text column 'patient' has 442 distinct values in 442 rows ('p0', ...): an identifier",
         ),
+        ("named.csv", lambda t: t.rename(columns={"bmi": "bmi<30?"}), "column 'bmi<30?': XGBoost takes no"),
     ],
 )
 def test_a_table_of_no_rows_dates_or_row_numbers_is_refused_in_one_line(tmp_path, file, change, message):
@@ -975,6 +976,15 @@ def test_predict_refuses_a_table_without_the_models_columns_in_one_line(task_run
         "colour, size, weight"
     )
     assert not (tmp_path / "out.csv").exists()
+
+
+@pytest.mark.parametrize("value", [np.inf, -np.inf, 1e300])
+def test_predict_refuses_a_number_training_would_have_refused(value):  # OUT-5, DATA-1
+    encoding = TableEncoding("y", ("size",), {})
+    rows = pd.DataFrame({"size": [1.0, None, 2.0, value]})
+    with pytest.raises(DataValidationError) as error:
+        encoding.features(rows, "rows")
+    assert str(error.value).startswith(f"rows: column 'size' holds {value:g} at row 3: the model takes")
 
 
 @pytest.mark.parametrize("task", TASKS)

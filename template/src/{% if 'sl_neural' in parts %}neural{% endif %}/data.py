@@ -152,6 +152,7 @@ class TableDataModule(L.LightningDataModule):
                 f"{len(table)} rows: a classifier needs examples of at least two"
             )
         held_out = self.cfg.val_fraction + self.cfg.test_fraction
+        rest = None
         try:
             train, rest = train_test_split(
                 np.arange(len(table)), test_size=held_out, stratify=classes, random_state=self.cfg.split_seed
@@ -164,12 +165,19 @@ class TableDataModule(L.LightningDataModule):
             )
         except ValueError as error:  # too few rows, or too few of some class for a stratified split
             counts = classes.value_counts() if classes is not None else pd.Series(dtype=int)
-            if len(scarce := counts[counts < 3]):  # a stratified split puts one of each class in each
-                named = ", ".join(sorted(map(str, scarce.index))[:10]) + (" ..." if len(scarce) > 10 else "")
+            # A stratified split puts one row of each class in each part: a class of three rows or
+            # more can still leave fewer than two held out at these fractions.
+            held = classes.iloc[rest].value_counts() if rest is not None else counts
+            if len(scarce := counts[(counts < 3) | (held.reindex(counts.index, fill_value=0) < 2)]):
+                named = ", ".join(f"{name} ({rows})" for name, rows in sorted(scarce.items(), key=str)[:10])
+                cfg, numbers = self.cfg, pd.api.types.is_numeric_dtype(classes) and len(counts) > 20
+                hint = f" ({len(counts)} distinct numbers: to predict a number, pass --task regression)"
                 raise DataValidationError(
                     f"{self.where}: cannot split {len(table)} rows into train/val/test by class: class(es) "
-                    f"{named} of '{classes.name}' have fewer than 3 rows; give more rows of them, or leave "
-                    "them out of the table"
+                    f"{named}{' ...' if len(scarce) > 10 else ''} of '{classes.name}' have too few rows to "
+                    f"give training, validation and test one each at --val-fraction {cfg.val_fraction:g} and "
+                    f"--test-fraction {cfg.test_fraction:g}; give more rows of them, larger fractions, or "
+                    f"leave them out of the table{hint if numbers else ''}"
                 ) from None
             raise DataValidationError(
                 f"{self.where}: cannot split {len(table)} rows into train/val/test: {first_line(error)}"

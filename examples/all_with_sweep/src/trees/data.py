@@ -58,6 +58,12 @@ class TableEncoding:
                     f"{where}: column {name!r} holds text ({_examples(text)}) where the model reads "
                     "numbers; make those cells numbers, or empty for a missing value"
                 )
+            # As training's finite check: beyond float32's range, where XGBoost reads, is infinite.
+            if (beyond := numbers[numbers.abs() > np.finfo(np.float32).max]).size:
+                raise DataValidationError(
+                    f"{where}: column {name!r} holds {beyond.iloc[0]:g} at row {beyond.index[0]}: the model "
+                    "takes finite numbers within float32's range (about 3.4e38), as training did"
+                )
             # XGBoost reads every value as a float32: a float64 copy would hold the same in twice the memory.
             columns[name] = numbers.astype(np.float32)
         return pd.DataFrame(columns, index=table.index)
@@ -124,10 +130,20 @@ def load_split(cfg: SLTreeConfig, source: ModuleType) -> Split:
             f"{where}: has no column(s) {', '.join(map(str, missing))} (its columns: {shown}); "
             "name others with --label-column and --feature-columns"
         )
+    if named := [name for name in features if set(str(name)) & set("[]<")]:  # refused once training starts
+        raise DataValidationError(
+            f"{where}: column {named[0]!r}: XGBoost takes no '[', ']' or '<' in a feature's name; rename "
+            "it in load_table (table.rename(columns=...)), or leave it out with --feature-columns"
+        )
     check_rows_and_feature_kinds(table, features, where)
     table = labelled_rows(table, label, cfg.drop_unlabelled_rows, where)
     classes = label_classes(table[label], cfg, where)
-    text = [name for name in features if column_kind(table[name], name, where) == "text"]
+    if classes is None and table[label].nunique() < 2:
+        raise DataValidationError(
+            f"{where}: label column {label!r} holds one value ({table[label].iloc[0]}) in all {len(table)} "
+            "labelled rows: there is nothing to learn"
+        )
+    text = [name for name in features if column_kind(table[name]) == "text"]
     refuse_identifiers(table, text, where)
     table = validate_table(table[[*features, label]], table_schema(cfg, features, text, known), where)
     train, val, test = split_rows(table, cfg, classes is not None, where)
@@ -213,41 +229,29 @@ def label_classes(labels: pd.Series, cfg: SLTreeConfig, where: str) -> list[Any]
     return classes
 
 
-def column_kind(column: pd.Series, name: str, where: str) -> str:
-    """numbers or text by what the column holds; a few words in a column of numbers are
-    refused: a typo, or missing values spelled as pandas does not read them."""
+def column_kind(column: pd.Series) -> str:
+    """numbers or text by what the column holds (check_rows_and_feature_kinds has refused a few
+    words among numbers)."""
     if pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
         return "numbers"
-    values = column.dropna()
-    numbers = pd.to_numeric(values, errors="coerce")
-    if numbers.notna().all():
-        return "numbers"
-    if numbers.notna().mean() > 0.5:
-        raise DataValidationError(
-            f"{where}: column {name!r} holds numbers and text ({_examples(values[numbers.isna()])}); "
-            "make those cells numbers, or empty for a missing value"
-        )
-    return "text"
+    return "numbers" if pd.to_numeric(column.dropna(), errors="coerce").notna().all() else "text"
 
 
 def table_schema(
     cfg: SLTreeConfig, features: list[str], text: list[str], known: dict[str, list[pa.Check]]
 ) -> pa.DataFrameSchema:
-    """DATA-1: numeric features finite where not empty, a regression's label finite and not
-    the same in every row, every column valid by the `known` checks of its name."""
+    """DATA-1: numeric features finite where not empty, a regression's label finite, every
+    column valid by the `known` checks of its name."""
 
     def numbers(name: str, *checks: pa.Check, nullable: bool = True) -> pa.Column:
         return pa.Column(float, [finite(), *known.get(name, []), *checks], nullable=nullable, coerce=True)
 
-    label_varies = pa.Check(
-        lambda label: label.nunique() > 1, element_wise=False, error="takes 2 or more values"
-    )
     label = cfg.label_column
     return pa.DataFrameSchema(
         {
             **{name: pa.Column(checks=known.get(name, []), nullable=True) for name in text},
             **{name: numbers(name) for name in features if name not in text},
-            label: numbers(label, label_varies, nullable=False)
+            label: numbers(label, nullable=False)
             if cfg.task == "regression"
             else pa.Column(checks=known.get(label, []), nullable=False),
         },
