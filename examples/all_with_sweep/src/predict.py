@@ -27,8 +27,9 @@ class PredictOptions:
         run_dir: The training run's directory, whose saved model predicts.
         data_path: CSV or Parquet table with the model's feature columns (others are left
             out) and, to score the predictions, its label column(s); empty: the run's own table.
-        output: CSV file the predictions go to: row (the row's position in the table),
-            predicted_<label>, probability_<class> for a classifier, true_<label> where known.
+        output: CSV file the predictions go to (Parquet where its name ends in .parquet): row
+            (the row's position in the table), predicted_<label>, probability_<class> for a
+            classifier, true_<label> where known.
         rows: all predicts every row of the table; test only the rows the run tested on (the
             rows of its test_predictions.csv), which gives the run's test metrics again.
     """

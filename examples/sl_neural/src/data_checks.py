@@ -39,7 +39,7 @@ def data_path_problems(path: str | Path, needed_columns: Iterable[str] = ()) -> 
     if empty:
         return [f"{where}: cannot read it as a table (the file is empty)"]
     try:  # the names as written, repeats included, without the rows
-        if Path(path).suffix == ".parquet":
+        if reads_as_parquet(path):
             import pyarrow.parquet as pq  # an optional engine; without it, loading says so
 
             columns = list(pq.read_schema(path).names)
@@ -65,6 +65,17 @@ def data_path_problems(path: str | Path, needed_columns: Iterable[str] = ()) -> 
     return []
 
 
+def reads_as_parquet(path: str | Path) -> bool:
+    """A Parquet file by its name (.parquet) or, named otherwise (.pq, .parq), by its first bytes."""
+    if Path(path).suffix.lower() == ".parquet":
+        return True
+    try:
+        with open(path, "rb") as file:
+            return file.read(4) == b"PAR1"
+    except OSError:
+        return False
+
+
 def read_table(path: str | Path) -> pd.DataFrame:
     """A user's table from a CSV or Parquet file; a DataValidationError that names the file
     when it cannot be read as one."""
@@ -72,7 +83,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
         raise DataValidationError(problems[0])
     path = Path(path)
     try:
-        return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+        return pd.read_parquet(path) if reads_as_parquet(path) else pd.read_csv(path)
     except UnicodeDecodeError as error:
         raise DataValidationError(
             f"--data-path {path}: is not UTF-8 text ({error.reason} at byte {error.start}): save it as "

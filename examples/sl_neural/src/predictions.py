@@ -113,8 +113,12 @@ def task_metrics(table: pd.DataFrame) -> dict[str, float]:
 
 
 def write_predictions(table: pd.DataFrame, path: Path) -> Path:
+    """A CSV file, or a Parquet one where the name ends in .parquet."""
     with atomic_path(path) as temporary:
-        table.to_csv(temporary, index=False)
+        if Path(path).suffix.lower() == ".parquet":
+            table.to_parquet(temporary, index=False)
+        else:
+            table.to_csv(temporary, index=False)
     return path
 
 

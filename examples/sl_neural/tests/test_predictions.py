@@ -131,3 +131,9 @@ def test_predictions_never_replace_the_table_they_come_from(given, tmp_path):  #
     with pytest.raises(DataValidationError, match=r"rows.csv: is the table the rows come from"):
         rows_to_predict(options, ["x"], lambda: pd.read_csv(table), run_table)
     assert table.read_text() == "x,y\n1,2\n"
+
+
+def test_predictions_named_parquet_are_a_parquet_file(tmp_path):  # OUT-2
+    table = predictions.regression_table(np.arange(3), np.array([1.0, 2.0, 3.0]), ["y"], None)
+    path = predictions.write_predictions(table, tmp_path / "out.parquet")
+    assert pd.read_parquet(path).equals(table)

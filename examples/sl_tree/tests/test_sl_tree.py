@@ -610,6 +610,13 @@ def test_a_table_of_no_rows_dates_or_row_numbers_is_refused_in_one_line(tmp_path
     assert str(error.value).startswith(f"{path}: {message}") and "\n" not in str(error.value)
 
 
+@pytest.mark.parametrize("name", ["table.pq", "table.PARQUET"])
+def test_a_parquet_file_is_read_as_one_whatever_its_name(tmp_path, name):  # DATA-1
+    data.load_table(config.DiabetesConfig()).to_parquet(tmp_path / name)
+    split = load_split(config.DiabetesConfig(data_path=str(tmp_path / name)), data)
+    assert split.train_features.equals(load_split(config.DiabetesConfig(), data).train_features)
+
+
 def test_a_text_column_empty_in_every_training_row_is_refused_before_training(tmp_path):  # DATA-1
     held_out = load_split(config.DiabetesConfig(), data).test_features.index[0]
     table = data.load_table(config.DiabetesConfig())
