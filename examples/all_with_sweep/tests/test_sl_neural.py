@@ -564,11 +564,13 @@ def test_unreadable_or_unusable_files_are_refused(tmp_path, contents, message): 
         datamodule_of(config.DigitsConfig(data_path=str(path))).prepare_data()
 
 
-def test_too_few_rows_for_a_stratified_split_is_a_clear_error(tmp_path):  # DATA-1
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_too_few_rows_for_a_stratified_split_is_a_clear_error(tmp_path, task):  # DATA-1
     path = tmp_path / "tiny.csv"
-    data.load_table(config.DigitsConfig()).head(12).to_csv(path, index=False)
-    datamodule = datamodule_of(config.DigitsConfig(data_path=str(path)))
-    with pytest.raises(DataValidationError, match="cannot split 12 rows"):
+    rows = 12 if task == "classification" else 3  # a regression splits any rows but two or three
+    data.load_table(config.DigitsConfig()).head(rows).to_csv(path, index=False)
+    datamodule = datamodule_of(config.DigitsConfig(data_path=str(path), task=task))
+    with pytest.raises(DataValidationError, match=f"cannot split {rows} rows"):
         datamodule.setup("fit")
 
 

@@ -167,7 +167,7 @@ class TableDataModule(L.LightningDataModule):
             counts = classes.value_counts() if classes is not None else pd.Series(dtype=int)
             # A stratified split puts one row of each class in each part: a class of three rows or
             # more can still leave fewer than two held out at these fractions.
-            held = classes.iloc[rest].value_counts() if rest is not None else counts
+            held = classes.iloc[rest].value_counts() if classes is not None and rest is not None else counts
             if len(scarce := counts[(counts < 3) | (held.reindex(counts.index, fill_value=0) < 2)]):
                 named = ", ".join(f"{name} ({rows})" for name, rows in sorted(scarce.items(), key=str)[:10])
                 cfg, numbers = self.cfg, pd.api.types.is_numeric_dtype(classes) and len(counts) > 20
