@@ -170,14 +170,17 @@ class TableDataModule(L.LightningDataModule):
             held = classes.iloc[rest].value_counts() if classes is not None and rest is not None else counts
             if len(scarce := counts[(counts < 3) | (held.reindex(counts.index, fill_value=0) < 2)]):
                 named = ", ".join(f"{name} ({rows})" for name, rows in sorted(scarce.items(), key=str)[:10])
-                cfg, numbers = self.cfg, pd.api.types.is_numeric_dtype(classes) and len(counts) > 20
-                hint = f" ({len(counts)} distinct numbers: to predict a number, pass --task regression)"
+                hint = ""
+                if pd.api.types.is_numeric_dtype(classes) and len(counts) > 20:  # numbers to predict?
+                    hint = f" ({len(counts)} distinct numbers: to predict a number, pass --task regression)"
+                fractions = (
+                    f"--val-fraction {self.cfg.val_fraction:g} and --test-fraction {self.cfg.test_fraction:g}"
+                )
                 raise DataValidationError(
                     f"{self.where}: cannot split {len(table)} rows into train/val/test by class: class(es) "
                     f"{named}{' ...' if len(scarce) > 10 else ''} of '{classes.name}' have too few rows to "
-                    f"give training, validation and test one each at --val-fraction {cfg.val_fraction:g} and "
-                    f"--test-fraction {cfg.test_fraction:g}; give more rows of them, larger fractions, or "
-                    f"leave them out of the table{hint if numbers else ''}"
+                    f"give training, validation and test one each at {fractions}; give more rows of them, "
+                    f"larger fractions, or leave them out of the table{hint}"
                 ) from None
             raise DataValidationError(
                 f"{self.where}: cannot split {len(table)} rows into train/val/test: {first_line(error)}"

@@ -226,9 +226,11 @@ def _tell(study: optuna.Study, asked: optuna.Trial | int, trial: Trial | None) -
 
 def _state(trial: Trial | None) -> TrialState:
     """What the study learns of an ended trial: one the sweep's clock cut short is pruned."""
-    if trial is not None and trial.score is not None:
+    if trial is None:
+        return TrialState.FAIL
+    if trial.score is not None:
         return TrialState.COMPLETE
-    return TrialState.PRUNED if trial is not None and trial.status == "cut short" else TrialState.FAIL
+    return TrialState.PRUNED if trial.status == "cut short" else TrialState.FAIL
 
 
 def _add_ended(
