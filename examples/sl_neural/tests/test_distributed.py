@@ -259,6 +259,7 @@ def test_rl_frames_are_counted_over_both_ranks(two_processes, smoke_runs):
 FIRST_ROLLOUTS = """
 import json, sys
 import lightning as L
+import torch
 from {part} import data
 from {part}.config import CONFIGS
 from {part}.model import build_model
@@ -278,6 +279,9 @@ if __name__ == "__main__":  # processes started for DDP or environment workers i
         logger=False, enable_checkpointing=False, enable_progress_bar=False, callbacks=[FirstRollouts()])
     trainer.fit(model, datamodule=datamodule)
     datamodule.close()
+    # As torch asks of a script whose processes join a group: else gloo's threads meet Python's
+    # shutdown, and one still freeing the last collective aborts the process.
+    torch.distributed.destroy_process_group()
 """
 
 
@@ -293,6 +297,38 @@ def test_rl_ranks_collect_experience_of_their_own(tmp_path):
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     rank_zero, rank_one = json.loads((tmp_path / "sums.json").read_text())
     assert rank_zero != rank_one
+
+
+GROUP_AT_EXIT = """
+import atexit, json, os, sys
+import torch.distributed
+from {part}.train import main
+
+def record_the_group():
+    with open(os.path.join({record_dir!r}, "group_at_exit_" + os.environ["RANK"] + ".json"), "w") as file:
+        json.dump(torch.distributed.is_initialized(), file)
+
+if __name__ == "__main__":
+    atexit.register(record_the_group)  # registered first, run last: what Python's shutdown meets
+    sys.argv[1:] = {args!r}
+    main()
+"""
+
+
+@slow
+def test_a_finished_run_ends_its_process_group_before_python_shuts_down(tmp_path):
+    # torch leaves gloo's worker threads to the shutdown, where one still freeing the last
+    # collective aborts a rank whose run went well (SIGABRT, and torchrun reports a failure).
+    script = tmp_path / "train_and_record.py"
+    args = train_args(KIND, tmp_path / "out")[2:]  # the flags after `-m module`
+    script.write_text(GROUP_AT_EXIT.format(part=PARTS[KIND], record_dir=str(tmp_path), args=args))
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    env = {**os.environ, "PYTHONPATH": PROJECT_PYTHONPATH}
+    command = [*torchrun, str(script)]
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    records = [tmp_path / f"group_at_exit_{rank}.json" for rank in (0, 1)]
+    assert [json.loads(record.read_text()) for record in records] == [False, False]
 
 
 @slow

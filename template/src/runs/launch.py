@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -63,6 +64,16 @@ def is_rank_zero() -> bool:
     counts it before a Trainer exists; read without loading Lightning, for the tree parts."""
     rank = next((os.environ[name] for name in RANK_VARIABLES if name in os.environ), "0")
     return int(rank) == 0
+
+
+def leave_process_group() -> None:
+    """End this process's part in the launch's collective group, if it has one. For the exit of
+    a process whose run finished: torch leaves gloo's worker threads to the interpreter's
+    shutdown, where one still freeing the last collective's tensors aborts the process
+    ("terminate called without an active exception") after a run that went well."""
+    distributed = sys.modules.get("torch.distributed")  # a tree part never loads torch
+    if distributed is not None and distributed.is_available() and distributed.is_initialized():
+        distributed.destroy_process_group()
 
 
 def processes_problem(launch: Launch, devices: str, num_nodes: int) -> str | None:

@@ -37,7 +37,7 @@ from src.runs.directory import (
     stop_file_paths,
     stop_requested,
 )
-from src.runs.launch import agreed, current_launch, is_rank_zero
+from src.runs.launch import agreed, current_launch, is_rank_zero, leave_process_group
 from src.runs.provenance import provenance
 from src.wandb_utils import current_run
 
@@ -94,6 +94,7 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
     finished_as = {key: earlier.get(key) for key in ("end_reason", "end_detail")}
     finished_as = finished_as if earlier.get("status") == "finished" and all(finished_as.values()) else None
     _training_stops.clear()
+    atexit.unregister(leave_process_group)  # a run that fails may leave a collective unfinished
     lock = claimed[0] if claimed else contextlib.nullcontext()
     with lock, _handed_down(run_dir), console as log_file, hangup_and_sigterm_unwind():
         if log_file is not None:
@@ -153,6 +154,10 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
                 raise Terminated(128 + (_stop_signals[-1] if _stop_signals else signal.SIGTERM)) from None
             raise
         else:
+            # Every collective of the run has completed here: the group can end as the process
+            # does, while Python can still run the threads that free it.
+            atexit.unregister(leave_process_group)
+            atexit.register(leave_process_group)
             if log_file is not None:
                 with signals_wait_for_cleanup() as deferred:
                     end = _why_training_stopped(run_dir)
