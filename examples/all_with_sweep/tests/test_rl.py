@@ -33,7 +33,7 @@ from conftest import (
 )
 from tensordict import TensorDict
 from torchrl.collectors import Collector
-from torchrl.data import Bounded, Unbounded
+from torchrl.data import Bounded, OneHot, Unbounded
 from torchrl.envs import ExplorationType, GymEnv, GymWrapper
 from torchrl.envs.utils import check_env_specs, set_exploration_type
 
@@ -507,6 +507,29 @@ def test_a_non_finite_observation_ends_training_and_evaluation_in_one_line(tmp_p
         rl_data.first_episodes(rl_data.evaluation_envs(make_env, "LineWalk", 4), policy, 4)
 
 
+class NanRewardLineWalk(envs.LineWalk):
+    """LineWalk whose first walk is rewarded NaN from the third step on: a simulator's bug."""
+
+    def _step(self, tensordict):
+        stepped = super()._step(tensordict)
+        if int(self._steps.max()) >= 3:
+            stepped["reward"][0, 0] = float("nan")
+        return stepped
+
+
+def test_a_non_finite_reward_ends_training_in_one_line(tmp_path):  # DATA-1
+    # Left alone, it makes every loss of the batch NaN, which reads as a diverged run.
+    cfg = smoke_config(tmp_path, env_name="LineWalk", num_envs=4)
+    make_env = lambda env_name, num_envs: NanRewardLineWalk(num_envs)  # noqa: E731
+    collector = Collector(rl_data.training_env(cfg, make_env, cfg.seed), None, frames_per_batch=32)
+    said = r"env 'LineWalk' returned a reward of nan \(at \(0, 0\) of a batch shaped \(4, 1\)\): rewards must"
+    try:
+        with pytest.raises(DataValidationError, match=said):
+            next(iter(collector))
+    finally:
+        collector.shutdown()
+
+
 class SteeredLineWalk(envs.LineWalk):
     """LineWalk moving by any amount up to a step either way: a bounded continuous action
     (any amount at all: unbounded)."""
@@ -593,6 +616,13 @@ def square_line_walk(env_name, num_envs):
     return env
 
 
+def vector_of(make, num_envs):
+    """`num_envs` gymnasium envs that `make()` makes, as the part's make_env wraps them."""
+    disabled = gymnasium.vector.AutoresetMode.DISABLED
+    envs = gymnasium.vector.SyncVectorEnv([make] * num_envs, autoreset_mode=disabled)
+    return GymWrapper(envs, categorical_action_encoding=True)
+
+
 def dict_cart_pole(env_name, num_envs):
     """CartPole whose observation is a dict of two entries, as many environments give theirs."""
     entries = {"position": slice(0, 2), "velocity": slice(2, 4)}
@@ -601,18 +631,44 @@ def dict_cart_pole(env_name, num_envs):
     def as_dict(observation):
         return {name: observation[where] for name, where in entries.items()}
 
-    def make():
-        return gymnasium.wrappers.TransformObservation(gymnasium.make("CartPole-v1"), as_dict, space)
+    make = lambda: gymnasium.wrappers.TransformObservation(gymnasium.make("CartPole-v1"), as_dict, space)  # noqa: E731
+    return vector_of(make, num_envs)
 
-    disabled = gymnasium.vector.AutoresetMode.DISABLED  # as the part's make_env has it
-    envs = gymnasium.vector.SyncVectorEnv([make] * num_envs, autoreset_mode=disabled)
-    return GymWrapper(envs, categorical_action_encoding=True)
+
+def shifted_cart_pole(env_name, num_envs):
+    """CartPole whose two actions are numbered -1 and 0, as gymnasium's Discrete(n, start) allows."""
+    numbered = gymnasium.spaces.Discrete(2, start=-1)
+    make = lambda: gymnasium.wrappers.TransformAction(gymnasium.make(env_name), lambda a: a + 1, numbered)  # noqa: E731
+    return vector_of(make, num_envs)
+
+
+def one_hot_line_walk(env_name, num_envs):
+    """LineWalk choosing its move by a one-hot vector, GymWrapper's encoding unless told otherwise."""
+    env = envs.LineWalk(num_envs)
+    env.action_spec = OneHot(3, shape=(num_envs, 3))
+    return env
+
+
+def flat_reward_line_walk(env_name, num_envs):
+    """LineWalk rewarding each walk with a number of shape (), not (1,)."""
+    env = envs.LineWalk(num_envs)
+    env.reward_spec = Unbounded(shape=(num_envs,))
+    return env
+
+
+def naming_make_env(env_name, num_envs):
+    """A make_env that refuses a name it does not know, in its own words."""
+    raise ValueError(f"unknown env {env_name!r}: this make_env knows LineWalk")
 
 
 @pytest.mark.parametrize(
     ("make_env", "env_name", "message"),
     [
         (data.make_env, "NoSuchEnv-v0", "`NoSuchEnv` doesn't exist"),
+        (naming_make_env, "Walk-v9", "'Walk-v9': unknown env 'Walk-v9': this make_env knows LineWalk"),
+        (shifted_cart_pole, "CartPole-v1", r"Discrete\(2, start=-1\), numbered from -1, where .* 0 to 1"),
+        (one_hot_line_walk, "LineWalk", r"OneHot of shape \(3,\), .*categorical_action_encoding=True"),
+        (flat_reward_line_walk, "LineWalk", r"its reward_spec has shape \(\) per env"),
         (data.make_env, "FrozenLake-v1", "its observation is Categorical"),
         (dict_cart_pole, "CartPole-v1", r"a dict \(position, velocity\), not one flat .*FlattenObservation"),
         (square_line_walk, "LineWalk", "its actions are UnboundedContinuous of shape \\(2, 2\\), neither"),

@@ -100,6 +100,9 @@ def test_report_takes_runs_that_differ_only_in_their_seed_together(smoke_runs, t
     values = (mean, alone)
     shown = [f"**{text}**" if value == best else text for value, text in zip(values, shown, strict=True)]
     assert f"| {metric} | {shown[0]} | {shown[1]} |" in comparison
+    # An episode is better long in CartPole and short in MountainCar: no length is bold.
+    lengths = [line for line in comparison.splitlines() if line.startswith("| test_episode_length |")]
+    assert (bool(lengths) == (kind == "rl")) and not any("**" in line for line in lengths)
     assert f"| {seeds[1].name} | {group} | 43 |" in comparison
     assert "## Learning curves (mean ± std over seeds)" in comparison
     assert (output / "learning_curves.png").read_bytes().startswith(PNG_SIGNATURE)

@@ -10,6 +10,7 @@ import functools
 import inspect
 import math
 import multiprocessing
+import os
 import signal
 import sys
 from collections.abc import Callable, Iterator
@@ -21,7 +22,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModuleBase
 from torchrl.collectors import Collector
-from torchrl.data import Bounded, Unbounded
+from torchrl.data import Bounded, Categorical, Unbounded
 from torchrl.envs import (
     DoubleToFloat,
     EnvBase,
@@ -104,12 +105,16 @@ def observation_and_action_space(make_env: MakeEnv, env_name: str) -> tuple[int,
     except ConfigError:
         raise
     except (gymnasium.error.Error, ImportError) as error:  # an unknown id, a missing dependency
-        raise refused(str(error).strip().splitlines()[0].rstrip(".")) from None
-    except ValueError:  # TorchRL cannot batch the observation (Blackjack's tuple)
+        raise refused(first_line(error)) from None
+    except ValueError as error:
+        if not _raised_in(error, "torchrl"):  # make_env's own word on the name, say
+            raise refused(first_line(error)) from None
+        # TorchRL cannot batch the observation (Blackjack's tuple)
         raise refused("its observation is not one flat vector: TorchRL cannot batch it") from None
-    observation, action = env.observation_spec, env.action_spec
+    observation, action, reward = env.observation_spec, env.action_spec, env.reward_spec
     if env.batch_size:
-        observation, action = observation[0], action[0]
+        observation, action, reward = observation[0], action[0], reward[0]
+    gymnasium_actions = _gymnasium_action_space(env)
     env.close()
     if "observation" not in observation:  # gymnasium's Dict observation: a key per entry
         named = ", ".join(map(str, observation.keys()))
@@ -121,7 +126,25 @@ def observation_and_action_space(make_env: MakeEnv, env_name: str) -> tuple[int,
     # A discrete observation (FrozenLake's cell) or an image is none.
     if observation.domain != "continuous" or len(observation.shape) != 1:
         raise refused(f"its observation is {described(observation)}, not one flat vector of floats")
+    if tuple(reward.shape) != (1,):  # GAE would fail deep inside, on shapes that do not match
+        raise ConfigError(
+            f"env_name {env_name!r}: its reward_spec has shape {tuple(reward.shape)} per env, where a "
+            "TorchRL env gives one reward of shape (1,) per env: batch_size + (1,) in all"
+        )
+    if isinstance(gymnasium_actions, gymnasium.spaces.Discrete) and int(gymnasium_actions.start) != 0:
+        # gymnasium checks no action: the env would step on the policy's 0..n-1 as they are.
+        raise ConfigError(
+            f"env_name {env_name!r}: its actions are {gymnasium_actions}, numbered from "
+            f"{gymnasium_actions.start}, where the policy picks 0 to {gymnasium_actions.n - 1}: shift "
+            "them in make_env with gymnasium.wrappers.TransformAction"
+        )
     if hasattr(action.space, "n"):
+        if not isinstance(action, Categorical):  # one-hot: GymWrapper's encoding unless told otherwise
+            raise ConfigError(
+                f"env_name {env_name!r}: its actions are {described(action)}, where the policy picks "
+                "one of n by its number: GymWrapper(..., categorical_action_encoding=True), or an "
+                "action_spec of Categorical(n)"
+            )
         return observation.shape[0], ActionSpace(action.space.n)
     if isinstance(action, Bounded | Unbounded) and action.domain == "continuous" and len(action.shape) == 1:
         # Unbounded values: the normal distribution needs no bounds, and the envs clip nothing.
@@ -134,6 +157,20 @@ def observation_and_action_space(make_env: MakeEnv, env_name: str) -> tuple[int,
         f"its actions are {described(action)}, neither one choice of n nor a vector of values "
         "(its lower bounds below its upper ones)"
     )
+
+
+def _raised_in(error: BaseException, package: str) -> bool:
+    """Whether the innermost frame of an error's traceback is in the installed `package`."""
+    frame = error.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    return frame is not None and f"{os.sep}{package}{os.sep}" in frame.tb_frame.f_code.co_filename
+
+
+def _gymnasium_action_space(env: EnvBase) -> gymnasium.Space | None:
+    """The action space of the gymnasium env (or vector of envs) a TorchRL env wraps, if any."""
+    wrapped = getattr(getattr(env, "base_env", env), "_env", None)
+    return getattr(wrapped, "single_action_space", None) or getattr(wrapped, "action_space", None)
 
 
 def target_reward(cfg: RLConfig) -> float | None:
@@ -156,17 +193,18 @@ def training_env(cfg: RLConfig, make_env: MakeEnv, seed: int) -> TransformedEnv:
         env = make_envs(make_env, cfg.env_name, cfg.num_envs)
     env = TransformedEnv(env, RewardSum())
     env.append_transform(StepCounter())
-    env.append_transform(FiniteObservations(cfg.env_name))
+    env.append_transform(FiniteSteps(cfg.env_name))
     if isinstance(action := env.action_spec, Bounded) and action.domain == "continuous":
         env.append_transform(ClipAction(action.space.low, action.space.high))
     env.set_seed(seed)
     return env
 
 
-class FiniteObservations(Transform):
-    """Ends a run at the envs' first NaN or infinite observation, in one line: the policy would
-    sample from it deep inside torch, or act on it in silence (DATA-1). Its own _step costs about
-    20 microseconds a step of 8 CartPoles; TorchRL's per-key _apply_transform, twice that."""
+class FiniteSteps(Transform):
+    """Ends a run at the envs' first NaN or infinite observation or reward, in one line: the
+    policy would sample from the observation deep inside torch, or act on it in silence, and the
+    reward would make the batch's every loss NaN, which reads as a diverged run (DATA-1). Its own
+    _step costs tens of microseconds a step of 8 CartPoles; TorchRL's per-key one, twice that."""
 
     def __init__(self, env_name: str) -> None:
         super().__init__()
@@ -179,13 +217,15 @@ class FiniteObservations(Transform):
         return self._checked(tensordict_reset)
 
     def _checked(self, state: TensorDictBase) -> TensorDictBase:
-        if not (finite := torch.isfinite(observation := state.get("observation"))).all():
-            where = (~finite).nonzero()[0].tolist()
-            raise DataValidationError(
-                f"env {self.env_name!r} returned an observation of {observation[tuple(where)].item()} (at "
-                f"{tuple(where)} of a batch shaped {tuple(observation.shape)}): observations must be "
-                "finite numbers; check the env's step() and reset()"
-            )
+        for key, article in (("observation", "an"), ("reward", "a")):  # a reset has no reward
+            values = state.get(key, None)
+            if values is not None and not (finite := torch.isfinite(values)).all():
+                where = (~finite).nonzero()[0].tolist()
+                raise DataValidationError(
+                    f"env {self.env_name!r} returned {article} {key} of {values[tuple(where)].item()} (at "
+                    f"{tuple(where)} of a batch shaped {tuple(values.shape)}): {key}s must be finite "
+                    "numbers; check the env's step() and reset()"
+                )
         return state
 
 
@@ -213,7 +253,7 @@ def evaluation_envs(make_env: MakeEnv, env_name: str, episodes: int) -> EnvBase:
     """Envs for `episodes` evaluation episodes: all of them as one batch, up to MAX_EVAL_ENVS, so
     that twenty take little longer than the longest (one at a time where make_env makes one)."""
     envs = make_envs(make_env, env_name, min(episodes, MAX_EVAL_ENVS) if makes_batches(make_env) else 1)
-    return TransformedEnv(envs, FiniteObservations(env_name))
+    return TransformedEnv(envs, FiniteSteps(env_name))
 
 
 class EvaluationEpisodes:

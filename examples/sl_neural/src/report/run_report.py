@@ -236,7 +236,8 @@ def _final_metrics(groups: list[list[RunFiles]], names: list[str]) -> str:
     )
     texts, means = by_group.agg(_mean_std), by_group.mean()
     for key in means.filter(regex="^(val|test|best)_"):
-        if means[key].count() > 1:
+        # An episode is better long in CartPole and short in MountainCar: neither end is bold.
+        if means[key].count() > 1 and not key.endswith("episode_length"):
             best = means[key].max() if higher_is_better(key) else means[key].min()
             texts.loc[means[key] == best, key] = "**" + texts[key] + "**"
     return table(["metric", *names], [[key, *texts[key]] for key in texts], NO_METRICS)
