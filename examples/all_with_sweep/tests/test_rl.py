@@ -15,6 +15,7 @@ import time
 import types
 
 import gymnasium
+import lightning as L
 import numpy as np
 import psutil
 import pytest
@@ -300,6 +301,30 @@ def test_a_run_that_raises_closes_the_workers(tmp_path, monkeypatch):  # RL-3
     assert "**failed** (RuntimeError('broken update'))" in (run_dir / "report.md").read_text()
 
 
+class ExplodingLineWalk(envs.LineWalk):
+    """LineWalk whose simulator fails at its fifth step: a bug in an env of one's own."""
+
+    def _step(self, tensordict):
+        if int(self._steps.max()) >= 4:
+            raise RuntimeError("the simulator exploded at step 5")
+        return super()._step(tensordict)
+
+
+def exploding_line_walk(env_name, num_envs):  # module-level: the workers import it
+    return ExplodingLineWalk(num_envs)
+
+
+@slow
+def test_the_error_that_ends_an_env_worker_is_in_the_runs_console_log(tmp_path, monkeypatch):  # OUT-2
+    # The main process hears only that a worker failed; the cause is the worker's own.
+    monkeypatch.setattr(data, "make_env", exploding_line_walk)
+    with pytest.raises(Exception, match="process failed"):
+        train.main_with_config(smoke_config(tmp_path, env_name="LineWalk", **WORKERS))
+    (run_dir,) = tmp_path.glob("smoke_*")
+    assert worker_processes() == []
+    assert "RuntimeError: the simulator exploded at step 5" in (run_dir / "console.log").read_text()
+
+
 @slow
 def test_a_spent_wall_clock_budget_ends_the_run(tmp_path):  # CFG-4
     # Its workers close as the STOP file's do: both end the fit the same way.
@@ -528,6 +553,27 @@ def test_a_non_finite_reward_ends_training_in_one_line(tmp_path):  # DATA-1
             next(iter(collector))
     finally:
         collector.shutdown()
+
+
+def test_validation_steps_as_many_envs_as_its_episodes(tmp_path):
+    # Each env of a slow simulator costs a validation its steps: the test's wider batch is its own.
+    widths = []
+
+    def make_env(env_name, num_envs):
+        widths.append(num_envs)
+        return envs.LineWalk(num_envs)
+
+    cfg = smoke_config(tmp_path, env_name="LineWalk", num_envs=4, eval_episodes=2, test_episodes=6)
+    datamodule = rl_data.RolloutDataModule(cfg, types.SimpleNamespace(make_env=make_env))
+    module = configured_ppo(cfg)
+    quiet = {"logger": False, "enable_progress_bar": False, "enable_model_summary": False}
+    trainer = L.Trainer(max_epochs=1, limit_train_batches=1, enable_checkpointing=False, **quiet)
+    try:
+        trainer.fit(module, datamodule=datamodule)
+        trainer.test(module, datamodule=datamodule, verbose=False)
+    finally:
+        datamodule.close()
+    assert sorted(set(widths) - {1, cfg.num_envs}) == [cfg.eval_episodes, cfg.test_episodes]
 
 
 class SteeredLineWalk(envs.LineWalk):

@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from types import ModuleType
 
 import gymnasium
@@ -37,6 +38,9 @@ from src.config import ConfigError, first_line
 from src.errors import DataValidationError
 from src.rl.config import RLConfig
 from src.rl.policy import ActionSpace
+from src.runs.console import tee_worker_stderr
+from src.runs.directory import RUN_DIR_ENV
+from src.runs.launch import is_rank_zero
 from src.training.precision import full_float32
 from src.training.seeding import derived_seed, rank_seed
 
@@ -68,6 +72,8 @@ def make_envs(make_env: MakeEnv, env_name: str, num_envs: int) -> EnvBase:
         # stops after its step and shuts the workers down (RL-3).
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if (run_dir := os.environ.get(RUN_DIR_ENV)) and is_rank_zero():  # the rank that keeps the log
+            tee_worker_stderr(Path(run_dir) / "console.log")
     batched = makes_batches(make_env)
     env = make_env(env_name, num_envs) if batched else make_env(env_name)
     if not (is_env := isinstance(env, EnvBase)) or (batched and tuple(env.batch_size) != (num_envs,)):
@@ -327,7 +333,9 @@ class RolloutDataModule(L.LightningDataModule):
         self.num_observations, self.action_space = 0, ActionSpace(0)  # known once an env is made
         self.env: EnvBase | None = None
         self.collector: Collector | None = None
-        self.eval_env: EnvBase | None = None  # validation's and test's, made once
+        # Validation's and test's, each as wide as its share of episodes, made once: a
+        # validation of 2 episodes steps 2 envs, however many the test plays.
+        self.eval_envs: dict[int, EnvBase] = {}
 
     def setup(self, stage: str | None = None) -> None:
         if not self.num_observations:
@@ -362,11 +370,11 @@ class RolloutDataModule(L.LightningDataModule):
 
     def _episodes(self, seed: int, episodes: int) -> EvaluationEpisodes:
         rank, processes = self.trainer.global_rank, self.trainer.world_size
-        if self.eval_env is None:  # wide enough for this process's share of either
-            share = -(-max(self.cfg.eval_episodes, self.cfg.test_episodes) // processes)
-            self.eval_env = evaluation_envs(self.make_env, self.cfg.env_name, share)
+        share = -(-episodes // processes)  # this process's
+        if share not in self.eval_envs:
+            self.eval_envs[share] = evaluation_envs(self.make_env, self.cfg.env_name, share)
         policy = self.trainer.lightning_module.greedy_policy()
-        return EvaluationEpisodes(self.eval_env, policy, seed, episodes, rank, processes)
+        return EvaluationEpisodes(self.eval_envs[share], policy, seed, episodes, rank, processes)
 
     def teardown(self, stage: str) -> None:
         self.close()
@@ -376,7 +384,7 @@ class RolloutDataModule(L.LightningDataModule):
         try:
             if self.collector is not None:
                 self.collector.shutdown()  # closes self.env too
-            for env in (self.env, self.eval_env):
+            for env in (self.env, *self.eval_envs.values()):
                 if env is not None and not env.is_closed:
                     env.close(raise_if_closed=False)
         except Exception as error:  # noqa: BLE001 - whatever a dead worker makes the close raise
@@ -386,4 +394,5 @@ class RolloutDataModule(L.LightningDataModule):
             for worker in multiprocessing.active_children():
                 worker.kill()
             print(f"warning: environment workers stopped by force ({first_line(error)})", file=sys.stderr)
-        self.collector = self.env = self.eval_env = None
+        self.collector = self.env = None
+        self.eval_envs = {}
