@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
@@ -130,7 +131,12 @@ def parse_options(
     """A command's options (a dataclass) from its command line."""
     # tyro joins a description's lines into one paragraph: only the summary reads well.
     summary = description.strip().split("\n\n")[0] if description else None
-    return tyro.cli(options_cls, default=default, args=argv, prog=prog, description=summary)
+    try:
+        return tyro.cli(options_cls, default=default, args=argv, prog=prog, description=summary)
+    except BrokenPipeError:  # `--help | head`: the reader has read what it wanted
+        # Python flushes stdout again as it exits: into nothing, not into a second BrokenPipeError.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(128 + 13) from None  # as a command that SIGPIPE ends: the shell's status
 
 
 def _config_named_in(argv: Sequence[str]) -> str | None:

@@ -301,30 +301,6 @@ def test_a_run_that_raises_closes_the_workers(tmp_path, monkeypatch):  # RL-3
     assert "**failed** (RuntimeError('broken update'))" in (run_dir / "report.md").read_text()
 
 
-class ExplodingLineWalk(envs.LineWalk):
-    """LineWalk whose simulator fails at its fifth step: a bug in an env of one's own."""
-
-    def _step(self, tensordict):
-        if int(self._steps.max()) >= 4:
-            raise RuntimeError("the simulator exploded at step 5")
-        return super()._step(tensordict)
-
-
-def exploding_line_walk(env_name, num_envs):  # module-level: the workers import it
-    return ExplodingLineWalk(num_envs)
-
-
-@slow
-def test_the_error_that_ends_an_env_worker_is_in_the_runs_console_log(tmp_path, monkeypatch):  # OUT-2
-    # The main process hears only that a worker failed; the cause is the worker's own.
-    monkeypatch.setattr(data, "make_env", exploding_line_walk)
-    with pytest.raises(Exception, match="process failed"):
-        train.main_with_config(smoke_config(tmp_path, env_name="LineWalk", **WORKERS))
-    (run_dir,) = tmp_path.glob("smoke_*")
-    assert worker_processes() == []
-    assert "RuntimeError: the simulator exploded at step 5" in (run_dir / "console.log").read_text()
-
-
 @slow
 def test_a_spent_wall_clock_budget_ends_the_run(tmp_path):  # CFG-4
     # Its workers close as the STOP file's do: both end the fit the same way.
@@ -660,6 +636,17 @@ def square_line_walk(env_name, num_envs):
     env = envs.LineWalk(num_envs)
     env.action_spec = Unbounded(shape=(num_envs, 2, 2))
     return env
+
+
+def test_fewer_evaluation_episodes_than_processes_are_refused_before_the_run():  # CFG-3, DDP-1
+    # Found only as the first validation began, after an epoch of training, they left a failed run.
+    cfg = config.CONFIGS["smoke"](devices="2", eval_episodes=1, test_episodes=2)
+
+    def episode_problems(cfg):
+        return [problem for problem in cfg.problems() if "episodes" in problem]
+
+    assert episode_problems(cfg) == ["eval_episodes 1: at least one for each of the 2 processes"]
+    assert episode_problems(dataclasses.replace(cfg, eval_episodes=2)) == []
 
 
 def vector_of(make, num_envs):

@@ -249,6 +249,21 @@ def test_help_answers_before_the_training_libraries_load(kind, tmp_path):
     assert not imported & TRAINING_LIBRARIES
 
 
+@slow
+def test_help_that_the_reader_stops_reading_ends_without_a_traceback(tmp_path):
+    # `--help | head`: the pipe closes before the help is all written (here, before any of it).
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    command = [sys.executable, "-m", f"{PARTS[sorted(PARTS)[0]]}.train", "--help"]
+    env = {**os.environ, "PYTHONPATH": PROJECT_PYTHONPATH}
+    streams = {"stdout": write_end, "stderr": subprocess.PIPE, "text": True}
+    try:
+        result = subprocess.run(command, cwd=tmp_path, env=env, **streams)
+    finally:
+        os.close(write_end)
+    assert (result.returncode, result.stderr) == (141, "")
+
+
 # A checklist item's ID as the code cites it: a user reads --help without the checklist at hand.
 CHECKLIST_ID = re.compile(r"\b(?:CFG|STR|LIT|LOG|PRF|PRC|RL|MEM|MAIN|CB|OPS|OUT|SWP|RES|DDP|DATA)-\d+\b")
 

@@ -14,7 +14,6 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from types import ModuleType
 
 import gymnasium
@@ -38,9 +37,6 @@ from src.config import ConfigError, first_line
 from src.errors import DataValidationError
 from src.rl.config import RLConfig
 from src.rl.policy import ActionSpace
-from src.runs.console import tee_worker_stderr
-from src.runs.directory import RUN_DIR_ENV
-from src.runs.launch import is_rank_zero
 from src.training.precision import full_float32
 from src.training.seeding import derived_seed, rank_seed
 
@@ -72,8 +68,6 @@ def make_envs(make_env: MakeEnv, env_name: str, num_envs: int) -> EnvBase:
         # stops after its step and shuts the workers down (RL-3).
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        if (run_dir := os.environ.get(RUN_DIR_ENV)) and is_rank_zero():  # the rank that keeps the log
-            tee_worker_stderr(Path(run_dir) / "console.log")
     batched = makes_batches(make_env)
     env = make_env(env_name, num_envs) if batched else make_env(env_name)
     if not (is_env := isinstance(env, EnvBase)) or (batched and tuple(env.batch_size) != (num_envs,)):

@@ -74,6 +74,11 @@ class RLConfig(LightningConfig):
                     f"{name} {getattr(self, name)}: must be at most {MAX_EPISODES} "
                     "(evaluation ignores the time budget)"
                 )
+        if (processes := self.processes()) is not None:  # each plays its share of the episodes
+            shares = {"eval_episodes": self.eval_episodes, "test_episodes": self.test_episodes}
+            for name, episodes in shares.items():
+                if 1 <= episodes < processes:
+                    found.append(f"{name} {episodes}: at least one for each of the {processes} processes")
         for name in ("target_kl", "max_grad_norm", "critic_coef", "ppo_epochs"):
             if getattr(self, name) <= 0:
                 found.append(f"{name} {getattr(self, name)}: must be positive")

@@ -84,15 +84,6 @@ def write_log(log_file: TextIO, text: str) -> OSError | None:
     return None
 
 
-def tee_worker_stderr(path: Path) -> None:
-    """In a process of the run's own (an env's worker), copy stderr into the run's console.log
-    at `path` too, where there is one, until the process ends: the error that ends a worker is
-    the run's cause, and the main process hears only that a worker failed."""
-    if path.is_file() and not isinstance(sys.stderr, _Tee):
-        log_file = open(path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 (the process's to close)
-        sys.stderr = _Tee(sys.stderr, log_file)
-
-
 @contextlib.contextmanager
 def tee_console(path: Path) -> Iterator[TextIO]:
     """Copy stdout, stderr and logging output into `path` until the block ends; yields the
