@@ -31,6 +31,7 @@ LIGHTNING_KINDS = [kind for kind in ("sl_neural", "rl") if kind in PARTS]
 pytestmark = pytest.mark.skipif(not LIGHTNING_KINDS, reason="this project has no Lightning part")
 KIND = (LIGHTNING_KINDS or ["none"])[0]
 QUIET = ["--wandb-mode", "disabled", "--output.no-report"]
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
 
 
 def free_port() -> int:
@@ -80,8 +81,7 @@ def launch(kind: str, launcher: str, base_dir: Path, tmp_path: Path, *args: str)
         ddp = [sys.executable, *command, "--accelerator", "cpu", "--devices", "2", "--strategy", "ddp"]
         return [subprocess.Popen(ddp, env=env, **output)]
     if launcher == "torchrun":
-        torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
-        return [subprocess.Popen([*torchrun, *command], env=marked, **output)]
+        return [subprocess.Popen([*TORCHRUN, *command], env=marked, **output)]
     port = free_port()
     return [
         subprocess.Popen(
@@ -290,8 +290,7 @@ if __name__ == "__main__":  # processes started for DDP or environment workers i
 def test_rl_ranks_collect_experience_of_their_own(tmp_path):
     script = tmp_path / "first_rollouts.py"
     script.write_text(FIRST_ROLLOUTS.format(part=PARTS["rl"]))
-    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
-    command = [*torchrun, str(script), str(tmp_path / "sums.json")]
+    command = [*TORCHRUN, str(script), str(tmp_path / "sums.json")]
     env = {**os.environ, "PYTHONPATH": PROJECT_PYTHONPATH}
     result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -322,9 +321,8 @@ def test_a_finished_run_ends_its_process_group_before_python_shuts_down(tmp_path
     script = tmp_path / "train_and_record.py"
     args = train_args(KIND, tmp_path / "out")[2:]  # the flags after `-m module`
     script.write_text(GROUP_AT_EXIT.format(part=PARTS[KIND], record_dir=str(tmp_path), args=args))
-    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
     env = {**os.environ, "PYTHONPATH": PROJECT_PYTHONPATH}
-    command = [*torchrun, str(script)]
+    command = [*TORCHRUN, str(script)]
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     records = [tmp_path / f"group_at_exit_{rank}.json" for rank in (0, 1)]
@@ -354,8 +352,7 @@ def test_slurm_variables_lightning_refuses_are_one_line_before_a_run_directory(t
 @slow
 @pytest.mark.skipif("sl_tree" not in PARTS, reason="this project has no tree part")
 def test_a_tree_part_under_torchrun_is_refused(tmp_path):
-    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
-    command = [*torchrun, *train_args("sl_tree", tmp_path / "out")]
+    command = [*TORCHRUN, *train_args("sl_tree", tmp_path / "out")]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode != 0 and "but a tree part trains in one" in result.stdout + result.stderr
     assert not (tmp_path / "out").exists()

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from src.config import at_least
+from src.runs.launch import current_launch, process_count
 from src.training.config import LightningConfig
 
 MAX_EPISODES = 10_000  # evaluation episodes: Lightning times training, not evaluation
@@ -74,7 +75,8 @@ class RLConfig(LightningConfig):
                     f"{name} {getattr(self, name)}: must be at most {MAX_EPISODES} "
                     "(evaluation ignores the time budget)"
                 )
-        if (processes := self.processes()) is not None:  # each plays its share of the episodes
+        processes = process_count(current_launch(), self.devices, self.num_nodes)
+        if processes is not None:  # each plays its share of the episodes
             shares = {"eval_episodes": self.eval_episodes, "test_episodes": self.test_episodes}
             for name, episodes in shares.items():
                 if 1 <= episodes < processes:

@@ -169,6 +169,8 @@ def _raised_in(error: BaseException, package: str) -> bool:
 
 def _gymnasium_action_space(env: EnvBase) -> gymnasium.Space | None:
     """The action space of the gymnasium env (or vector of envs) a TorchRL env wraps, if any."""
+    # TorchRL's private `_env` (GymWrapper's wrapped env): test_rl's shifted_cart_pole case
+    # fails if it moves.
     wrapped = getattr(getattr(env, "base_env", env), "_env", None)
     return getattr(wrapped, "single_action_space", None) or getattr(wrapped, "action_space", None)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -97,6 +98,18 @@ def trainer_processes(launch: Launch, devices: str, num_nodes: int) -> tuple[str
     if launch.world_size > 1 and devices == "auto":
         return launch.processes_per_node, launch.num_nodes
     return devices, num_nodes
+
+
+def process_count(launch: Launch, devices: str, num_nodes: int) -> int | None:
+    """The processes a run trains in: the launcher's, or a count or list of devices on each
+    node; None where Lightning counts them (devices auto or -1)."""
+    devices, num_nodes = trainer_processes(launch, devices, num_nodes)
+    devices = str(devices).replace(" ", "").rstrip(",")
+    if re.fullmatch(r"[1-9][0-9]*", devices):
+        return int(devices) * num_nodes
+    if re.fullmatch(r"[0-9]+(,[0-9]+)*", devices):
+        return len(devices.split(",")) * num_nodes
+    return None
 
 
 def agreed(launch: Launch, decide: Callable[[], dict[str, str]], note_dir: Path) -> dict[str, str]:

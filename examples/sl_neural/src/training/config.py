@@ -86,18 +86,6 @@ class LightningConfig(BaseConfig):
             found.append(f"{fractions}: must be in [0, 1) and [0, 1]")
         return found + _hardware_problems(self.accelerator, self.devices, self.num_nodes, self.strategy)
 
-    def processes(self) -> int | None:
-        """The processes the run trains in, where the launcher or a count or list of devices
-        says; None where Lightning counts them (devices auto or -1)."""
-        if (launch := current_launch()).world_size > 1:
-            return launch.world_size
-        devices = self.devices.replace(" ", "").rstrip(",")
-        if re.fullmatch(r"[1-9][0-9]*", devices):
-            return int(devices) * self.num_nodes
-        if re.fullmatch(r"[0-9]+(,[0-9]+)*", devices):
-            return len(devices.split(",")) * self.num_nodes
-        return None
-
 
 def _hardware_problems(accelerator: str, devices: str, num_nodes: int, strategy: str) -> list[str]:
     """Accelerator, devices and strategy that Lightning would refuse only after the run began.
