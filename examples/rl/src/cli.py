@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
 import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
@@ -16,7 +15,7 @@ from typing import Annotated, Any, Literal
 import tyro
 
 from src.config import BaseConfig, ConfigError
-from src.errors import DataValidationError, TrainingDiverged, fail
+from src.errors import DataValidationError, TrainingDiverged, fail, reader_may_stop_reading
 from src.runs.atomic import WriteFailed
 from src.runs.checkpoint_checks import checkpoint_problem
 from src.runs.directory import (
@@ -77,9 +76,9 @@ def parse_cli(
     if changed := [name for name in cfg.kept_on_resume if getattr(cfg, name) != getattr(saved, name)]:
         flags = " ".join(f"--{name.replace('_', '-')}" for name in changed)
         fail(
-            f"--resume {options.resume}: {flags} would change what a run under way learns from (which "
-            "rows train, validate and test, or its environment) or what it predicts; start a new run "
-            "to change them"
+            f"--resume {options.resume}: {flags} would change what a run under way learns from (its "
+            "data, its splits or its environment) or what it predicts; start a new run, without "
+            "--resume, to change them"
         )
     return cfg, checkpoint
 
@@ -131,12 +130,8 @@ def parse_options(
     """A command's options (a dataclass) from its command line."""
     # tyro joins a description's lines into one paragraph: only the summary reads well.
     summary = description.strip().split("\n\n")[0] if description else None
-    try:
+    with reader_may_stop_reading():
         return tyro.cli(options_cls, default=default, args=argv, prog=prog, description=summary)
-    except BrokenPipeError:  # `--help | head`: the reader has read what it wanted
-        # Python flushes stdout again as it exits: into nothing, not into a second BrokenPipeError.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        raise SystemExit(128 + 13) from None  # as a command that SIGPIPE ends: the shell's status
 
 
 def _config_named_in(argv: Sequence[str]) -> str | None:

@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import json
 import math
+import multiprocessing
 import runpy
 import signal
 import statistics
@@ -350,7 +351,8 @@ def test_a_run_whose_env_worker_is_killed_fails_and_leaves_no_worker_behind(tmp_
             time.sleep(0.5)
             workers = worker_processes(psutil.Process(process.pid))
         assert workers, "the run never started its env workers"
-        workers[0].kill()  # a worker crashed, or the machine's OOM killer chose it
+        killed = workers[0]
+        killed.kill()  # a worker crashed, or the machine's OOM killer chose it
         _, stderr = process.communicate(timeout=180)  # ends: Python does not wait on the others
     finally:
         for leftover in [process, *workers]:
@@ -360,7 +362,37 @@ def test_a_run_whose_env_worker_is_killed_fails_and_leaves_no_worker_behind(tmp_
     _, alive = psutil.wait_procs(workers, timeout=1)
     assert [w for w in alive if still_running(w)] == [], stderr[-2000:]
     (run_dir,) = tmp_path.glob("smoke_*")
-    assert json.loads((run_dir / "run.json").read_text())["status"] == "failed"
+    # The run's last word names the worker that died, not TorchRL's failure to close the others.
+    died = f"EnvWorkerDied: environment worker process {killed.pid} was killed by signal 9 (Killed)"
+    assert_ended(run_dir, "failed", "error", died)
+
+
+class RaisingLineWalk(envs.LineWalk):
+    """LineWalk whose every step raises, as a bug in one's own env would."""
+
+    def _step(self, tensordict):
+        raise ArithmeticError("a bug in the env's step")
+
+
+def broken_line_walk(env_name):
+    """A make_env of one env per call: each steps in a worker process of its own."""
+    return RaisingLineWalk()
+
+
+def test_an_env_that_raises_in_its_worker_is_the_errors_subject(tmp_path):  # RL-3
+    cfg = smoke_config(tmp_path, num_envs=2)
+    env = rl_data.training_env(cfg, broken_line_walk, cfg.seed)
+    collector = rl_data.Rollouts(env, None, frames_per_batch=32)
+    # Not TorchRL's "Cannot close a process while it is still running", which it raises as it
+    # fails to shut the other worker down.
+    died = r"^environment worker process \d+ exited with status 1 "
+    try:
+        with pytest.raises(rl_data.EnvWorkerDied, match=died):
+            next(iter(collector))
+    finally:
+        for worker in multiprocessing.active_children():  # this test's: the env's other worker
+            worker.kill()
+            worker.join()
 
 
 def rates(run_dir):

@@ -5,13 +5,27 @@ knows them without loading pandas or Lightning."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
+from collections.abc import Iterator
 from typing import NoReturn
 
 
 def fail(message: str) -> NoReturn:
     print(f"error: {message}", file=sys.stderr)
     raise SystemExit(2)
+
+
+@contextlib.contextmanager
+def reader_may_stop_reading() -> Iterator[None]:
+    """`--help | head`: the reader has read what it wanted, and the command ends quietly."""
+    try:
+        yield
+    except BrokenPipeError:
+        # Python flushes stdout again as it exits: into nothing, not into a second BrokenPipeError.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(128 + 13) from None  # as a command that SIGPIPE ends: the shell's status
 
 
 class DataValidationError(ValueError):

@@ -249,21 +249,6 @@ def test_help_answers_before_the_training_libraries_load(kind, tmp_path):
     assert not imported & TRAINING_LIBRARIES
 
 
-@slow
-def test_help_that_the_reader_stops_reading_ends_without_a_traceback(tmp_path):
-    # `--help | head`: the pipe closes before the help is all written (here, before any of it).
-    read_end, write_end = os.pipe()
-    os.close(read_end)
-    command = [sys.executable, "-m", f"{PARTS[sorted(PARTS)[0]]}.train", "--help"]
-    env = {**os.environ, "PYTHONPATH": PROJECT_PYTHONPATH}
-    streams = {"stdout": write_end, "stderr": subprocess.PIPE, "text": True}
-    try:
-        result = subprocess.run(command, cwd=tmp_path, env=env, **streams)
-    finally:
-        os.close(write_end)
-    assert (result.returncode, result.stderr) == (141, "")
-
-
 # A checklist item's ID as the code cites it: a user reads --help without the checklist at hand.
 CHECKLIST_ID = re.compile(r"\b(?:CFG|STR|LIT|LOG|PRF|PRC|RL|MEM|MAIN|CB|OPS|OUT|SWP|RES|DDP|DATA)-\d+\b")
 
@@ -275,6 +260,22 @@ def commands() -> list[str]:
     runnable = [path for path in files if re.search(r'^if __name__ == "__main__":', path.read_text(), re.M)]
     modules = (".".join(path.relative_to(ROOT).with_suffix("").parts) for path in runnable)
     return sorted(module.removesuffix(".__main__") for module in modules)
+
+
+@slow
+@pytest.mark.parametrize("module", commands())
+def test_help_that_the_reader_stops_reading_ends_without_a_traceback(tmp_path, module):
+    # `--help | head`: the pipe closes before the help is all written (here, before any of it).
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    env = {**os.environ, "PYTHONPATH": PROJECT_PYTHONPATH}
+    streams = {"stdout": write_end, "stderr": subprocess.PIPE, "text": True}
+    try:
+        result = subprocess.run([sys.executable, "-m", module, "--help"], cwd=tmp_path, env=env, **streams)
+    finally:
+        os.close(write_end)
+    assert result.stderr == ""
+    assert result.returncode in (0, 141)  # argparse (the checker's) passes over a failed write: 0
 
 
 @slow

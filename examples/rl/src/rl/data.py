@@ -316,6 +316,38 @@ def first_episodes(env: EnvBase, policy: TensorDictModuleBase, count: int) -> Te
     return TensorDict({"next": {key: value.unsqueeze(-1) for key, value in episode_end.items()}}, [count])
 
 
+class Rollouts(Collector):
+    """TorchRL's Collector, whose error says which env worker process died and how: after one
+    dies, TorchRL's shutdown fails on the live ones ("Cannot close a process while it is still
+    running"), and that error would be the run's last word (RL-3)."""
+
+    def __iter__(self) -> Iterator[TensorDictBase]:
+        workers = multiprocessing.active_children()  # the env's, started as it was seeded
+        try:
+            yield from super().__iter__()
+        except Exception as error:
+            ended = [worker for worker in workers if _exit_code(worker) is not None]
+            if not ended:
+                raise
+            code = _exit_code(ended[0])
+            if code < 0:  # multiprocessing's word for "ended by signal -code"
+                how = f"was killed by signal {-code} ({signal.strsignal(-code) or 'unknown'})"
+            else:
+                how = f"exited with status {code} (its own error, if it raised one, went to stderr)"
+            raise EnvWorkerDied(f"environment worker process {ended[0].pid} {how}") from error
+
+
+class EnvWorkerDied(RuntimeError):
+    """An env worker process ended while the envs stepped: killed, or its env raised."""
+
+
+def _exit_code(process: multiprocessing.process.BaseProcess) -> int | None:
+    try:
+        return process.exitcode
+    except ValueError:  # closed by TorchRL: it was alive, and TorchRL ended it
+        return None
+
+
 class RolloutDataModule(L.LightningDataModule):
     """The envs of `source`, a part's data module: training batches are rollouts, validation and
     test batches whole evaluation episodes. `close()` shuts them down on every way out (RL-3):
@@ -328,7 +360,7 @@ class RolloutDataModule(L.LightningDataModule):
         self.num_val_samples = cfg.eval_episodes
         self.num_observations, self.action_space = 0, ActionSpace(0)  # known once an env is made
         self.env: EnvBase | None = None
-        self.collector: Collector | None = None
+        self.collector: Rollouts | None = None
         # Validation's and test's, each as wide as its share of episodes, made once: a
         # validation of 2 episodes steps 2 envs, however many the test plays.
         self.eval_envs: dict[int, EnvBase] = {}
@@ -338,14 +370,14 @@ class RolloutDataModule(L.LightningDataModule):
             spaces = observation_and_action_space(self.make_env, self.cfg.env_name)
             self.num_observations, self.action_space = spaces
 
-    def train_dataloader(self) -> Collector:
+    def train_dataloader(self) -> Rollouts:
         # Not in setup(): Lightning has moved the policy to its device by now.
         policy = self.trainer.lightning_module.policy
         device = next(policy.parameters()).device
         # On the CPU no device is named: a Collector given devices moves every step's tensors.
         devices = {"env_device": "cpu", "policy_device": device, "storing_device": device}
         self.env = training_env(self.cfg, self.make_env, rank_seed(self.cfg.seed, self.trainer.global_rank))
-        self.collector = Collector(
+        self.collector = Rollouts(
             self.env,
             policy,
             frames_per_batch=self.cfg.frames_per_batch,

@@ -17,7 +17,7 @@ from typing import Annotated, Literal
 
 import tyro
 
-from src.errors import fail
+from src.errors import fail, reader_may_stop_reading
 from src.runs.atomic import WriteFailed, translate_write_errors, write_text_atomic
 
 # The fields each issue type carries beyond the common ones.
@@ -125,9 +125,10 @@ def main(argv: list[str] | None = None) -> None:
     commands = {"experiment": experiment, "issue": issue, "list": list_all}
     description = __doc__.split("\n\n")[0]
     try:
-        tyro.extras.subcommand_cli_from_dict(
-            commands, prog="python -m src.ops.records", description=description, args=argv
-        )
+        with reader_may_stop_reading():
+            tyro.extras.subcommand_cli_from_dict(
+                commands, prog="python -m src.ops.records", description=description, args=argv
+            )
     except WriteFailed as error:
         fail(str(error))
 

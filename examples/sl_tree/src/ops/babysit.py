@@ -24,7 +24,7 @@ import torch
 import tyro
 
 from src.config import AlertConfig, first_line
-from src.errors import fail
+from src.errors import fail, reader_may_stop_reading
 from src.ops.alerts import Alerts
 from src.ops.hardware import gpu_readings, visible_gpus
 from src.ops.records import new_issue
@@ -318,7 +318,8 @@ def _alive(pid: int) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    options = tyro.cli(BabysitOptions, args=argv, prog="python -m src.ops.babysit")
+    with reader_may_stop_reading():
+        options = tyro.cli(BabysitOptions, args=argv, prog="python -m src.ops.babysit")
     for flag, value, lowest in (("--every", options.every, 0), ("--max-restarts", options.max_restarts, 0)):
         if not lowest <= value < math.inf:
             fail(f"{flag} {value}: give a number from {lowest} up")
