@@ -814,6 +814,9 @@ def test_a_make_env_that_breaks_the_contract_is_named_in_one_line():
         rl_data.make_envs(lambda env_name, num_envs: data.make_env(env_name, 2), "CartPole-v1", 3)
     with pytest.raises(ConfigError, match="returned a str; it must return TorchRL EnvBase envs"):
         rl_data.make_envs(lambda env_name, num_envs: "CartPole", "CartPole-v1", 1)
+    # One env per call, or each worker would step a batch the policy's shapes do not expect.
+    with pytest.raises(ConfigError, match=r"make_env\('CartPole-v1'\) returned envs of batch_size \(2,\);"):
+        rl_data.make_envs(lambda env_name: data.make_env(env_name, 2), "CartPole-v1", 1)
 
 
 @slow
