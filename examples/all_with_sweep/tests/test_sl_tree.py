@@ -585,6 +585,7 @@ def test_bad_data_is_refused_naming_the_column(tmp_path, change, message):  # DA
         ("header.csv", lambda t: t.head(0), "has no rows"),
         ("dated.parquet", lambda t: t.assign(day=pd.Timestamp("2024-05-01")), "column(s) 'day' hold dates"),
         ("indexed.csv", lambda t: t.reset_index(names="Unnamed: 0"), "column 'Unnamed: 0' holds the row"),
+        ("ids.csv", lambda t: t.assign(ID=range(len(t))), "column 'ID' gives each of its 442 rows a number"),
         (
             "days.csv",
             lambda t: t.assign(day=pd.date_range("2024-01-01", periods=len(t)).astype(str)),

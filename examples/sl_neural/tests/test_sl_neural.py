@@ -874,6 +874,11 @@ def unchanged(table):
         ),
         (lambda t: t.head(0), {}, r"^part1.data.load_table\(cfg\): has no rows$"),
         (lambda t: t.reset_index(names="Unnamed: 0"), {}, r"column 'Unnamed: 0' holds the row numbers 0, 1"),
+        (
+            lambda t: t.assign(customer_id=range(7, 7 + len(t))),
+            {},
+            r"column 'customer_id' gives each of its 300 rows a number of its own \(7, \.\.\.\): an",
+        ),
         (lambda t: t.assign(day=pd.Timestamp("2024-05-01")), {}, r"column\(s\) 'day' hold dates or times"),
         (
             lambda t: t.assign(day=pd.date_range("2024-01-01", periods=len(t)).astype(str)),

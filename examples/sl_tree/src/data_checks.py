@@ -4,6 +4,7 @@ failure is collected and named (column, check, rows) in one error."""
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections import Counter
 from collections.abc import Iterable
@@ -14,6 +15,10 @@ import pandas as pd
 import pandera.pandas as pa
 
 from src.errors import DataValidationError
+
+# A column named as identifiers are: id, customer_id, "Customer ID", userId, userID.
+IDENTIFIER_NAME = re.compile(r"(?i:(?:^|[_\s.-])id)$|[a-z](?:Id|ID)$")
+MIN_ROWS_FOR_IDENTIFIERS = 20  # below it, distinct numbers are no sign of one
 
 
 def data_path_problems(path: str | Path, needed_columns: Iterable[str] = ()) -> list[str]:
@@ -133,6 +138,17 @@ def check_rows_and_feature_kinds(table: pd.DataFrame, features: list, where: str
             f"{where}: column {written[0]!r} holds the row numbers 0, 1, 2 ... that pandas writes as a "
             "nameless first column (to_csv without index=False), not a feature: leave it out with "
             "--feature-columns, or write the file with index=False"
+        )
+
+    def numbers_rows(column: pd.Series) -> bool:  # customer_id, ID, userId: one number a row
+        named = IDENTIFIER_NAME.search(str(column.name)) and pd.api.types.is_integer_dtype(column)
+        return bool(named) and len(column) >= MIN_ROWS_FOR_IDENTIFIERS and column.is_unique
+
+    if numbered := [name for name in features if numbers_rows(table[name])]:
+        raise DataValidationError(
+            f"{where}: column {numbered[0]!r} gives each of its {len(table)} rows a number of its own "
+            f"({table[numbered[0]].iloc[0]}, ...): an identifier, not a feature to learn from: leave "
+            "it out with --feature-columns"
         )
 
 
