@@ -70,10 +70,11 @@ def make_envs(make_env: MakeEnv, env_name: str, num_envs: int) -> EnvBase:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     batched = makes_batches(make_env)
     env = make_env(env_name, num_envs) if batched else make_env(env_name)
-    if not (is_env := isinstance(env, EnvBase)) or tuple(env.batch_size) != ((num_envs,) if batched else ()):
+    size = (num_envs,) if batched else ()
+    if not (is_env := isinstance(env, EnvBase)) or tuple(env.batch_size) != size:
         call = f"{make_env.__module__}.make_env({env_name!r}{f', {num_envs}' if batched else ''})"
         got = f"envs of batch_size {tuple(env.batch_size)}" if is_env else f"a {type(env).__name__}"
-        wanted = f"{num_envs} stepping as one batch, batch_size ({num_envs},)" if batched else "one, of ()"
+        wanted = f"{num_envs} stepping as one batch, batch_size {size}" if batched else "one, batch_size ()"
         raise ConfigError(f"{call} returned {got}; it must return TorchRL EnvBase envs: {wanted}")
     # MuJoCo's envs, and many of one's own, observe in float64; the networks take float32.
     if any(spec.dtype == torch.float64 for spec in env.observation_spec.values(True, True)):
