@@ -61,7 +61,7 @@ def test_cli_flags_override_the_config_class(kind):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--config", "no_such_config"], "invalid choice 'no_such_config'"),
+        (["--config", "no_such_config"], "error: --config 'no_such_config': no such config; this part's are"),
         (["--no-such-field", "1"], "Unrecognized options: --no-such-field"),
         (["--learning-rat", "1"], "Perhaps you meant"),
         (["--seed", "not-a-number"], "--seed"),

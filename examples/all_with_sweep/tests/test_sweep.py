@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -24,7 +25,7 @@ from optuna.trial import TrialState
 from src.config import BaseConfig, ConfigError
 from src.runs.atomic import WriteFailed, atomic_path
 from src.runs.directory import latest_checkpoint
-from src.runs.lifetime import start_run
+from src.runs.lifetime import start_run, training_stopped
 from src.sweep import SweepSpec, main
 from src.sweep.local import open_study, run_local
 from src.sweep.runner import Sweep, SweepState
@@ -315,6 +316,130 @@ def test_resuming_with_another_engine_or_config_exits_2(tmp_path, capsys, flags,
         toy_sweep(toy_spec(toy_train), tmp_path, *flags, "--resume", str(sweep.dir))
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+@dataclasses.dataclass
+class Scored(BaseConfig):
+    """A config that chooses the metric its sweep ranks trials by, as the tree part's eval_metric does."""
+
+    eval_metric: str = "score"
+
+
+def scored_train(cfg: BaseConfig, resume_from: Path | None = None) -> dict[str, float]:
+    with start_run(cfg, resume_from):
+        return {"score": float(cfg.seed), "other": -float(cfg.seed)}
+
+
+def scored_spec(**space: dict) -> SweepSpec:
+    return SweepSpec(
+        configs={"baseline": Scored},
+        space=space or {"seed": {"values": [1, 2, 3]}},
+        architectures={},
+        train=scored_train,
+        metric=lambda cfg: cfg.eval_metric,
+        goal="maximize",
+    )
+
+
+@pytest.mark.parametrize("join", ["--resume", "--study"])
+def test_a_sweep_goes_on_only_with_the_config_and_metric_its_trials_had(tmp_path, capsys, join):  # SWP-2
+    sweep = toy_sweep(scored_spec(), tmp_path, "--trials", "1")
+    records = {name: (sweep.dir / name).read_text() for name in ("sweep.json", "config.json", "trials.jsonl")}
+    capsys.readouterr()
+    # Another metric would rank the earlier trials' scores against the new ones'.
+    with pytest.raises(SystemExit) as exit_info:
+        toy_sweep(scored_spec(), tmp_path, join, str(sweep.dir), "--trials", "2", "--eval-metric", "other")
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == 2
+    assert line == (
+        f"error: {join} {sweep.dir}: --eval-metric would change what its trials learn from or how they "
+        "are ranked; start a new sweep to change them"
+    )
+    assert {name: (sweep.dir / name).read_text() for name in records} == records
+    # A flag that changes neither (where W&B logs) is taken; a worker that joins leaves the
+    # sweep's config as it is.
+    toy_sweep(scored_spec(), tmp_path, join, str(sweep.dir), "--trials", "2", "--wandb-project", "elsewhere")
+    projects = [
+        json.loads(text)["wandb_project"]
+        for text in (records["config.json"], (sweep.dir / "config.json").read_text())
+    ]
+    assert projects[1] == ("elsewhere" if join == "--resume" else projects[0])
+
+
+@pytest.mark.parametrize(
+    ("space", "message"),
+    [
+        ({"seed": {"min": 5, "max": 1}}, r"error: search space 'seed': Optuna refuses it: .*low <= high"),
+        ({"seed": {"values": []}}, r"error: search space 'seed': Optuna refuses it: "),
+        (
+            {"max_wall_clock_hours": {"min": 0.0, "max": 1.0, "distribution": "log_uniform_values"}},
+            r"error: search space 'max_wall_clock_hours': Optuna refuses it: .*log=True",
+        ),
+        ({"sed": {"values": [1, 2]}}, r"error: search space: sed not a field of Scored \(a misspelt"),
+    ],
+    ids=["min-above-max", "no-values", "log-from-zero", "misspelt"],
+)
+def test_a_search_space_that_cannot_be_sampled_is_one_line_before_any_trial(tmp_path, capsys, space, message):
+    with pytest.raises(SystemExit) as exit_info:
+        toy_sweep(scored_spec(**space), tmp_path, "--trials", "2")
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == 2 and re.match(message, line), line
+    assert not (tmp_path / "sweeps").exists()  # no trial, no folder
+
+
+def test_a_trial_that_trained_in_full_before_the_sweeps_clock_ran_out_is_ranked(tmp_path):  # SWP-5
+    # Its epochs, not the clock, ended its training: the clock ran out as it tested, say.
+    def train(cfg: BaseConfig, resume_from: Path | None = None) -> dict[str, float]:
+        with start_run(cfg, resume_from):
+            training_stopped("budget", "num_epochs 3 trained")
+            time.sleep(0.01)  # past the sweep's 3.6 ms
+            return {"score": 1.0}
+
+    sweep = toy_sweep(toy_spec(train), tmp_path, "--trials", "2", "--max-hours", "1e-6")
+    (trial,) = sweep.trials
+    assert (trial.status, trial.score) == ("finished", 1.0)
+
+
+def test_a_resume_refused_for_its_database_changes_nothing(tmp_path, capsys):  # RES-1
+    database = tmp_path / "studies.db"
+    sweep = toy_sweep(toy_spec(toy_train), tmp_path, "--trials", "1", "--storage", f"sqlite:///{database}")
+    before = (sweep.dir / "sweep.json").read_text()
+    capsys.readouterr()
+    # Another database than the one the sweep's study is in: neither used nor made.
+    other = tmp_path / "other.db"
+    with pytest.raises(SystemExit) as exit_info:
+        toy_sweep(
+            toy_spec(toy_train), tmp_path, "--resume", str(sweep.dir), "--storage", f"sqlite:///{other}"
+        )
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == 2 and "leave out --storage" in line and not other.exists()
+    # Its own database, cut short.
+    database.write_bytes(database.read_bytes()[: database.stat().st_size // 2])
+    with pytest.raises(SystemExit) as exit_info:
+        toy_sweep(toy_spec(toy_train), tmp_path, "--resume", str(sweep.dir), "--trials", "3")
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == 2 and "Optuna cannot use it" in line
+    assert (sweep.dir / "sweep.json").read_text() == before
+
+
+def test_lines_damage_left_in_trials_jsonl_are_passed_over(tmp_path):  # RES-1
+    sweep = toy_sweep(scored_spec(), tmp_path, "--trials", "2")
+    with open(sweep.dir / "trials.jsonl", "ab") as file:
+        file.write(b'[1, 2]\n{"foo": 1}\n\xff\xfe not text\n')
+    resumed = toy_sweep(scored_spec(), tmp_path, "--resume", str(sweep.dir), "--trials", "3")
+    assert [(trial.number, trial.status) for trial in resumed.trials] == [(n, "finished") for n in range(3)]
+
+
+def test_a_sweep_of_another_part_is_refused_by_name(tmp_path, capsys):
+    kind = sorted(PARTS)[0]
+    sweep_dir = tmp_path / "sweeps" / "smoke_20260101_000000"
+    sweep_dir.mkdir(parents=True)
+    SweepState(engine="local", name="smoke", config_class="Smoke", part="another_part").write(sweep_dir)
+    with pytest.raises(SystemExit) as exit_info:
+        local_sweep(kind, tmp_path, "--resume", str(sweep_dir))
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == 2
+    assert line.endswith("that is a sweep of another_part; go on with python -m another_part.sweep")
 
 
 @pytest.mark.parametrize(

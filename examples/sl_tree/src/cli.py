@@ -96,10 +96,11 @@ def parse_command(
     replaces the named config's defaults (a resumed run's config)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     names = tuple(configs)
-    # Looked up before tyro parses: the config named decides the defaults the flags override. An
-    # unknown name falls back to the first config here; tyro then refuses it and lists the valid ones.
+    # Looked up before tyro parses: the config named decides the defaults the flags override.
     name = _config_named_in(argv)
-    name = name if name in configs else names[0]
+    if name is not None and name not in configs:
+        fail(f"--config {name!r}: no such config; this part's are {', '.join(map(repr, names))}")
+    name = name or names[0]
     config_help = (
         f"Which of this part's configs to start from ({', '.join(names)}); the flags below "
         "override its fields."
@@ -138,7 +139,7 @@ def _config_named_in(argv: Sequence[str]) -> str | None:
     """The value of the last `--config NAME` or `--config=NAME` in argv."""
     found = None
     for position, arg in enumerate(argv):
-        if arg == "--config" and position + 1 < len(argv):
+        if arg == "--config" and position + 1 < len(argv) and not argv[position + 1].startswith("--"):
             found = argv[position + 1]
         elif arg.startswith("--config="):
             found = arg.partition("=")[2]

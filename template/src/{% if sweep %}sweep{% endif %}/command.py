@@ -18,7 +18,7 @@ import tyro
 from src.cli import exit_on_bad_input, parse_command
 from src.config import BaseConfig, ConfigError
 from src.ops.gpu_lock import GpuLock
-from src.runs.atomic import write_text_atomic
+from src.runs.atomic import translate_write_errors, write_text_atomic
 from src.runs.directory import create_run_dir, newest_first
 from src.runs.lifetime import hangup_and_sigterm_unwind, signals_wait_for_cleanup
 from src.sweep.runner import (
@@ -89,6 +89,11 @@ def main(spec: SweepSpec, argv: Sequence[str] | None = None, prog: str | None = 
             found = None if named is None else find_sweep(base, flag, named)
             if found is not None:
                 sweep_dir, state, lock = found
+                if args.storage is not None and args.storage != state.storage:
+                    raise ConfigError(
+                        f"{flag} {named}: that sweep keeps its study in {state.storage or 'its folder'}; "
+                        "leave out --storage, which chooses a new sweep's database"
+                    )
                 if not state.storage:
                     from src.sweep.local import repair_journal
 
@@ -101,7 +106,22 @@ def main(spec: SweepSpec, argv: Sequence[str] | None = None, prog: str | None = 
                 base, args = parse_command(
                     spec.configs, SweepOptions, argv, prog, description=SWEEP_DESCRIPTION, start_from=saved
                 )
+                if changed := changes_to_the_trials(spec, saved, base):
+                    flags = " ".join(f"--{name.replace('_', '-')}" for name in changed)
+                    raise ConfigError(
+                        f"{flag} {named}: {flags} would change what its trials learn from or how they are "
+                        "ranked; start a new sweep to change them"
+                    )
+            spec.check_fields(base)
             spec = spec.for_config(base)
+            if found is None and args.storage is not None:  # refused before the sweep's folder is made
+                from src.sweep.local import open_storage
+
+                open_storage(args.storage)
+            elif found is not None and state.storage:  # refused before anything is written
+                from src.sweep.local import study_in
+
+                study_in(state.storage, sweep_dir.name, spec.goal)
             sweep_id = args.sweep_id
             if args.engine == "wandb":
                 # Loaded once chosen: wandb takes a second to load, --help and a refusal need it not.
@@ -113,12 +133,14 @@ def main(spec: SweepSpec, argv: Sequence[str] | None = None, prog: str | None = 
             print(f"sweep directory: {sweep_dir} ({'joined' if args.study else 'resumed'})")
         else:
             # BASE_STAMP, with a number after it for a second sweep in the same second.
-            sweep_dir = create_run_dir(base.runs_dir() / "sweeps", base.name)
-            lock = lock_sweep(sweep_dir)
+            with exit_on_bad_input(), translate_write_errors(base.runs_dir() / "sweeps"):
+                sweep_dir = create_run_dir(base.runs_dir() / "sweeps", base.name)
+                lock = lock_sweep(sweep_dir)
             state = SweepState(
                 engine=args.engine,
                 name=base.name,
                 config_class=type(base).__name__,
+                part=base.part(),
                 wandb_sweep_id=sweep_id or "",
                 storage=args.storage or "",
             )
@@ -129,7 +151,8 @@ def main(spec: SweepSpec, argv: Sequence[str] | None = None, prog: str | None = 
         state = dataclasses.replace(
             state, status="running", **{k: v for k, v in given.items() if v is not None}
         )
-        write_text_atomic(sweep_dir / CONFIG_FILE, base.to_json() + "\n")
+        if not args.study:  # a worker that joins runs the sweep's config: its flags change no record
+            write_text_atomic(sweep_dir / CONFIG_FILE, base.to_json() + "\n")
         state.write(sweep_dir)
         sweep = Sweep(spec, base, sweep_dir, state.max_hours, state)
         _run(sweep, args.engine, state.trials, state.seed, sweep_id)
@@ -198,10 +221,6 @@ def _check_options(spec: SweepSpec, args: SweepOptions) -> None:
             "or postgresql://host/db, or leave it out for the journal file in the sweep's folder"
         )
     spec.distributions()  # a bad search space fails before any trial
-    if args.storage is not None:  # one Optuna cannot use is refused before the sweep's folder is made
-        from src.sweep.local import open_storage
-
-        open_storage(args.storage)
 
 
 def find_sweep(base: BaseConfig, flag: str, named: str) -> tuple[Path, SweepState, IO[str]] | None:
@@ -230,12 +249,31 @@ def find_sweep(base: BaseConfig, flag: str, named: str) -> tuple[Path, SweepStat
     return path, state, lock
 
 
+def changes_to_the_trials(spec: SweepSpec, saved: BaseConfig, base: BaseConfig) -> list[str]:
+    """The fields `base` changes from the sweep's saved config that decide what its trials learn
+    from (as a resumed run's) or which metric ranks them: its trials would not compare."""
+
+    def ranking(cfg: BaseConfig) -> tuple[Any, Any]:
+        chosen = spec.for_config(cfg)
+        return chosen.metric, chosen.goal
+
+    changed = [f.name for f in dataclasses.fields(base) if getattr(base, f.name) != getattr(saved, f.name)]
+    return [
+        name
+        for name in changed
+        if name in base.kept_on_resume
+        or ranking(dataclasses.replace(saved, **{name: getattr(base, name)})) != ranking(saved)
+    ]
+
+
 def _check_same_sweep(state: SweepState, base: BaseConfig, flag: str) -> None:
     if state.engine != "local":
         raise ConfigError(
             f"{flag}: that is a {state.engine} sweep; a W&B sweep goes on with "
             f"--engine wandb --sweep-id {state.wandb_sweep_id or 'ID'}"
         )
+    if state.part and state.part != base.part():
+        raise ConfigError(f"{flag}: that is a sweep of {state.part}; go on with python -m {state.part}.sweep")
     if (state.name, state.config_class) != (base.name, type(base).__name__):
         raise ConfigError(
             f"{flag}: that sweep is of config '{state.name}', this command's is "
@@ -247,7 +285,8 @@ def lock_sweep(sweep_dir: Path, alone: bool = True) -> IO[str] | None:
     """A share of the sweep's lock for this process's lifetime; with `alone`, taken only where
     no other process holds one (None while another worker runs the sweep). The kernel
     releases it however the process ends, kill -9 included."""
-    file = open(sweep_dir / LOCK_FILE, "a")  # noqa: SIM115 - held open while the sweep runs
+    with translate_write_errors(sweep_dir / LOCK_FILE):
+        file = open(sweep_dir / LOCK_FILE, "a")  # noqa: SIM115 - held open while the sweep runs
     try:
         if alone:
             fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)

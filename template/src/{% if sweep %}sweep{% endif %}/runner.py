@@ -23,6 +23,8 @@ from src.config import BaseConfig
 from src.report.run_files import REPORT_FILE, RunFiles
 from src.runs.atomic import write_text_atomic
 from src.runs.directory import intact_checkpoint, run_record
+from src.runs.lifetime import ended_by_the_wall_clock
+from src.runs.metrics_jsonl import read_jsonl
 from src.sweep.spec import SweepSpec
 
 SWEEP_FILE = "sweep.json"
@@ -69,6 +71,7 @@ class SweepState:
     engine: str
     name: str  # the base config's name: the folder's prefix, what --resume auto looks for
     config_class: str
+    part: str = ""  # the part whose sweep it is: a config of another part has the same names
     seed: int = DEFAULT_SEED
     trials: int = DEFAULT_TRIALS  # the local sweep's total over all its attempts; a W&B agent's count
     max_hours: float = DEFAULT_MAX_HOURS  # likewise the whole sweep's, over all its attempts (SWP-5)
@@ -125,12 +128,10 @@ class Sweep:
         path = self.dir / TRIALS_FILE
         names = {f.name for f in dataclasses.fields(Trial)}
         found = []
-        for line in path.read_text(encoding="utf-8").splitlines() if path.is_file() else []:
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            found.append(Trial(**{key: value for key, value in record.items() if key in names}))
+        for record in read_jsonl(path) if path.is_file() else []:
+            # As a line a kill cut short, one that damage left without a trial's number and values.
+            if isinstance(record.get("number"), int) and isinstance(record.get("params"), dict):
+                found.append(Trial(**{key: value for key, value in record.items() if key in names}))
         return found
 
     def trial_config(self, number: int, params: dict[str, Any]) -> BaseConfig:
@@ -193,7 +194,7 @@ class Sweep:
         if self.hours_left() > 0 or cfg.max_wall_clock_hours >= self.base.max_wall_clock_hours:
             return False
         run = self.last_run(number)
-        return run is not None and run_record(run).get("end_reason") == "budget"
+        return run is not None and ended_by_the_wall_clock(run_record(run))
 
     def last_run(self, number: int) -> Path | None:
         return max(self.dir.glob(f"{self.base.name}-trial{number:03d}_*"), default=None)

@@ -50,13 +50,27 @@ class SweepSpec:
             low, high = spec.get("min"), spec.get("max")
             if "value" in spec:
                 continue
-            if "values" in spec:
-                found[name] = optuna_dist.CategoricalDistribution(spec["values"])
-            elif low is None or high is None:
+            if "values" not in spec and (low is None or high is None):
                 raise ConfigError(f"search space '{name}': use value, values, or min and max (got {spec})")
-            else:
-                log = spec.get("distribution") == "log_uniform_values"
-                integer = isinstance(low, int) and isinstance(high, int) and not log
-                kind = optuna_dist.IntDistribution if integer else optuna_dist.FloatDistribution
-                found[name] = kind(low, high, log=log)
+            log = spec.get("distribution") == "log_uniform_values"
+            integer = isinstance(low, int) and isinstance(high, int) and not log
+            kind = optuna_dist.IntDistribution if integer else optuna_dist.FloatDistribution
+            try:
+                if "values" in spec:
+                    found[name] = optuna_dist.CategoricalDistribution(spec["values"])
+                else:
+                    found[name] = kind(low, high, log=log)
+            except (ValueError, TypeError) as error:  # no values, min above max, a log range from 0
+                raise ConfigError(f"search space '{name}': Optuna refuses it: {error} (got {spec})") from None
         return found
+
+    def check_fields(self, base: BaseConfig) -> None:
+        """Every sampled name and preset field is a field of the config, or each trial would fail."""
+        known = {f.name for f in dataclasses.fields(base)}
+        named = [name for name in self.space if name != "architecture"]
+        named += [name for preset in self.architectures.values() for name in preset]
+        if unknown := sorted(set(named) - known):
+            raise ConfigError(
+                f"search space: {', '.join(unknown)} not a field of {type(base).__name__} (a misspelt "
+                f"name?); its fields: {', '.join(sorted(known))}"
+            )

@@ -19,7 +19,7 @@ from src.errors import TrainingDiverged
 from src.ops.alerts import Alerts
 from src.ops.hardware import gpu_readings
 from src.runs.directory import stop_requested
-from src.runs.lifetime import training_stopped
+from src.runs.lifetime import training_stopped, wall_clock_spent
 
 
 class FiniteLossCallback(L.Callback):
@@ -86,9 +86,7 @@ class WallClockTimer(Timer):
             stopping = trainer.should_stop
             super().on_train_batch_end(trainer, *args, **kwargs)
             if trainer.should_stop and not stopping:
-                training_stopped(
-                    "budget", f"max_wall_clock_hours {self.hours:g} spent, in epoch {trainer.current_epoch}"
-                )
+                training_stopped(*wall_clock_spent(self.hours, f"epoch {trainer.current_epoch}"))
 
 
 class AlertCallback(L.Callback):

@@ -238,6 +238,17 @@ def training_stopped(reason: str, detail: str) -> None:
     _training_stops.append({"end_reason": reason, "end_detail": detail})
 
 
+def wall_clock_spent(hours: float, where: str) -> tuple[str, str]:
+    """training_stopped()'s words for a run whose max_wall_clock_hours ran out (CFG-4)."""
+    return "budget", f"max_wall_clock_hours {hours:g} spent, in {where}"
+
+
+def ended_by_the_wall_clock(record: dict[str, Any]) -> bool:
+    """Whether run.json says the wall clock ended training, not its epochs or rounds."""
+    said = str(record.get("end_detail") or "")
+    return record.get("end_reason") == "budget" and said.startswith("max_wall_clock_hours ")
+
+
 def training_ended(run_dir: Path) -> bool:
     """Whether an earlier session of this run finished training (RES-1): resuming it
     then only tests and saves, as a run killed during its test or final save needs."""

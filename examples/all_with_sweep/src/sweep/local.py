@@ -123,14 +123,21 @@ def open_study(sweep: Sweep) -> optuna.Study:
     """The sweep's study, created on first use, in sweep.json's database or the folder's
     journal file (which workers on several machines share through a shared filesystem)."""
     url = sweep.state.storage if sweep.state else ""
-    storage = open_storage(url) if url else JournalStorage(JournalFileBackend(str(sweep.dir / JOURNAL_FILE)))
+    if url:
+        return study_in(url, sweep.dir.name, sweep.spec.goal)
+    storage = JournalStorage(JournalFileBackend(str(sweep.dir / JOURNAL_FILE)))
+    return optuna.create_study(
+        storage=storage, study_name=sweep.dir.name, direction=sweep.spec.goal, load_if_exists=True
+    )
+
+
+def study_in(url: str, name: str, goal: str) -> optuna.Study:
+    """The study `name` in the database at `url`, created on first use; ConfigError where
+    Optuna cannot use the database (out of reach, damaged)."""
+    storage = open_storage(url)
     try:
-        return optuna.create_study(
-            storage=storage, study_name=sweep.dir.name, direction=sweep.spec.goal, load_if_exists=True
-        )
-    except Exception as error:  # a database that cannot be reached or used, say
-        if not url:
-            raise
+        return optuna.create_study(storage=storage, study_name=name, direction=goal, load_if_exists=True)
+    except Exception as error:  # noqa: BLE001 - a database that cannot be reached or used, say
         raise ConfigError(f"--storage {url}: Optuna cannot use it: {first_line(error)}") from None
 
 

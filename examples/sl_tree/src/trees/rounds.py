@@ -21,6 +21,7 @@ from src.ops.alerts import Alerts
 from src.ops.hardware import collect_system_metrics, gpu_readings
 from src.runs.atomic import atomic_path
 from src.runs.directory import stop_file_paths, stop_requested
+from src.runs.lifetime import wall_clock_spent
 from src.runs.metrics_jsonl import append_jsonl, drop_metrics_from_step, higher_is_better, read_jsonl
 from src.trees.config import SLTreeConfig
 
@@ -153,7 +154,7 @@ class StopRounds(xgb.callback.TrainingCallback):
             if (stopper := stop_requested(self.paths)) is not None:
                 stop = ("stop_file", f"STOP file {stopper}")
             elif now - self.started >= self.seconds:
-                stop = ("budget", f"wall-clock budget of {self.seconds / 3600:g} h spent")
+                stop = wall_clock_spent(self.seconds / 3600, f"round {epoch}")
         # Rank 0's decision on every worker: one that stopped a round later than the others would
         # wait for them forever. Wrapped: None is a decision too.
         if collective.get_world_size() > 1:
