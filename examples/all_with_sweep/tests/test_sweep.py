@@ -88,7 +88,7 @@ def test_the_sweep_clock_stops_the_running_trial_with_its_checkpoint(tmp_path): 
     # Its score is of a shorter training than a whole trial's: recorded, not ranked.
     (trial,) = sweep.trials  # and no trial after it
     assert trial.status == "cut short" and trial.value is not None and trial.score is None
-    assert "| cut short |" in (sweep.dir / "summary.md").read_text()
+    assert "|  | 0 | cut short |" in (sweep.dir / "summary.md").read_text()  # no rank
     assert [told.state for told in open_study(sweep).trials] == [TrialState.PRUNED]
     run_dir = Path(trial.run_dir)
     assert list((run_dir / "checkpoints").glob("last.*"))
@@ -121,7 +121,7 @@ def test_a_failing_trial_is_recorded_and_its_memory_released(tmp_path, capsys): 
     assert sweep.trials[1].error.startswith("out of memory (out of memory, say)")
     assert "Traceback" not in capsys.readouterr().err
     assert all(ref() is None for ref in LEAKED)  # the failed trial's tensor is gone too
-    assert sweep.ranked()[-1].status == "failed" and "failed" in sweep.finish()
+    assert sweep.ranked()[-1].status == "failed" and "|  | 1 | failed |" in sweep.finish()  # unranked
 
 
 def test_bad_sweep_arguments_exit_2(tmp_path, capsys):
@@ -280,8 +280,11 @@ def test_a_signal_ends_a_sweep_quietly_and_resume_goes_on(tmp_path, capsys, sign
     spec = toy_spec(train)
     with pytest.raises(SystemExit) as exit_info:
         toy_sweep(spec, tmp_path, "--trials", "3")
-    assert exit_info.value.code == status and "Traceback" not in capsys.readouterr().err
+    errors = capsys.readouterr().err
+    assert exit_info.value.code == status and "Traceback" not in errors
     (sweep_dir,) = (tmp_path / "sweeps").glob("baseline_*")
+    # The trial's own advice is its sweep's: the trial folder is no sweep's to resume.
+    assert f"its sweep continues it: give the sweep command --resume {sweep_dir}" in errors
     assert json.loads((sweep_dir / "sweep.json").read_text())["status"] == "interrupted"
     (stopped_run,) = sweep_dir.glob("baseline-trial001_*")
     assert json.loads((stopped_run / "run.json").read_text())["status"] == "interrupted"
@@ -428,6 +431,18 @@ def test_lines_damage_left_in_trials_jsonl_are_passed_over(tmp_path):  # RES-1
         file.write(b'[1, 2]\n{"foo": 1}\n\xff\xfe not text\n')
     resumed = toy_sweep(scored_spec(), tmp_path, "--resume", str(sweep.dir), "--trials", "3")
     assert [(trial.number, trial.status) for trial in resumed.trials] == [(n, "finished") for n in range(3)]
+
+
+@pytest.mark.parametrize("damage", [{"max_hours": None}, {"trials": "3"}, {"name": 7}])
+def test_a_sweep_json_with_a_field_of_another_kind_is_no_sweep_to_resume(tmp_path, capsys, damage):
+    sweep = toy_sweep(scored_spec(), tmp_path, "--trials", "1")
+    record = json.loads((sweep.dir / "sweep.json").read_text())
+    (sweep.dir / "sweep.json").write_text(json.dumps(record | damage))
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        toy_sweep(scored_spec(), tmp_path, "--resume", str(sweep.dir))
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == 2 and line.endswith("not a sweep directory (no readable sweep.json)")
 
 
 def test_a_sweep_of_another_part_is_refused_by_name(tmp_path, capsys):

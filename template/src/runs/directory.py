@@ -157,6 +157,8 @@ def _process_gone(record: dict) -> bool:
 
 def resume_advice(run_dir: Path) -> str:
     """What to do next about a run stopped on purpose: resume it, if it saved something to resume."""
+    if (run_dir.parent / "sweep.json").is_file():  # a sweep's trial (src/sweep/runner.py's SWEEP_FILE)
+        return f"its sweep continues it: give the sweep command --resume {run_dir.parent}"
     if resume_candidates(run_dir):
         return f"continue with --resume {run_dir}"
     return "it saved no checkpoint yet, so there is nothing to resume: start it again"

@@ -86,9 +86,14 @@ class SweepState:
     def read(cls, sweep_dir: Path) -> SweepState | None:
         try:
             record = json.loads((sweep_dir / SWEEP_FILE).read_text())
-            return cls(**{f.name: record[f.name] for f in dataclasses.fields(cls) if f.name in record})
+            state = cls(**{f.name: record[f.name] for f in dataclasses.fields(cls) if f.name in record})
         except (OSError, ValueError, TypeError, KeyError):
             return None
+        # A field damage or a hand's edit left of another kind (a null max_hours): no sweep to go on with.
+        kinds = {f.name: type(f.default) for f in dataclasses.fields(cls)}  # the first three have none
+        kinds |= {"engine": str, "name": str, "config_class": str, "max_hours": int | float}
+        fitting = all(isinstance(getattr(state, name), kind) for name, kind in kinds.items())
+        return state if fitting and not isinstance(state.trials, bool) else None
 
     def write(self, sweep_dir: Path) -> None:
         self.pid, self.updated = os.getpid(), datetime.now().isoformat(timespec="seconds")
@@ -258,7 +263,8 @@ class Sweep:
         for rank, trial in enumerate(self.ranked(), start=1):
             params = [_cell(trial.params.get(name, "")) for name in names]
             where = [Path(trial.run_dir).name, "(resumed)" if trial.resumed_from else "", trial.error]
-            row = [str(rank), str(trial.number), trial.status, _cell(trial.value), *params]
+            ranked = str(rank) if trial.score is not None else ""  # failed, cut short: not ranked
+            row = [ranked, str(trial.number), trial.status, _cell(trial.value), *params]
             rows.append([*row, f"{trial.seconds:.0f}", " ".join(filter(None, where))])
         table = "".join("| " + " | ".join(row) + " |\n" for row in rows)
         progress = ""
