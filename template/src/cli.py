@@ -51,6 +51,19 @@ def parse_cli(
     description: str | None = None,
 ) -> tuple[BaseConfig, Path | None]:
     """A training command line's config and the checkpoint to resume from."""
+    try:
+        return _parse_cli(configs, argv, prog, description)
+    except KeyboardInterrupt:  # Ctrl-C while the checks load the training libraries: nothing began
+        print("interrupted before the run began", file=sys.stderr)
+        raise SystemExit(130) from None
+
+
+def _parse_cli(
+    configs: Mapping[str, type[BaseConfig]],
+    argv: Sequence[str] | None,
+    prog: str | None,
+    description: str | None,
+) -> tuple[BaseConfig, Path | None]:
     # A resumed run's flags apply to its saved config, and are checked with it, not alone.
     cfg, options = parse_command(configs, TrainOptions, argv, prog, description, validate=False)
     checkpoint = None if options.resume is None else _checkpoint_to_resume(cfg, options.resume)

@@ -7,6 +7,7 @@ import dataclasses
 import json
 import math
 import multiprocessing
+import os
 import runpy
 import signal
 import statistics
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import time
 import types
+from pathlib import Path
 
 import gymnasium
 import lightning as L
@@ -374,13 +376,12 @@ class RaisingLineWalk(envs.LineWalk):
         raise ArithmeticError("a bug in the env's step")
 
 
-def broken_line_walk(env_name):
-    """A make_env of one env per call: each steps in a worker process of its own."""
-    return RaisingLineWalk()
+def broken_line_walk(env_name, num_envs):
+    return RaisingLineWalk(num_envs)
 
 
 def test_an_env_that_raises_in_its_worker_is_the_errors_subject(tmp_path):  # RL-3
-    cfg = smoke_config(tmp_path, num_envs=2)
+    cfg = smoke_config(tmp_path, num_envs=2, env_workers=2)
     env = rl_data.training_env(cfg, broken_line_walk, cfg.seed)
     collector = rl_data.Rollouts(env, None, frames_per_batch=32)
     # Not TorchRL's "Cannot close a process while it is still running", which it raises as it
@@ -391,6 +392,38 @@ def test_an_env_that_raises_in_its_worker_is_the_errors_subject(tmp_path):  # RL
             next(iter(collector))
     finally:
         for worker in multiprocessing.active_children():  # this test's: the env's other worker
+            worker.kill()
+            worker.join()
+
+
+def signalling_line_walk(env_name, num_envs):
+    """LineWalk; made in a worker, the first worker here sends Ctrl-C to the run's process, the
+    other takes a second longer, and each then leaves a file in START_FOLDER saying it started."""
+    if (run := multiprocessing.parent_process()) is None:  # the run's process, reading the specs
+        return envs.LineWalk(num_envs)
+    folder = Path(os.environ["START_FOLDER"])
+    try:
+        (folder / "signalled").touch(exist_ok=False)
+        os.kill(run.pid, signal.SIGINT)
+    except FileExistsError:
+        time.sleep(1)
+    made = envs.LineWalk(num_envs)
+    (folder / f"started-{os.getpid()}").touch()
+    return made
+
+
+@slow
+def test_ctrl_c_while_env_workers_start_waits_until_they_run(tmp_path, monkeypatch):  # RL-3
+    # Handled at once, it would take away the locks a worker still unpickles: that worker would
+    # print a traceback after the run's end.
+    monkeypatch.setenv("START_FOLDER", str(tmp_path))
+    cfg = smoke_config(tmp_path, num_envs=2, env_workers=2)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            rl_data.training_env(cfg, signalling_line_walk, cfg.seed)
+        assert len(list(tmp_path.glob("started-*"))) == 2  # both had started when it came
+    finally:
+        for worker in multiprocessing.active_children():  # this test's: the env's workers
             worker.kill()
             worker.join()
 

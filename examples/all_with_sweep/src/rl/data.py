@@ -37,6 +37,7 @@ from src.config import ConfigError, first_line
 from src.errors import DataValidationError
 from src.rl.config import RLConfig
 from src.rl.policy import ActionSpace
+from src.runs.lifetime import signals_held
 from src.training.precision import full_float32
 from src.training.seeding import derived_seed, rank_seed
 
@@ -199,7 +200,10 @@ def training_env(cfg: RLConfig, make_env: MakeEnv, seed: int) -> TransformedEnv:
     env.append_transform(FiniteSteps(cfg.env_name))
     if isinstance(action := env.action_spec, Bounded) and action.domain == "continuous":
         env.append_transform(ClipAction(action.space.low, action.space.high))
-    env.set_seed(seed)
+    # Seeding starts the workers. A signal then would take away the locks they are still
+    # unpickling, and each would print a traceback after the run's end: it waits until they run.
+    with signals_held():
+        env.set_seed(seed)
     return env
 
 

@@ -44,6 +44,7 @@ from src.wandb_utils import current_run
 # Why a run ended. Training code names the first four with training_stopped() where it
 # decides to stop (early stopping, its budget, a STOP file); a signal or an error is seen here.
 END_REASONS = ("target", "patience", "budget", "stop_file", "signal", "error")
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # Ctrl-C, `kill`, a closed terminal
 
 
 @dataclass
@@ -338,17 +339,28 @@ def signals_wait_for_cleanup() -> Iterator[list[int]]:
             print(f"{name}: the run is saving its last files and stops in a moment", file=sys.stderr)
         deferred.append(signum)
 
-    with _signal_handlers(dict.fromkeys((signal.SIGINT, signal.SIGTERM, signal.SIGHUP), wait)):
+    with _signal_handlers(dict.fromkeys(STOP_SIGNALS, wait)):
         yield deferred
     # Registered again after each run: the last registered runs first, before the libraries' own.
     atexit.unregister(_signals_leave_at_once)
     atexit.register(_signals_leave_at_once)
 
 
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Ctrl-C, SIGTERM and SIGHUP wait for the block's end, then act as they would have: for a
+    step that a signal must not cut in half (processes starting)."""
+    held: list[int] = []
+    with _signal_handlers(dict.fromkeys(STOP_SIGNALS, lambda signum, frame: held.append(signum))):
+        yield
+    for signum in dict.fromkeys(held):
+        signal.raise_signal(signum)
+
+
 def _signals_leave_at_once() -> None:
     """As the process exits, everything saved: a signal ends it at once, where the libraries'
     exit handlers would print a KeyboardInterrupt traceback."""
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    for signum in STOP_SIGNALS:
         signal.signal(signum, lambda number, frame: os._exit(128 + number))
 
 
