@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import gc
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -281,6 +282,18 @@ def test_the_command_line_needs_no_torch():
     assert report["counts"]["fail"] == 0 and report["items_counts"]["automated"] == len(
         report["items"]["automated"]
     )
+
+
+def test_a_report_that_the_reader_stops_reading_ends_without_a_traceback():
+    # `python -m src.checklist | head -1`: the pipe closes before the report is all written.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        command = [sys.executable, "-m", "src.checklist"]
+        result = subprocess.run(command, cwd=ROOT, stdout=write_end, stderr=subprocess.PIPE, text=True)
+    finally:
+        os.close(write_end)
+    assert (result.returncode, result.stderr) == (141, "")
 
 
 @slow  # each about a second or two, and there are dozens

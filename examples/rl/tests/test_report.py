@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shutil
 import statistics
 import subprocess
@@ -61,6 +62,34 @@ def test_report_compares_two_runs_side_by_side(smoke_runs, tmp_path):
     assert (output / "learning_curves.png").read_bytes().startswith(PNG_SIGNATURE)
 
 
+def test_a_comparison_takes_each_run_once_and_writes_beside_them(smoke_runs, tmp_path):
+    first, _ = smoke_runs(sorted(PARTS)[0])
+    runs = tmp_path / "runs"
+    second = shutil.copytree(first, runs / "second")
+    config = json.loads((second / "config.json").read_text())
+    (second / "config.json").write_text(json.dumps({**config, "max_wall_clock_hours": 1.5}))
+    third = shutil.copytree(second, runs / "third")
+    # `output/part1/*` a second time: the first comparison, written beside the runs, is no run.
+    assert report_command(str(second), str(third)).returncode == 0
+    (earlier,) = runs.glob("comparison-*")
+    result = report_command(*map(str, sorted(runs.iterdir())))
+    left_out = f"{earlier}: an earlier comparison, not a run: left out\n"
+    assert (result.returncode, result.stderr) == (0, left_out)
+    refused = {
+        "twice": report_command(str(second), str(second)),
+        "into a run": report_command(str(second), str(third), "--output", str(third / "compared")),
+    }
+    said = {name: (result.returncode, result.stderr) for name, result in refused.items()}
+    assert said == {
+        "twice": (2, f"error: {second} is given twice: each run counts once in a comparison\n"),
+        "into a run": (
+            2,
+            f"error: --output {third / 'compared'}: inside the run {third}, whose report.md it would "
+            "replace; give the comparison a folder of its own\n",
+        ),
+    }
+
+
 def test_report_refuses_to_compare_runs_of_different_parts(smoke_runs, tmp_path):
     first, _ = smoke_runs(sorted(PARTS)[0])
     other = shutil.copytree(first, tmp_path / "other_part")
@@ -108,6 +137,28 @@ def test_report_takes_runs_that_differ_only_in_their_seed_together(smoke_runs, t
     assert (output / "learning_curves.png").read_bytes().startswith(PNG_SIGNATURE)
 
 
+def halve(record: dict) -> dict:
+    """Every validation and test metric of a metrics line halved."""
+    scores = {k: v / 2 for k, v in record.items() if isinstance(v, float) and k.startswith(("val_", "test_"))}
+    return record | scores
+
+
+def assert_bold_is_best(comparison: str) -> None:
+    """Each bold value of the final metrics is its row's best, read in the metric's direction;
+    where the best came (best_round, best_epoch) is no score to bold."""
+    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in comparison.splitlines()]
+    for name, *values in (row for row in rows if re.fullmatch(r"(val|test|best)_\w+", row[0])):
+        bold = [value.startswith("**") for value in values]
+        if name in ("best_round", "best_epoch") or not any(bold):
+            assert not any(bold), name
+            continue
+        numbers = [float(value.strip("*").split()[0]) for value in values]
+        # Read here from the name, not by the code under test: losses and errors shrink.
+        lower = any(word in name for word in ("loss", "rmse", "mae", "error"))
+        best = (min if lower else max)(numbers)
+        assert numbers[bold.index(True)] == best, (name, values)
+
+
 @slow
 def test_a_comparison_says_when_the_seed_changed_nothing(smoke_runs, tmp_path):
     """Trees without row or column sampling grow the same trees whatever the seed: their ± 0
@@ -119,6 +170,18 @@ def test_a_comparison_says_when_the_seed_changed_nothing(smoke_runs, tmp_path):
         comparison = (tmp_path / kind / "report.md").read_text()
         said = "2 seeds: every seed ended with the same final metrics;" in comparison
         assert said == (kind == "sl_tree"), kind
+        # Beside a run of other settings whose every final metric is half as large: in each row,
+        # the better of the two in bold.
+        other = shutil.copytree(seeds[0], tmp_path / f"{kind}_other" / seeds[0].name)
+        config = json.loads((other / "config.json").read_text())
+        (other / "config.json").write_text(json.dumps({**config, "max_wall_clock_hours": 1.5}))
+        if (summary := other / "metrics.json").is_file():  # the test's metrics, where a part keeps them
+            summary.write_text(json.dumps(halve(json.loads(summary.read_text()))))
+        events = [halve(json.loads(line)) for line in (other / "metrics.jsonl").read_text().splitlines()]
+        (other / "metrics.jsonl").write_text("".join(json.dumps(event) + "\n" for event in events))
+        result = report_command(str(seeds[0]), str(other), "--output", str(tmp_path / f"{kind}_compared"))
+        assert result.returncode == 0, result.stderr
+        assert_bold_is_best((tmp_path / f"{kind}_compared" / "report.md").read_text())
         # Two runs of one seed are repeats, whatever they ended with: not seeds.
         repeats = [seeds[0], shutil.copytree(seeds[0], tmp_path / f"{kind}_again" / seeds[0].name)]
         result = report_command(*map(str, repeats), "--output", str(tmp_path / f"{kind}_repeats"))

@@ -9,6 +9,7 @@ import gc
 import importlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -18,6 +19,7 @@ import time
 import weakref
 from dataclasses import replace
 from datetime import date
+from pathlib import Path
 from types import MappingProxyType, SimpleNamespace
 
 import numpy as np
@@ -30,7 +32,8 @@ from src.cli import parse_cli
 from src.config import BaseConfig, OutputConfig
 from src.ops import babysit, records
 from src.ops.gpu_lock import GpuLock
-from src.runs.directory import TRAINING_LOCK, marked_if_never_checkpointed
+from src.runs.atomic import WriteFailed
+from src.runs.directory import TRAINING_LOCK, create_run_dir, marked_if_never_checkpointed
 from src.runs.lifetime import start_run
 from src.runs.metrics_jsonl import append_jsonl, higher_is_better
 
@@ -228,6 +231,10 @@ def test_babysitter_reads_a_reward_as_higher_is_better(tmp_path):
         ("val_acc", True),
         ("val_loss", False),
         *[(f"val_{name}", True) for name in ("auc", "aucpr", "map", "map@3", "ndcg@5", "pre@2")],
+        # The test's scores (src/predictions.py), which a comparison bolds at their best.
+        *[(f"test_{name}", True) for name in ("accuracy", "balanced_accuracy", "f1_macro", "roc_auc_ovr")],
+        *[(f"test_{name}", True) for name in ("r2", "r2_height")],
+        *[(f"test_{name}", False) for name in ("rmse_acc", "log_loss", "mae_height")],  # a label named acc
         *[(f"val_{name}", False) for name in ("mape", "rmse", "mae", "logloss", "mlogloss", "error")],
         ("mape", False),  # a bare XGBoost eval_metric
     ],
@@ -253,10 +260,14 @@ def test_babysitter_restarts_a_killed_run_once_and_files_an_issue(tmp_path, monk
     run_dir, marker = make_run(tmp_path, pid=dead_pid(), linger=5)
     config = json.loads((run_dir / "config.json").read_text())
     (run_dir / "config.json").write_text(json.dumps({**config, "alerts": {"webhook_url": webhook.url}}))
+    record = json.loads((run_dir / "run.json").read_text())
+    resumed = [*record["command"], "--resume", "x"]  # a run an earlier restart resumed
+    (run_dir / "run.json").write_text(json.dumps({**record, "command": resumed}))
     sitter = babysitter(tmp_path, run_dir, restart=True)
     findings = sitter.check()
     assert findings[0].level == "FAIL" and "never finished" in findings[0].message
-    assert wait_for(marker).endswith(f"--resume {run_dir.resolve()}")
+    restarted = wait_for(marker)
+    assert restarted.endswith(f"--resume {run_dir.resolve()}") and restarted.count("--resume") == 1
     # The restarted job has not taken over run.json yet (queued on the GPU lock, say).
     assert sitter.check()[0].message.startswith("restarted as pid")
     assert len(json.loads(sitter.state_path.read_text())["restarts"]) == 1
@@ -269,6 +280,32 @@ def test_babysitter_restarts_a_killed_run_once_and_files_an_issue(tmp_path, monk
         time.sleep(0.1)
     ((kind, text),) = [(post["kind"], post["text"]) for post in webhook.received]
     assert kind == "killed" and "never finished (killed?)" in text
+
+
+def test_a_stall_shorter_than_a_minute_says_how_long(tmp_path):  # OPS-3
+    run_dir, _ = make_run(tmp_path)
+    half_a_minute_ago = time.time() - 30
+    for path in run_dir.rglob("*"):
+        os.utime(path, (half_a_minute_ago, half_a_minute_ago))
+    finding = babysit.check_hung(run_dir, stall_minutes=0.2)
+    assert finding.level == "FAIL" and re.fullmatch(r"no output for 0\.[5-9] min", finding.message)
+
+
+def test_a_run_folder_no_one_may_make_is_one_line(tmp_path):  # OUT-1
+    # /proc: root's access() says yes, and only making the folder says no.
+    with pytest.raises(WriteFailed, match=r"^cannot make /proc/no_such/smoke_\d{8}_\d{6}: "):
+        create_run_dir(Path("/proc/no_such"), "smoke")
+
+
+def test_a_babysitter_that_cannot_file_its_issue_still_restarts_the_run(tmp_path, monkeypatch):  # OPS-3
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "issues").write_text("a file where the records' folder would be")  # or a full disk
+    run_dir, marker = make_run(tmp_path, pid=dead_pid(), linger=5)
+    sitter = babysitter(tmp_path, run_dir, restart=True)
+    assert sitter.check()[0].level == "FAIL"
+    assert wait_for(marker).endswith(f"--resume {run_dir.resolve()}")
+    log = sitter.log_path.read_text()
+    assert f"WARN issue      not recorded: cannot write {tmp_path / 'issues'}" in log
 
 
 def test_a_restart_that_ends_before_it_takes_the_run_over_is_a_failure_not_repeated(tmp_path, monkeypatch):
@@ -437,6 +474,9 @@ def test_records_list_latin_1_and_refuse_a_file_for_their_folder(tmp_path, monke
     records.new_experiment(tmp_path, "Wider MLP")
     (edited,) = (tmp_path / "experiments").glob("*.md")
     edited.write_bytes(edited.read_bytes().replace(b"# Wider MLP", "# Wider MLP, caf\xe9".encode("latin-1")))
+    # An editor's lock link to a file that is gone, and a folder named as a record: no records.
+    (tmp_path / "experiments" / ".#wider.md").symlink_to("nowhere@1234")
+    (tmp_path / "experiments" / "drafts.md").mkdir()
     records.main(["list"])
     assert capsys.readouterr().out.split() == ["planned", "experiment", f"experiments/{edited.name}"]
     (tmp_path / "issues").write_text("not a folder")

@@ -83,11 +83,15 @@ def _finite(value: Any) -> Any:
     return value
 
 
+# The first word of a score that grows as a run improves (test_roc_auc_ovr, test_r2_height).
+SCORES = {"acc", "accuracy", "balanced", "f1", "roc", "r2", "precision", "recall"}
+
+
 def higher_is_better(metric: str) -> bool:
-    """Whether a metric grows as a run improves: rewards, accuracies, and the XGBoost
-    metrics its own early stopping maximizes (auc, aucpr, map, ndcg, pre, and their @n
-    forms; mape is an error). Takes a logged key such as "val_episode_reward" or a bare
-    XGBoost eval_metric."""
+    """Whether a metric grows as a run improves: rewards, accuracies and the other scores of
+    a test, and the XGBoost metrics its own early stopping maximizes (auc, aucpr, map, ndcg,
+    pre, and their @n forms; mape is an error). Takes a logged key such as
+    "val_episode_reward" or a bare XGBoost eval_metric."""
     name = metric.split("_", 1)[-1]
     maximized = name.startswith(("auc", "map", "ndcg", "pre")) and name != "mape"
-    return "reward" in name or name.endswith("acc") or maximized
+    return "reward" in name or name.split("_")[0] in SCORES or maximized

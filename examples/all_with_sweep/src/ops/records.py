@@ -52,7 +52,8 @@ def new_issue(root: Path, title: str, issue_type: str, run: str = "", **details:
 def list_records(root: Path) -> list[dict[str, str]]:
     records = []
     for folder in ("experiments", "issues"):
-        for path in sorted((root / folder).glob("*.md")):
+        # Files only: an editor's lock link, a folder named as a record, are none.
+        for path in sorted(path for path in (root / folder).glob("*.md") if path.is_file()):
             if header := _front_matter(path.read_text(errors="replace")):  # a hand edit in another encoding
                 records.append({"file": str(path.relative_to(root)), **header})
     return records

@@ -46,17 +46,37 @@ def main(argv: list[str] | None = None) -> None:
 
 def _report(options: ReportOptions) -> None:
     with exit_on_bad_input():
-        if not options.run_dirs:
+        # An earlier comparison beside the runs, which `output/part1/*` names too: no run.
+        earlier = [path for path in options.run_dirs if _is_comparison(path)]
+        for path in earlier:
+            print(f"{path}: an earlier comparison, not a run: left out", file=sys.stderr)
+        run_dirs = [path for path in options.run_dirs if path not in earlier]
+        if not run_dirs:
             raise DataValidationError("give the run directory to report on, or two or more to compare")
-        if len(options.run_dirs) == 1 and options.output is not None:
+        if len(run_dirs) == 1 and options.output is not None:
             raise DataValidationError("--output is for a comparison: give two run directories or more")
         from src.report.run_files import RunFiles
         from src.report.run_report import compare_runs, write_report  # loads matplotlib
 
-        runs = [RunFiles.read(path) for path in options.run_dirs]
+        runs = [RunFiles.read(path) for path in run_dirs]
+        resolved = [path.resolve() for path in run_dirs]
+        if twice := next((path for at, path in enumerate(resolved) if path in resolved[:at]), None):
+            raise DataValidationError(f"{twice} is given twice: each run counts once in a comparison")
+        if options.output is not None:
+            output = options.output.resolve()
+            if inside := next((run for run in resolved if run == output or run in output.parents), None):
+                raise DataValidationError(
+                    f"--output {options.output}: inside the run {inside}, whose report.md it would "
+                    "replace; give the comparison a folder of its own"
+                )
         # Dashes: no run directory is named so.
         output = options.output or runs[0].dir.parent / f"comparison-{datetime.now():%Y%m%d-%H%M%S}"
         print(write_report(runs[0]) if len(runs) == 1 else compare_runs(runs, output))
+
+
+def _is_comparison(path: Path) -> bool:
+    """A folder named as this command names a comparison, which holds no run's config.json."""
+    return path.name.startswith("comparison-") and not (path / "config.json").exists()
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from src.errors import fail, reader_may_stop_reading
 from src.ops.alerts import Alerts
 from src.ops.hardware import gpu_readings, visible_gpus
 from src.ops.records import new_issue
-from src.runs.atomic import write_text_atomic
+from src.runs.atomic import WriteFailed, write_text_atomic
 from src.runs.checkpoint_checks import checkpoint_problem
 from src.runs.directory import (
     NEVER_CHECKPOINTED,
@@ -86,7 +86,7 @@ def check_hung(run_dir: Path, stall_minutes: float) -> Finding:
     idle_minutes = (time.time() - newest) / 60
     if idle_minutes > stall_minutes:
         details = {"last_output_at": datetime.fromtimestamp(newest).isoformat(timespec="seconds")}
-        return Finding("hung", "FAIL", f"no output for {idle_minutes:.0f} min", "hang", details)
+        return Finding("hung", "FAIL", f"no output for {idle_minutes:.1f} min", "hang", details)
     return Finding("hung", "OK", f"last output {idle_minutes:.1f} min ago")
 
 
@@ -179,7 +179,7 @@ class BabysitOptions:
 
 
 class Babysitter:
-    """Checks one run; remembers its restarts in logs/babysit_<run>.json."""
+    """Checks one run; remembers its restarts in logs/babysit_<part>_<run>.json."""
 
     def __init__(self, run_dir: Path, options: BabysitOptions) -> None:
         self.run_dir, self.options = run_dir, options
@@ -238,7 +238,8 @@ class Babysitter:
         if latest_checkpoint(self.run_dir) is None:
             return False, "not restarted: no checkpoint to resume from"
         output = self.log_dir / f"{self.label}_restart_{datetime.now():%Y%m%d_%H%M%S}.txt"
-        command = [*record["command"], "--resume", str(self.run_dir.resolve())]
+        # The run's own command, less the --resume an earlier restart gave it: each would add one.
+        command = [*_without_resume(record["command"]), "--resume", str(self.run_dir.resolve())]
         with open(output, "w") as log:
             process = subprocess.Popen(
                 command,
@@ -290,9 +291,12 @@ class Babysitter:
         if marker.exists():
             return
         title = f"{self.run_dir.name} {finding.check}: {finding.message[:60]}"
-        path = new_issue(Path.cwd(), title, finding.issue_type, str(self.run_dir), **finding.details)
-        marker.write_text(str(path))
-        self._log(f"ACT  issue      recorded {path}")
+        try:
+            path = new_issue(Path.cwd(), title, finding.issue_type, str(self.run_dir), **finding.details)
+            marker.write_text(str(path))
+            self._log(f"ACT  issue      recorded {path}")
+        except (WriteFailed, OSError) as error:  # a full disk, a folder it may not write: it still acts
+            self._log(f"WARN issue      not recorded: {first_line(error)}")
         # What a run cannot report itself; one that ended by itself, or diverged, raised its own.
         kind = {"process": "killed", "hung": "hung", "checkpoint": "checkpoint broken"}.get(finding.check)
         kind = "restart failed" if finding.check == "restart" else kind
@@ -301,6 +305,17 @@ class Babysitter:
             cfg = AlertConfig(**{k: v for k, v in config.get("alerts", {}).items() if k in known})
             Alerts(cfg, self.run_dir, record=False).send(kind, finding.message, "ERROR")
             self._log(f"ACT  alert      {kind}")
+
+
+def _without_resume(command: list[str]) -> list[str]:
+    """The command line less its --resume PATH or --resume=PATH."""
+    kept: list[str] = []
+    for arg in command:
+        if kept[-1:] == ["--resume"]:
+            kept.pop()  # and its value
+        elif not arg.startswith("--resume="):
+            kept.append(arg)
+    return kept
 
 
 def _alive(pid: int) -> bool:

@@ -17,6 +17,7 @@ from pathlib import Path
 from src.checklist.project import Project
 from src.checklist.registry import CHECKS, FORMATS, MANUAL, TAGS, BadInput, Report, Result, id_order
 from src.checklist.run_checks import open_run_dir
+from src.errors import reader_may_stop_reading
 
 ROOT = Path(__file__).resolve().parents[2]
 # The check modules present: a project renders only those of its part kinds and its sweep.
@@ -90,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         fix = "run it with the Python the project is installed in"
         print(f"checklist: checking a run directory needs {needs}: {fix}", file=sys.stderr)
         return 2
-    print(FORMATS[args.format](report))
+    with reader_may_stop_reading():  # `| head`
+        print(FORMATS[args.format](report), flush=True)
     return 1 if report.failed else 0
 
 

@@ -235,7 +235,8 @@ def _final_metrics(groups: list[list[RunFiles]], names: list[str]) -> str:
         [index for index, group in enumerate(groups) for _ in group]
     )
     texts, means = by_group.agg(_mean_std), by_group.mean()
-    for key in means.filter(regex="^(val|test|best)_"):
+    # best_round, best_epoch: where the best came, no score.
+    for key in means.filter(regex="^(val|test|best)_(?!(round|epoch|step)$)"):
         # An episode is better long in CartPole and short in MountainCar: neither end is bold.
         if means[key].count() > 1 and not key.endswith("episode_length"):
             best = means[key].max() if higher_is_better(key) else means[key].min()

@@ -16,7 +16,7 @@ from typing import IO, Any
 
 import psutil
 
-from src.runs.atomic import translate_write_errors, write_text_atomic
+from src.runs.atomic import WriteFailed, translate_write_errors, write_text_atomic
 from src.runs.checkpoint_checks import checkpoint_problem
 from src.runs.launch import is_rank_zero
 
@@ -44,6 +44,8 @@ def create_run_dir(base_dir: Path, name: str) -> Path:
         except FileExistsError:
             attempt += 1
             candidate = base_dir / f"{name}_{stamp}_{attempt}"
+        except OSError as error:  # a folder no one may write in (/proc), which a check cannot tell
+            raise WriteFailed(f"cannot make {candidate}: {error.strerror or error}") from error
 
 
 def newest_first(base_dir: Path, name: str) -> list[Path]:
