@@ -109,6 +109,11 @@ def test_report_refuses_to_compare_runs_of_different_parts(smoke_runs, tmp_path)
 def test_report_takes_runs_that_differ_only_in_their_seed_together(smoke_runs, tmp_path):
     kind = sorted(PARTS)[0]
     seeds = [smoke_runs(kind)[0], smoke_runs(kind, seed=43)[0]]
+    # Where a run's alerts go changes nothing it learns: still one of the seeds.
+    seeds[1] = shutil.copytree(seeds[1], tmp_path / "alerted" / seeds[1].name)
+    config = json.loads((seeds[1] / "config.json").read_text())
+    alerts = {**config["alerts"], "webhook_url": "http://localhost:9/hook"}
+    (seeds[1] / "config.json").write_text(json.dumps({**config, "alerts": alerts}))
     other = shutil.copytree(seeds[0], tmp_path / "other_rate")  # a group of one
     config = json.loads((other / "config.json").read_text())
     (other / "config.json").write_text(json.dumps({**config, "learning_rate": config["learning_rate"] * 2}))

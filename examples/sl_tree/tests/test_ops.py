@@ -570,7 +570,8 @@ with start_run(cfg):
     record = json.loads((run_dir / "run.json").read_text())
     assert record["status"] == "interrupted" and "Terminated" in record["error"]
     assert "Terminated" in (run_dir / "console.log").read_text()
-    assert (run_dir / "report.md").is_file()
+    # The signal's name, not the exception that carried it (Terminated(), SIGTERMException()).
+    assert f"**interrupted** (signal: {signal_name})" in (run_dir / "report.md").read_text()
 
 
 # Signals that come while a run writes its last files (run.json, the report): sent from

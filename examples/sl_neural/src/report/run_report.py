@@ -21,9 +21,10 @@ from src.runs.metrics_jsonl import higher_is_better
 FIGURES_DIR = "report"
 MISSING = "—"
 NO_METRICS = "No metrics were logged."
-# Config fields that do not change what a run learns: where it writes and logs, and how it
-# is stopped by hand. Runs whose other fields are equal are one group, their seeds aside.
-NOT_SETTINGS = ("seed", "output.", "stop_file", "loggers", "wandb_", "used.")
+# Config fields that do not change what a run learns: where it writes, logs and sends its
+# alerts, and how it is stopped by hand. Runs whose other fields are equal are one group,
+# their seeds aside.
+NOT_SETTINGS = ("seed", "output.", "stop_file", "loggers", "wandb_", "alerts.", "used.")
 # A final metric that times the run (a tree's train_seconds): it differs between any two runs.
 # The learning curves, where the other final metrics come from, leave timing/ and system/ out.
 TIMES = "_seconds"
@@ -81,9 +82,9 @@ def run_line(run: RunFiles) -> str:
     status = f"**{now}**"
     if now == "killed":
         status += f" (its process ended without recording why; {resume_advice(run.dir)})"
-    elif record.get("error"):
+    elif record.get("error") and now != "interrupted":  # a signal's exception says less than its name
         status += f" ({record['error']})"
-    elif record.get("end_reason"):  # why it ended: the target, patience, the budget ...
+    elif record.get("end_reason"):  # why it ended: the target, patience, the budget, a signal ...
         status += f" ({record['end_reason']}: {record.get('end_detail', '')})"
     last = run.last()
     progress = f"{int(last) + 1} {run.axis}s" if last is not None else f"no {run.axis} logged"
