@@ -282,6 +282,13 @@ def test_babysitter_restarts_a_killed_run_once_and_files_an_issue(tmp_path, monk
     assert kind == "killed" and "never finished (killed?)" in text
 
 
+def test_a_monitor_the_run_never_logs_is_named_with_those_it_does(tmp_path):  # OPS-3
+    run_dir, _ = make_run(tmp_path)  # it logs val_loss
+    finding = babysit.check_metrics(run_dir, "val_los", patience=10)
+    assert (finding.level, finding.message) == ("WARN", "the run logs no val_los; it logs val_loss")
+    assert babysit.check_metrics(make_run(tmp_path / "new", val_losses=())[0], "val_los", 10).level == "OK"
+
+
 def test_a_stall_shorter_than_a_minute_says_how_long(tmp_path):  # OPS-3
     run_dir, _ = make_run(tmp_path)
     half_a_minute_ago = time.time() - 30
@@ -369,6 +376,11 @@ def test_babysitter_fails_what_is_broken(tmp_path, monkeypatch, breakage, check)
     breakage(run_dir)
     findings = {f.check: f for f in babysitter(tmp_path, run_dir).check()}
     assert findings[check].level == "FAIL", findings[check]
+    if check == "checkpoint":  # in the words a resume uses, not torch's
+        assert findings[check].message == (
+            "last.ckpt does not load: it is damaged (cut or overwritten: not the whole zip archive "
+            "torch.save writes)"
+        )
 
 
 @pytest.mark.parametrize(

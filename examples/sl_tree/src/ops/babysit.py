@@ -94,7 +94,11 @@ def check_metrics(run_dir: Path, monitor: str, patience: int, running: bool = Tr
     """The monitored metric's trend; a plateau warns only while the run trains (early stopping
     ends a run on one)."""
     # Numbers only: null is how metrics.jsonl spells a value that is not finite.
-    events = [e for e in _events(run_dir) if monitor in e and type(e[monitor]) in (int, float, type(None))]
+    logged = _events(run_dir)
+    events = [e for e in logged if monitor in e and type(e[monitor]) in (int, float, type(None))]
+    validated = sorted({key for event in logged for key in event if key.startswith("val_")})
+    if not events and validated:  # the run validates, and logs no such metric: a misspelt --monitor?
+        return Finding("metrics", "WARN", f"the run logs no {monitor}; it logs {', '.join(validated)}")
     if not events:
         return Finding("metrics", "OK", f"no {monitor} yet")
     # metrics.jsonl writes NaN and infinities as null (JSON has no spelling for them).
@@ -130,10 +134,11 @@ def check_checkpoint(run_dir: Path) -> Finding:
     if last is None:
         return Finding("checkpoint", "OK", "no checkpoint yet")
     try:  # as a resume would load it
+        # In the words a resume uses; a damaged model file can crash XGBoost, and another
+        # process loads it first.
+        if problem := checkpoint_problem(last):
+            raise ValueError(f"it is {problem}")
         if last.suffix == ".ubj":
-            # A damaged model file can crash XGBoost: another process loads it first.
-            if problem := checkpoint_problem(last):
-                raise ValueError(f"it is {problem}")
             import xgboost as xgb  # only projects with a tree part have it
 
             progress = f"{xgb.Booster(model_file=last).num_boosted_rounds()} rounds"
