@@ -509,6 +509,16 @@ def test_records_command_line_fills_type_fields(tmp_path, monkeypatch, capsys):
     with pytest.raises(SystemExit):
         records.main(["issue", "x", "--type", "divergence", "--field", "colour=red"])
     assert "NAME one of: metric, epoch, value" in capsys.readouterr().err
+    twice = ["--field", "metric=a", "--field", "metric=b"]
+    refused = {
+        "--field metric is given twice; give each field once": ["issue", "x", "--type", "divergence", *twice],
+        "TITLE is empty: give the record a title, which also names its file": ["experiment", " "],
+    }
+    for said, argv in refused.items():
+        with pytest.raises(SystemExit) as exit_info:
+            records.main(argv)
+        assert (exit_info.value.code, capsys.readouterr().err) == (2, f"error: {said}\n")
+    assert len(list(tmp_path.rglob("*.md"))) == 1  # the first issue alone
 
 
 class Cycle:

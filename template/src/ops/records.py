@@ -94,6 +94,7 @@ def experiment(
         hypothesis: What the experiment expects to show.
         configs: Config names, e.g. 'baseline wide'.
     """
+    _need_a_title(title)
     print(new_experiment(Path.cwd(), title, hypothesis, configs))
 
 
@@ -109,11 +110,20 @@ def issue(
         run: The run directory it happened in.
         field: A field of the issue's type, e.g. --field metric=val_loss.
     """
+    _need_a_title(title)
+    names = [item.split("=", 1)[0] for item in field]
+    if twice := next((name for at, name in enumerate(names) if name in names[:at]), None):
+        fail(f"--field {twice} is given twice; give each field once")
     fields = dict(item.split("=", 1) for item in field if "=" in item)
     if set(fields) - set(ISSUE_FIELDS[issue_type]) or len(fields) != len(field):
         valid = ", ".join(ISSUE_FIELDS[issue_type])
         fail(f"--field takes NAME=VALUE with NAME one of: {valid} (got {', '.join(field)})")
     print(new_issue(Path.cwd(), title, issue_type, run, **fields))
+
+
+def _need_a_title(title: str) -> None:
+    if not title.strip():
+        fail("TITLE is empty: give the record a title, which also names its file")
 
 
 def list_all() -> None:
