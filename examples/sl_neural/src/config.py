@@ -87,6 +87,9 @@ class AlertConfig:
         found = [f"alerts.{problem}" for problem in at_least(self, stalled_evaluations=0)]
         if self.webhook_url and not re.match(r"https?://[^/\s]+", self.webhook_url):
             found.append(f"alerts.webhook_url {self.webhook_url!r}: use an http:// or https:// URL")
+        addresses = [address.strip() for address in self.email_to.split(",") if address.strip()]
+        if bad := [address for address in addresses if not re.fullmatch(r"[^@\s]+@[^@\s]+", address)]:
+            found.append(f"alerts.email_to {bad[0]!r}: not an email address; give name@host, comma-separated")
         if not re.fullmatch(r"[^:\s]+:[0-9]{1,5}", self.smtp_server):
             found.append(f"alerts.smtp_server {self.smtp_server!r}: use host:port, e.g. smtp.example.com:587")
         for name in ("gpu_utilization_below", "gpu_memory_above"):

@@ -84,6 +84,7 @@ def test_cli_flags_override_the_config_class(kind):
         (["--alerts.webhook-url", "example.com/hook"], "alerts.webhook_url 'example.com/hook': use an http"),
         (["--alerts.gpu-memory-above", "nan"], "alerts.gpu_memory_above nan: must be a percentage"),
         (["--alerts.smtp-server", "example.com"], "alerts.smtp_server 'example.com': use host:port"),
+        (["--alerts.email-to", "ops@example.com, ops"], "alerts.email_to 'ops': not an email address"),
     ],
 )
 def test_bad_command_lines_are_refused_with_what_is_valid(kind, args, message, capsys):
