@@ -87,13 +87,17 @@ def _parse_cli(
         )
     cfg, _ = parse_command(configs, TrainOptions, argv, prog, description, start_from=saved)
     if changed := [name for name in cfg.kept_on_resume if getattr(cfg, name) != getattr(saved, name)]:
-        flags = " ".join(f"--{name.replace('_', '-')}" for name in changed)
         fail(
-            f"--resume {options.resume}: {flags} would change what a run under way learns from (its "
-            "data, its splits or its environment) or what it predicts; start a new run, without "
-            "--resume, to change them"
+            f"--resume {options.resume}: {as_flags(changed)} would change what a run under way learns "
+            "from (its data, its splits or its environment) or what it predicts; start a new run, "
+            "without --resume, to change them"
         )
     return cfg, checkpoint
+
+
+def as_flags(fields: Sequence[str]) -> str:
+    """Config fields as the command line spells them: learning_rate -> --learning-rate."""
+    return " ".join(f"--{name.replace('_', '-')}" for name in fields)
 
 
 def parse_command(

@@ -134,16 +134,20 @@ def check_checkpoint(run_dir: Path) -> Finding:
     if last is None:
         return Finding("checkpoint", "OK", "no checkpoint yet")
     try:  # as a resume would load it
-        # In the words a resume uses; a damaged model file can crash XGBoost, and another
-        # process loads it first.
-        if problem := checkpoint_problem(last):
-            raise ValueError(f"it is {problem}")
         if last.suffix == ".ubj":
+            # A damaged model file can crash XGBoost: another process loads it first.
+            if problem := checkpoint_problem(last):
+                raise ValueError(f"it is {problem}")
             import xgboost as xgb  # only projects with a tree part have it
 
             progress = f"{xgb.Booster(model_file=last).num_boosted_rounds()} rounds"
         else:
-            checkpoint = torch.load(last, map_location="cpu", weights_only=True, mmap=True)
+            try:
+                checkpoint = torch.load(last, map_location="cpu", weights_only=True, mmap=True)
+            except Exception:
+                if problem := checkpoint_problem(last):  # in the words a resume uses, not torch's
+                    raise ValueError(f"it is {problem}") from None
+                raise
             progress = f"epoch {checkpoint.get('epoch')}"
     except Exception as error:  # noqa: BLE001 - any failure to load means a broken file
         details = {"exit_status": "", "last_checkpoint": str(last), "traceback": repr(error)}

@@ -16,6 +16,8 @@ import tyro
 from src.cli import exit_on_bad_input, parse_options
 from src.errors import DataValidationError
 
+COMPARISON = "comparison-"  # and its stamp: the folder a comparison goes to by default
+
 
 @dataclass
 class ReportOptions:
@@ -70,13 +72,13 @@ def _report(options: ReportOptions) -> None:
                     "replace; give the comparison a folder of its own"
                 )
         # Dashes: no run directory is named so.
-        output = options.output or runs[0].dir.parent / f"comparison-{datetime.now():%Y%m%d-%H%M%S}"
+        output = options.output or runs[0].dir.parent / f"{COMPARISON}{datetime.now():%Y%m%d-%H%M%S}"
         print(write_report(runs[0]) if len(runs) == 1 else compare_runs(runs, output))
 
 
 def _is_comparison(path: Path) -> bool:
     """A folder named as this command names a comparison, which holds no run's config.json."""
-    return path.name.startswith("comparison-") and not (path / "config.json").exists()
+    return path.name.startswith(COMPARISON) and not (path / "config.json").exists()
 
 
 if __name__ == "__main__":

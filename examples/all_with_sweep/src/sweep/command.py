@@ -15,7 +15,7 @@ from typing import IO, Annotated, Any, Literal
 
 import tyro
 
-from src.cli import exit_on_bad_input, parse_command
+from src.cli import as_flags, exit_on_bad_input, parse_command
 from src.config import BaseConfig, ConfigError
 from src.ops.gpu_lock import GpuLock
 from src.runs.atomic import translate_write_errors, write_text_atomic
@@ -107,10 +107,9 @@ def main(spec: SweepSpec, argv: Sequence[str] | None = None, prog: str | None = 
                     spec.configs, SweepOptions, argv, prog, description=SWEEP_DESCRIPTION, start_from=saved
                 )
                 if changed := changes_to_the_trials(spec, saved, base):
-                    flags = " ".join(f"--{name.replace('_', '-')}" for name in changed)
                     raise ConfigError(
-                        f"{flag} {named}: {flags} would change what its trials learn from or how they are "
-                        "ranked; start a new sweep to change them"
+                        f"{flag} {named}: {as_flags(changed)} would change what its trials learn from or "
+                        "how they are ranked; start a new sweep to change them"
                     )
             spec.check_fields(base)
             spec = spec.for_config(base)
@@ -133,7 +132,7 @@ def main(spec: SweepSpec, argv: Sequence[str] | None = None, prog: str | None = 
             print(f"sweep directory: {sweep_dir} ({'joined' if args.study else 'resumed'})")
         else:
             # BASE_STAMP, with a number after it for a second sweep in the same second.
-            with exit_on_bad_input(), translate_write_errors(base.runs_dir() / "sweeps"):
+            with exit_on_bad_input():  # a folder this user may not write: one line
                 sweep_dir = create_run_dir(base.runs_dir() / "sweeps", base.name)
                 lock = lock_sweep(sweep_dir)
             state = SweepState(

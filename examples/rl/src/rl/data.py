@@ -331,15 +331,15 @@ class Rollouts(Collector):
         try:
             yield from super().__iter__()
         except Exception as error:
-            ended = [worker for worker in workers if _exit_code(worker) is not None]
+            ended = [(worker.pid, code) for worker in workers if (code := _exit_code(worker)) is not None]
             if not ended:
                 raise
-            code = _exit_code(ended[0])
+            pid, code = ended[0]
             if code < 0:  # multiprocessing's word for "ended by signal -code"
                 how = f"was killed by signal {-code} ({signal.strsignal(-code) or 'unknown'})"
             else:
                 how = f"exited with status {code} (its own error, if it raised one, went to stderr)"
-            raise EnvWorkerDied(f"environment worker process {ended[0].pid} {how}") from error
+            raise EnvWorkerDied(f"environment worker process {pid} {how}") from error
 
 
 class EnvWorkerDied(RuntimeError):
