@@ -199,6 +199,19 @@ def test_values_the_libraries_would_fail_on_are_refused_first(kind, args, messag
     assert message in refused(kind, ["--config", "smoke", *args], capsys)
 
 
+@pytest.mark.parametrize("field", ["label_column", "feature_columns"])
+def test_a_neural_variant_naming_its_columns_by_a_bare_string_is_refused_in_one_line(field, capsys):
+    # Written as a tree part's label_column is: `label_column: str = "kind"` in a variant.
+    task = part_module("sl_neural", "config").CONFIGS["smoke"]
+    variant = dataclasses.make_dataclass("Mine", [(field, str, "kind"), ("name", str, "mine")], bases=(task,))
+    with pytest.raises(SystemExit) as exit_info:
+        parse_cli({"mine": variant}, [])
+    assert exit_info.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[-1].strip() == f"{field} 'kind': a tuple of column names, as (\"kind\",)"
+    assert not [line for line in lines if "k i n d" in line or "listed more than once" in line]
+
+
 @pytest.mark.parametrize(
     ("kind", "args", "message"),
     [

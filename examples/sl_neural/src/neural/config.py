@@ -78,6 +78,10 @@ class SLNeuralConfig(LightningConfig):
                 f"find_batch_size with scheduler {self.scheduler}: find the batch size in a run of its "
                 "own, then give it as batch_size"
             )
+        # A bare string, as a tree part's label_column is written, would be read letter by letter below.
+        columns = {name: getattr(self, name) for name in ("label_column", "feature_columns")}
+        if text := {name: value for name, value in columns.items() if isinstance(value, str)}:
+            return found + [f'{n} {v!r}: a tuple of column names, as ("{v}",)' for n, v in text.items()]
         if not self.label_column:
             found.append("label_column: name the column that holds the label")
         elif self.task == "classification" and len(self.label_column) > 1:
