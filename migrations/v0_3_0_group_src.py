@@ -64,10 +64,29 @@ MOVED_HELPERS = {
     ("src.config", "SLTreeConfig"): "src.trees.config",
     ("src.config", "RLConfig"): "src.rl.config",
 }
-# `from src import babysit` and `from src.callbacks.timing import Stopwatch` (one line, or
-# a parenthesized list without comments); then `src.run_dir` and `src.utils.memory`
-# anywhere in code, and `src/run_dir.py` in docs and scripts.
-FROM_IMPORT = re.compile(r"^([ \t]*)from (src[\w.]*) import (?:\(([\w,\s]+)\)|([\w, ]+))$", re.M)
+# v0.2.0's callbacks, by feature now; imported from the package (its __all__) or their module.
+for _module, _name, _feature in (
+    ("stop_file", "StopFileCallback", "guards"),
+    ("timing", "TimingCallback", "metrics"),
+    ("run_info", "RunInfoCallback", "metrics"),
+    ("epoch_summary", "EpochSummaryCallback", "progress"),
+):
+    for _old in ("src.callbacks", f"src.callbacks.{_module}"):
+        MOVED_HELPERS[(_old, _name)] = f"src.callbacks.{_feature}"
+# v0.2.0's callbacks that v0.3.0 merged into others: no import can stand in for them.
+REPLACED = {
+    "BatchMetricsCallback": "MetricsCallback (src/callbacks/metrics.py)",
+    "SystemMetricsCallback": "MetricsCallback (src/callbacks/metrics.py)",
+    "TrackingCallback": "MetricsCallback (src/callbacks/metrics.py)",
+    "RngStateCallback": "ExactResume (src/callbacks/resume.py)",
+    "PlateauResumeCallback": "ExactResume (src/callbacks/resume.py)",
+}
+# `from src import babysit` and `from src.callbacks.timing import Stopwatch` (one line with
+# a comment or none, or a parenthesized list, comments and all); then `src.run_dir` and
+# `src.utils.memory` anywhere in code, and `src/run_dir.py` in docs and scripts.
+FROM_IMPORT = re.compile(
+    r"^([ \t]*)from (src[\w.]*) import (?:\(([^()]*)\)|([\w, ]*\w))([ \t]*#[^\n]*)?[ \t]*$", re.M
+)
 OLD_MODULE = re.compile(r"\bsrc\.(?:utils\.)?(" + "|".join(MODULE_NAMES) + r")\b")
 OLD_PATH = re.compile(r"\bsrc/(" + "|".join(MODULE_NAMES) + r")\.py\b")
 REWRITTEN = ("*.py", "*.sh", "*.md", "*.ipynb", "*.toml", "*.cfg", "*.yaml", "*.yml", "Makefile")
@@ -101,25 +120,60 @@ def released(path: str, release: str) -> str | None:
     return shown.stdout if shown.returncode == 0 else None
 
 
+def listed_names(found: re.Match[str]) -> list[tuple[str, str, list[str], str]]:
+    """(name, alias, the comment lines above it, the comment after it) of each name a
+    from-import lists; a one-line import's own comment is found[5]."""
+    if found[3] is None:
+        return [(*_name_and_alias(imported), [], "") for imported in found[4].split(",")]
+    listed: list[list] = []
+    above: list[str] = []
+    for line in found[3].splitlines():
+        code, hash_sign, comment = line.partition("#")
+        comment = f"#{comment}".rstrip() if hash_sign else ""
+        names = [[*_name_and_alias(imported), [], ""] for imported in code.split(",") if imported.strip()]
+        if not names:
+            above += [comment] if comment else []
+            continue
+        names[0][2], names[-1][3], above = above, comment, []
+        listed += names
+    if above and listed:  # comment lines below the last name
+        listed[-1][3] = "  ".join(filter(None, [listed[-1][3], *above]))
+    return [tuple(entry) for entry in listed]
+
+
+def _name_and_alias(imported: str) -> tuple[str, str]:
+    name, _, alias = (part.strip() for part in imported.partition(" as "))
+    return name, alias
+
+
 def split_from_import(found: re.Match[str]) -> str:
     """`from src import babysit, cli, run` -> `from src import cli`, `from src.ops import
-    babysit` and `from src.runs import lifetime as run`: the code goes on using its names."""
+    babysit` and `from src.runs import lifetime as run`: the code goes on using its names,
+    and keeps its comments."""
     indent, module, by_module = found[1], found[2], {}
     if module != "src" and not any(old_module == module for old_module, _ in MOVED_HELPERS):
         return found[0]  # nothing moved out of it: left as written
-    for imported in (found[3] or found[4]).split(","):
-        name, _, alias = (part.strip() for part in imported.partition(" as "))
-        if not name:
-            continue  # the trailing comma of a parenthesized list
+    for name, alias, above, after in listed_names(found):
         target = MOVED_HELPERS.get((module, name), module)
         if module == "src" and name in MODULE_NAMES:
             target, _, new_name = f"src.{MODULE_NAMES[name]}".rpartition(".")
             alias = alias or (name if new_name != name else "")
             name = new_name
-        by_module.setdefault(target, []).append(f"{name} as {alias}" if alias else name)
+        by_module.setdefault(target, []).append((f"{name} as {alias}" if alias else name, above, after))
     if list(by_module) == [module]:
         return found[0]
-    lines = (f"{indent}from {target} import {', '.join(names)}" for target, names in by_module.items())
+    lines = []
+    for target, names in by_module.items():
+        if not any(above or after for _, above, after in names):
+            lines.append(f"{indent}from {target} import {', '.join(spelled for spelled, _, _ in names)}")
+            continue
+        lines.append(f"{indent}from {target} import (")
+        for spelled, above, after in names:
+            lines += [f"{indent}    {comment}" for comment in above]
+            lines.append(f"{indent}    {spelled},{f'  {after}' if after else ''}")
+        lines.append(f"{indent})")
+    if found[5]:  # a one-line import's comment, on the first line that takes its place
+        lines[0] += f"  {found[5].strip()}"
     return "\n".join(lines)
 
 
@@ -149,6 +203,9 @@ def move_edited_modules(release: str) -> None:
         if not found or not Path(new).exists():
             continue  # removed or moved by the user before this update, or not rendered
         old, yours = found[0]
+        if git("ls-tree", "HEAD", "--", old).stdout.startswith("120000"):  # a link: its text is a path
+            print(f"migration v0.3.0: {old} links to {yours}; the module is now {new}: link that instead")
+            continue
         base = released(old, release)
         yours, base = rewrite_imports(yours), base and rewrite_imports(base)
         if yours == base or yours == Path(new).read_text():
@@ -192,6 +249,14 @@ def rewrite_project_imports() -> None:
         if (rewritten := rewrite_imports(text)) != text:
             source.write_text(rewritten)
             print(f"migration v0.3.0: {path} now names the modules' new homes")
+        for name in replaced_callbacks(rewritten):
+            print(f"migration v0.3.0: {path} imports {name}; v0.3.0 merged it into {REPLACED[name]}")
+
+
+def replaced_callbacks(text: str) -> list[str]:
+    """The callbacks of v0.2.0 that `text` imports and v0.3.0 merged into others."""
+    imports = [found for found in FROM_IMPORT.finditer(text) if found[2].startswith("src.callbacks")]
+    return [name for found in imports for name, *_ in listed_names(found) if name in REPLACED]
 
 
 def main() -> None:

@@ -38,14 +38,30 @@ def main() -> None:
     notes = appended_notes(committed.stdout)
     if not notes:
         return
-    text = readme.read_text()
-    first_line = notes.splitlines()[0]
-    # The conflict the notes are in: the release's side, without them.
-    text = CONFLICT.sub(lambda m: m[2] if first_line in m[1] else m[0], text)
-    text = text.replace(notes, "").rstrip("\n")
+    # The notes as whole lines: a note that repeats a command of the README is no part of it.
+    as_lines = re.compile(rf"^{re.escape(notes)}(?:\n|\Z)", re.M)
+
+    def releases_side(conflict: re.Match[str]) -> str:
+        """The release's side of the conflict the notes are in, where they are all of the
+        user's side; any other conflict stays for the user."""
+        rest = as_lines.sub("", conflict[1], count=1)
+        return conflict[2] if rest != conflict[1] and not rest.strip() else conflict[0]
+
+    before = readme.read_text()
+    text = CONFLICT.sub(releases_side, before)
+    if text == before:  # copier merged them in: they are the last such lines outside any conflict
+        outside = [m for m in as_lines.finditer(text) if not in_conflict(text, m.start())]
+        if not outside:  # in a conflict with more of the user's lines: theirs to resolve
+            return
+        text = text[: outside[-1].start()] + text[outside[-1].end() :]
+    text = text.rstrip("\n")
     readme.write_text(f"{text}\n\n{notes}\n")
     if not CONFLICT.search(text):  # resolved: unstaged like the update's other changes
         subprocess.run(["git", "reset", "--quiet", "--", "README.md"], check=False)
+
+
+def in_conflict(text: str, position: int) -> bool:
+    return any(found.start() <= position < found.end() for found in CONFLICT.finditer(text))
 
 
 if __name__ == "__main__":

@@ -232,6 +232,22 @@ def test_notes_appended_to_the_readme_survive_a_release_that_changes_its_end(tem
     assert text.endswith("Our cluster's queue is `gpu-long`; ask Ana for an account.\n")
 
 
+def test_notes_of_a_v0_2_0_readme_move_below_your_notes_and_its_own_lines_stay(template_repo, tmp_path):
+    # The note is a command the README gives too, inside longer lines of its own.
+    project = render(template_repo, tmp_path / "project", V0_2_0)
+    readme = project / "README.md"
+    notes = "python -m part1.train --config smoke\n"
+    readme.write_text(readme.read_text() + "\n" + notes)
+    commit(project, "our notes")
+
+    update(project, LATEST)
+
+    assert_merged_cleanly(project)
+    fresh = tmp_path / "fresh"
+    copier.run_copy(str(template_repo), fresh, vcs_ref=LATEST, defaults=True, quiet=True)
+    assert readme.read_text() == (fresh / "README.md").read_text().rstrip("\n") + "\n\n" + notes
+
+
 NOTES = "\n## Our notes\n\nThe real runs go to the lab's queue; ask Ana for an account.\n"
 NEXT = "v99.0.0"
 
@@ -448,13 +464,23 @@ from src.config import BaseConfig, LightningConfig, SLNeuralConfig
 from src.run_dir import find_latest_run
 from src.metrics_jsonl import JsonlLogger, read_jsonl
 from src import tree_plots
+from src.config import SLNeuralConfig as Base  # one for our tables
+from src.callbacks import StopFileCallback, TimingCallback
+from src.callbacks import (
+    # how an epoch ends
+    EpochSummaryCallback,
+    RunInfoCallback,  # the facts at the start
+    RngStateCallback,
+)
 
 __all__ = ["BaseConfig", "JsonlLogger", "LightningConfig", "SLNeuralConfig", "Stopwatch", "babysit", "cli"]
 __all__ += ["find_latest_run", "read_jsonl", "tree_plots"]
 """
 
 
-def test_the_v0_3_0_migration_merges_edits_to_modules_the_release_moved_and_changed(template_repo, tmp_path):
+def test_the_v0_3_0_migration_merges_edits_to_modules_the_release_moved_and_changed(
+    template_repo, tmp_path, capfd
+):
     project = render(template_repo, tmp_path / "project", V0_2_0, parts=["sl_neural", "sl_tree"])
     edit(
         project / "src" / "run_dir.py",
@@ -491,11 +517,24 @@ from src.runs.directory import find_latest_run
 from src.training.jsonl_logger import JsonlLogger
 from src.runs.metrics_jsonl import read_jsonl
 from src.trees import plots as tree_plots
+from src.neural.config import SLNeuralConfig as Base  # one for our tables
+from src.callbacks.guards import StopFileCallback
+from src.callbacks.metrics import TimingCallback
+from src.callbacks.progress import (
+    # how an epoch ends
+    EpochSummaryCallback,
+)
+from src.callbacks.metrics import (
+    RunInfoCallback,  # the facts at the start
+)
+from src.callbacks import RngStateCallback
 
 __all__ = ["BaseConfig", "JsonlLogger", "LightningConfig", "SLNeuralConfig", "Stopwatch", "babysit", "cli"]
 __all__ += ["find_latest_run", "read_jsonl", "tree_plots"]
 """
     )
+    merged = "src/paths.py imports RngStateCallback; v0.3.0 merged it into ExactResume"
+    assert merged in capfd.readouterr().out  # no import stands in for it: the user is told
     assert (project / "scripts" / "nightly.sh").read_text() == "python -m src.ops.babysit output/latest\n"
     kept = {"src/runs/directory.py": OUR_RUN_DIR_LINE, "src/ops/memory.py": "FREED_NOTE"}
     kept |= {"src/paths.py": "", "scripts/nightly.sh": ""}
@@ -576,6 +615,26 @@ def test_the_v0_3_0_migration_moves_each_parts_runs_into_its_folder(template_rep
     assert json.loads((moved_sweep / trial.name / "run.json").read_text())["part"] == "part1"
     assert not (output / "sweeps").exists()
     assert (project / "logs" / "babysit_part2_baseline_20260101_120000.json").is_file()
+
+
+def test_a_module_the_user_links_to_elsewhere_is_not_merged_as_its_link(template_repo, tmp_path, capfd):
+    # The user's GPU lock is shared by their projects: src/gpu_lock.py links to it.
+    project = render(template_repo, tmp_path / "project", V0_2_0)
+    shared = tmp_path / "shared" / "gpu_lock.py"
+    shared.parent.mkdir()
+    shared.write_text((project / "src" / "gpu_lock.py").read_text() + "\n\nLOCK_NOTE = 'ours'\n")
+    (project / "src" / "gpu_lock.py").unlink()
+    (project / "src" / "gpu_lock.py").symlink_to(shared)
+    commit(project, "our shared lock")
+
+    update(project, LATEST)
+
+    assert_merged_cleanly(project)
+    fresh = render(template_repo, tmp_path / "fresh", LATEST)
+    moved = "src/ops/gpu_lock.py"
+    assert (project / moved).read_text() == (fresh / moved).read_text()
+    assert f"src/gpu_lock.py links to {shared}; the module is now {moved}" in capfd.readouterr().out
+    assert shared.read_text().endswith("LOCK_NOTE = 'ours'\n")
 
 
 def test_the_migration_needs_trust(template_repo, tmp_path):
