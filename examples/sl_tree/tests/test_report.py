@@ -212,6 +212,24 @@ def test_learning_curves_are_drawn_against_frames_for_rl_and_mark_resumes(kind, 
     assert run.resume_points() == []  # one session: a resumed run's are in test_faults
 
 
+@pytest.mark.parametrize("kind", sorted(PARTS))
+def test_a_curve_that_ended_on_nan_has_nan_as_its_final_value(kind, smoke_runs, tmp_path):
+    # A run diverged at its last validation: metrics.jsonl writes the NaN as null.
+    run_dir = shutil.copytree(smoke_runs(kind)[0], tmp_path / "run")
+    key, lines = CURVE_METRIC[kind], (run_dir / "metrics.jsonl").read_text().splitlines()
+    last = [json.loads(line) for line in lines if f'"{key}"' in line][-1]
+    axis = "round" if "round" in last else "epoch"
+    later = {name: last[name] + 1 for name in (axis, "step", "frames") if name in last}
+    diverged = last | later | {key: None}
+    with (run_dir / "metrics.jsonl").open("a") as metrics:
+        metrics.write(json.dumps(diverged) + "\n")
+    final = RunFiles.read(run_dir).final_metrics()[key]["final"]
+    assert final != final  # NaN, not the last finite value before it
+    result = report_command(str(run_dir))
+    assert result.returncode == 0, result.stderr
+    assert f"| {key} | nan |" in (run_dir / "report.md").read_text()
+
+
 def test_report_of_one_run_writes_it_again(smoke_runs, tmp_path):
     run_dir = shutil.copytree(smoke_runs(sorted(PARTS)[0])[0], tmp_path / "run")
     (run_dir / "report.md").unlink()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import math
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -140,11 +141,18 @@ class RunFiles:
         monitored = self.monitored()
         for key in sorted(self.curves, key=lambda key: not key.startswith("val_")):
             series = self.per_axis[key].dropna()
-            rows.setdefault(key, {"final": series.iloc[-1]})
+            rows.setdefault(key, {"final": self._last_logged(key)})
             if key in monitored:
                 at = series.idxmax() if higher_is_better(key) else series.idxmin()
                 rows[key] |= {"best": series[at], "at": at}
         return rows
+
+    def _last_logged(self, key: str) -> float:
+        """The curve's last value as logged: a run whose loss went NaN (null in metrics.jsonl)
+        ended on NaN, not on the last finite value before it."""
+        names = (key, f"{key}_epoch")  # per_axis drops Lightning's suffix
+        logged = [e[n] for e in self.events if e.get(self.axis) is not None for n in names if n in e]
+        return math.nan if logged[-1] is None else logged[-1]
 
 
 def _read(path: Path, read: Any = None) -> Any:
