@@ -406,21 +406,44 @@ def test_babysitter_refuses_bad_input_in_one_line(tmp_path, monkeypatch, capsys,
     assert exit_info.value.code == 2 and line.startswith("error: ") and said in line
 
 
-def test_ctrl_c_ends_a_babysitter_between_checks_quietly(tmp_path):  # OPS-3
-    run_dir, _ = make_run(tmp_path)
-    log_dir = tmp_path / "logs"
-    command = [sys.executable, "-m", "src.ops.babysit", str(run_dir), "--every", "600"]
+def start_babysitter(run_dir, log_dir, *flags: str) -> subprocess.Popen:
+    """A babysitter checking every 10 minutes, once its first checks are done."""
+    command = [sys.executable, "-m", "src.ops.babysit", str(run_dir), "--every", "600", *flags]
     command += ["--log-dir", str(log_dir)]
     sitter = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    log, deadline = log_dir / f"babysit_{run_dir.name}.log", time.monotonic() + 600
+    while " checkpoint " not in (log.read_text() if log.exists() else ""):
+        if sitter.poll() is not None or time.monotonic() > deadline:
+            sitter.kill()
+            raise AssertionError(f"no check finished: {sitter.communicate()[1]}")
+        time.sleep(0.1)
+    return sitter
+
+
+def test_ctrl_c_ends_a_babysitter_between_checks_quietly(tmp_path):  # OPS-3
+    run_dir, _ = make_run(tmp_path)
+    sitter = start_babysitter(run_dir, tmp_path / "logs")
     try:
-        log, deadline = log_dir / f"babysit_{run_dir.name}.log", time.monotonic() + 600
-        while " checkpoint " not in (log.read_text() if log.exists() else ""):  # its checks done
-            assert sitter.poll() is None and time.monotonic() < deadline, "no check finished"
-            time.sleep(0.1)
         sitter.send_signal(signal.SIGINT)  # while it sleeps until the next
         assert sitter.wait(timeout=60) == 130 and "Traceback" not in sitter.stderr.read()
     finally:
         sitter.kill()
+
+
+def test_a_second_babysitter_that_would_restart_the_same_run_is_refused(tmp_path, capsys):  # OPS-3
+    run_dir, _ = make_run(tmp_path)
+    log_dir = tmp_path / "logs"
+    first = start_babysitter(run_dir, log_dir, "--restart")
+    try:
+        with pytest.raises(SystemExit) as exit_info:
+            babysit.main([str(run_dir), "--restart", "--log-dir", str(log_dir)])
+        assert exit_info.value.code == 2
+        (line,) = capsys.readouterr().err.splitlines()
+        assert line.startswith(f"error: another babysitter (pid {first.pid}) restarts {run_dir}")
+        assert babysit.main([str(run_dir), "--log-dir", str(log_dir)]) == 3  # a check alone: still welcome
+    finally:
+        first.kill()
+        first.wait()
 
 
 def test_babysitter_exit_status_is_a_failure_wherever_a_check_failed(tmp_path, monkeypatch):  # OPS-3

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fcntl
 import json
 import math
 import os
@@ -200,6 +201,20 @@ class Babysitter:
         self.log_path = self.log_dir / f"babysit_{self.label}.log"
         self.state_path = self.log_dir / f"babysit_{self.label}.json"
 
+    def hold_restarts(self) -> str | None:
+        """Restarting the run is this babysitter's alone while it lives (two would resume one
+        kill twice); the pid of another that holds it instead, if one does."""
+        self._restarts_lock = open(self.log_dir / f"babysit_{self.label}.lock", "a+")  # noqa: SIM115 - held
+        try:
+            fcntl.flock(self._restarts_lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._restarts_lock.seek(0)
+            return self._restarts_lock.read().strip() or "unknown"
+        self._restarts_lock.truncate(0)
+        self._restarts_lock.write(str(os.getpid()))
+        self._restarts_lock.flush()
+        return None
+
     def check(self) -> list[Finding]:
         record = json.loads((self.run_dir / "run.json").read_text())
         config = json.loads((self.run_dir / "config.json").read_text())
@@ -360,8 +375,11 @@ def main(argv: list[str] | None = None) -> int:
             fail(f"{options.run_dir} is not a run directory: its {name} holds no JSON object")
     try:
         babysitter = Babysitter(options.run_dir, options)
+        holder = babysitter.hold_restarts() if options.restart else None
     except OSError as error:
         fail(f"--log-dir {options.log_dir}: {error.strerror or error}")
+    if holder:
+        fail(f"another babysitter (pid {holder}) restarts {options.run_dir}: stop it, or leave out --restart")
     try:
         while True:
             findings = babysitter.check()
