@@ -330,6 +330,29 @@ def test_a_finished_run_ends_its_process_group_before_python_shuts_down(tmp_path
 
 
 @slow
+def test_sigterm_to_torchrun_leaves_the_run_interrupted_not_failed(tmp_path):  # RES-1
+    # torchrun signals each rank: the one that stops first fails the collective the other is
+    # in, which was filed as the run's failure, and neither --resume auto nor a babysitter's
+    # restart would take the run up as a preempted one.
+    long = ["--num-epochs", "100000", "--patience", "100000", "--max-wall-clock-hours", "0.05"]
+    (torchrun,) = launch(KIND, "torchrun", tmp_path / "out", tmp_path, *long)
+    deadline = time.monotonic() + 600
+    while not list((tmp_path / "out").glob("*/checkpoints/last.ckpt")):
+        assert torchrun.poll() is None and time.monotonic() < deadline, torchrun.stdout.read()[-3000:]
+        time.sleep(0.2)
+    torchrun.send_signal(signal.SIGTERM)
+    output = torchrun.communicate(timeout=300)[0]
+    (run_dir,) = run_dirs(tmp_path / "out")
+    record = json.loads((run_dir / "run.json").read_text())
+    assert (record["status"], record.get("end_reason"), record.get("end_detail")) == (
+        "interrupted",
+        "signal",
+        "SIGTERM",
+    ), output[-3000:]
+    assert processes_left(str(tmp_path)) == []
+
+
+@slow
 def test_devices_that_disagree_with_torchrun_are_refused(tmp_path):
     (process,) = launch(KIND, "torchrun", tmp_path / "out", tmp_path, "--devices", "1")
     output = process.communicate(timeout=600)[0]

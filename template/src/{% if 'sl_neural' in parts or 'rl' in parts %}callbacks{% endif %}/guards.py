@@ -4,7 +4,9 @@ stalled or the GPU idles or is nearly full (start_run raises those of a run that
 
 from __future__ import annotations
 
+import functools
 import math
+import signal
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -54,6 +56,34 @@ class FiniteLossCallback(L.Callback):
             f"step {trainer.global_step}; checkpoints from before it are kept. Lower the learning "
             f"rate{now} or look for extreme values in the data."
         )
+
+
+class SigtermInStep(L.Callback):
+    """SIGTERM in a run of several processes: flagged for Lightning, whose broadcast at the start
+    of each training batch stops the ranks together. Lightning's own handler also
+    broadcasts from inside the handler, in the middle of whatever collective the rank is in:
+    under torchrun, which signals every rank, those broadcasts meet other collectives and the
+    job hangs until torchrun kills it, its run left "running". This one does not. Private: the
+    flag is `trainer._signal_connector.received_sigterm`, which `trainer.received_sigterm`
+    reads; a change shows in test_sigterm_to_torchrun_leaves_the_run_interrupted_not_failed."""
+
+    def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        self._before_lightning = signal.getsignal(signal.SIGTERM)  # the run's own: it records the signal
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        # Lightning registers its handlers as the stage starts, after setup.
+        if trainer.world_size > 1:
+            signal.signal(signal.SIGTERM, functools.partial(self._flag, trainer))
+
+    on_test_start = on_train_start
+
+    def _flag(self, trainer: L.Trainer, signum: int, frame: Any) -> None:
+        connector = trainer._signal_connector
+        if not connector.received_sigterm and (launcher := trainer.strategy.launcher) is not None:
+            launcher.kill(signum)  # the ranks Lightning started, as its own handler does
+        connector.received_sigterm = True
+        if callable(self._before_lightning):
+            self._before_lightning(signum, frame)
 
 
 class StopFileCallback(L.Callback):

@@ -116,8 +116,11 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
         try:
             yield Run(run_dir, resume_from)
         except BaseException as error:
-            # Lightning turns Ctrl-C into SystemExit after saving what it can.
-            status = "interrupted" if isinstance(error, SystemExit) or _ctrl_c(error) else "failed"
+            # Lightning turns Ctrl-C into SystemExit after saving what it can. What fails after a
+            # stop signal is part of stopping: under torchrun, which signals every rank, a rank
+            # that stops first fails the collective the others are in.
+            stopping = isinstance(error, SystemExit) or _ctrl_c(error) or bool(_stop_signals)
+            status = "interrupted" if stopping else "failed"
             end = _why_it_was_cut_short(error)
             # Refused (its flags, its data), not failed in training: the run is left as it was.
             refused = isinstance(error, ConfigError | DataValidationError) or checkpoint_does_not_fit(error)
@@ -151,7 +154,7 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
                     _say_why(end, saved_nothing)
             if _ctrl_c(error):
                 raise SystemExit(130) from None
-            if _lightning_sigterm(error):
+            if _lightning_sigterm(error) or (_stop_signals and not isinstance(error, SystemExit)):
                 raise Terminated(128 + (_stop_signals[-1] if _stop_signals else signal.SIGTERM)) from None
             raise
         else:
@@ -269,7 +272,7 @@ def mark_training_ended(run_dir: Path) -> None:
 def _why_it_was_cut_short(error: BaseException) -> dict[str, str]:
     if _ctrl_c(error):
         return {"end_reason": "signal", "end_detail": "SIGINT (Ctrl-C)"}
-    if isinstance(error, SystemExit) and _stop_signals:
+    if _stop_signals:
         return {"end_reason": "signal", "end_detail": signal.Signals(_stop_signals[-1]).name}
     said, kind = first_line(error), type(error).__name__
     if isinstance(error, INPUT_ERRORS) and str(error).strip():  # not cut as another library's

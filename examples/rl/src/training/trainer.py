@@ -16,7 +16,13 @@ from lightning.pytorch.loggers import Logger
 from lightning.pytorch.profilers import AdvancedProfiler
 from lightning.pytorch.utilities import rank_zero_info
 
-from src.callbacks.guards import AlertCallback, FiniteLossCallback, StopFileCallback, WallClockTimer
+from src.callbacks.guards import (
+    AlertCallback,
+    FiniteLossCallback,
+    SigtermInStep,
+    StopFileCallback,
+    WallClockTimer,
+)
 from src.callbacks.metrics import MetricsCallback, RunInfoCallback, TimingCallback
 from src.callbacks.progress import EpochSummaryCallback, ModelSummary, ProgressBar
 from src.callbacks.resume import ExactResume, ResumableEarlyStopping
@@ -102,6 +108,7 @@ def build_callbacks(
         FiniteLossCallback(monitor=monitor),  # a NaN loss fails the run, never saved as best
         AlertCallback(Alerts(cfg.alerts, run_dir), monitor, mode, cfg.min_delta),  # stalled, GPU idle or full
         StopFileCallback(stop_file_paths(cfg.stop_file, run_dir)),  # `touch STOP` (CB-4)
+        SigtermInStep(),  # the ranks stop together, however many were signalled
         WallClockTimer(cfg.max_wall_clock_hours),  # CFG-4 budget, mid-epoch
         TimingCallback(fetch_section=fetch_section),  # timing/ (PRF-2..4)
         MetricsCallback(monitor=monitor, mode=mode),  # batch/, lr, system/, tracking/ (LOG-4)
