@@ -71,6 +71,7 @@ def test_a_local_sweep_of_three_smoke_trials(kind, tmp_path, capsys):  # SWP-1, 
         saved = json.loads((Path(trial.run_dir) / "config.json").read_text())
         preset = sweep.spec.architectures[trial.params["architecture"]]
         assert {name: saved[name] for name in preset} == json.loads(json.dumps(preset))
+        assert saved.get("devices", "1") == "1"  # auto, which may be every GPU there is: one
     summary = (sweep.dir / "summary.md").read_text()
     assert all(Path(t.run_dir).name in summary for t in sweep.trials)
     assert "](comparison/report.md)" in summary  # the trials side by side
@@ -443,6 +444,20 @@ def test_a_sweep_json_with_a_field_of_another_kind_is_no_sweep_to_resume(tmp_pat
         toy_sweep(scored_spec(), tmp_path, "--resume", str(sweep.dir))
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert exit_info.value.code == 2 and line.endswith("not a sweep directory (no readable sweep.json)")
+
+
+@pytest.mark.parametrize("kind", [kind for kind in ("sl_neural", "rl") if kind in PARTS])
+def test_a_sweep_whose_trials_would_train_in_several_processes_is_refused(kind, tmp_path, capsys):
+    # Lightning would start each further DDP rank as the sweep command again: a second sweep.
+    with pytest.raises(SystemExit) as exit_info:
+        local_sweep(kind, tmp_path, "--accelerator", "cpu", "--devices", "2", "--strategy", "ddp")
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == 2
+    assert line.endswith(
+        "devices '2' on num_nodes 1: a trial trains in one process; start one sweep worker "
+        "per GPU or machine instead (--study SWEEP_DIR)"
+    )
+    assert list(tmp_path.rglob("sweeps")) == []
 
 
 def test_a_sweep_of_another_part_is_refused_by_name(tmp_path, capsys):

@@ -20,6 +20,7 @@ from src.config import BaseConfig, ConfigError
 from src.ops.gpu_lock import GpuLock
 from src.runs.atomic import translate_write_errors, write_text_atomic
 from src.runs.directory import create_run_dir, newest_first
+from src.runs.launch import current_launch, process_count
 from src.runs.lifetime import hangup_and_sigterm_unwind, signals_wait_for_cleanup
 from src.sweep.runner import (
     CONFIG_FILE,
@@ -112,6 +113,7 @@ def main(spec: SweepSpec, argv: Sequence[str] | None = None, prog: str | None = 
                         "how they are ranked; start a new sweep to change them"
                     )
             spec.check_fields(base)
+            base = one_process_per_trial(base)
             spec = spec.for_config(base)
             if found is None and args.storage is not None:  # refused before the sweep's folder is made
                 from src.sweep.local import open_storage
@@ -220,6 +222,27 @@ def _check_options(spec: SweepSpec, args: SweepOptions) -> None:
             "or postgresql://host/db, or leave it out for the journal file in the sweep's folder"
         )
     spec.distributions()  # a bad search space fails before any trial
+
+
+def one_process_per_trial(base: BaseConfig) -> BaseConfig:
+    """A trial trains in the sweep's own process: Lightning would start each further DDP rank
+    as this command again, a sweep of its own. Devices auto (every GPU there is) becomes one
+    device; more, or a launcher's several processes, are refused: the way to use several
+    GPUs is a worker on each (--study)."""
+    launch = current_launch()
+    instead = "start one sweep worker per GPU or machine instead (--study SWEEP_DIR)"
+    if launch.world_size > 1:
+        raise ConfigError(
+            f"{launch.launcher} started {launch.world_size} processes: a sweep runs in one; {instead}"
+        )
+    devices = getattr(base, "devices", None)  # a config of a Lightning part
+    if devices == "auto":
+        return dataclasses.replace(base, devices="1")
+    if devices is not None and process_count(launch, devices, base.num_nodes) != 1:
+        raise ConfigError(
+            f"devices {devices!r} on num_nodes {base.num_nodes}: a trial trains in one process; {instead}"
+        )
+    return base
 
 
 def find_sweep(base: BaseConfig, flag: str, named: str) -> tuple[Path, SweepState, IO[str]] | None:
