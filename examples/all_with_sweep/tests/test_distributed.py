@@ -352,6 +352,20 @@ def test_sigterm_to_torchrun_leaves_the_run_interrupted_not_failed(tmp_path):  #
     assert processes_left(str(tmp_path)) == []
 
 
+def test_a_master_port_another_process_listens_on_is_refused_before_a_run_directory(tmp_path):
+    # Rank zero failed on it with a traceback, and Lightning left rank 1 waiting for ever.
+    with socket.socket() as other_run:
+        other_run.bind(("", 0))
+        other_run.listen()
+        port = other_run.getsockname()[1]
+        env = {**os.environ, "MASTER_PORT": str(port), MARKER: str(tmp_path)}
+        ddp = [sys.executable, *train_args(KIND, tmp_path / "out"), "--accelerator", "cpu", "--devices", "2"]
+        result = subprocess.run(ddp, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert f"MASTER_PORT {port}: in use here (another run?); give a free port, or unset it" in result.stderr
+    assert not (tmp_path / "out").exists() and processes_left(str(tmp_path)) == []
+
+
 @slow
 def test_devices_that_disagree_with_torchrun_are_refused(tmp_path):
     (process,) = launch(KIND, "torchrun", tmp_path / "out", tmp_path, "--devices", "1")

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from src.config import BaseConfig, at_least
-from src.runs.launch import current_launch, processes_problem
+from src.runs.launch import current_launch, master_port_problem, processes_problem
 
 StepSchedule = Literal["constant", "cosine", "onecycle"]  # per optimizer step (src/training/schedules.py)
 Schedule = Literal["plateau", StepSchedule]  # plateau: per epoch, on the monitored metric
@@ -102,8 +102,9 @@ def _hardware_problems(accelerator: str, devices: str, num_nodes: int, strategy:
         found.append(f"devices {devices!r}: use auto, -1 (all), a count such as 2, or a list such as 0,1")
     elif not re.fullmatch(r"auto|[1-9][0-9]*", devices.strip()) and on_cpu:
         found.append(f"devices {devices!r}: on the CPU, use auto or a count of processes such as 2")
-    if problem := processes_problem(current_launch(), devices, num_nodes):
-        found.append(problem)
+    launch = current_launch()
+    for problem in (processes_problem, master_port_problem):
+        found += filter(None, [problem(launch, devices, num_nodes)])
     if strategy == "auto":
         return found
     from lightning.pytorch.strategies import StrategyRegistry

@@ -4,9 +4,11 @@ tells the others through torchrun's store or a note in the output folder, which 
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
+import socket
 import sys
 import time
 from collections.abc import Callable
@@ -90,6 +92,25 @@ def processes_problem(launch: Launch, devices: str, num_nodes: int) -> str | Non
         f"{launch.processes_per_node} process(es) on each of {launch.num_nodes} node(s); "
         "leave devices at auto to follow it"
     )
+
+
+def master_port_problem(launch: Launch, devices: str, num_nodes: int) -> str | None:
+    """Why the MASTER_PORT given to Lightning's own DDP cannot serve: another process listens
+    on it (another run's rank zero), which would fail this one with a traceback and leave its
+    other ranks waiting at that run's door."""
+    port, count = os.environ.get("MASTER_PORT"), process_count(launch, devices, num_nodes)
+    if port is None or launch.launcher != "python" or not is_rank_zero() or count is None or count < 2:
+        return None
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        return f"MASTER_PORT {port!r}: not a port number; give one from 1 to 65535, or unset it"
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as torch's store binds
+        try:
+            probe.bind(("", int(port)))
+        except OSError as error:
+            if error.errno == errno.EADDRINUSE:
+                return f"MASTER_PORT {port}: in use here (another run?); give a free port, or unset it"
+    return None
 
 
 def trainer_processes(launch: Launch, devices: str, num_nodes: int) -> tuple[str | int, int]:
