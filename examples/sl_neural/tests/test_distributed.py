@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import stat
@@ -197,9 +198,24 @@ def test_a_two_process_run_resumed_logs_what_it_would_have_uninterrupted(two_pro
     (resumed,) = launch("sl_neural", "lightning", tmp_path / "out", tmp_path, *resume)
     output = resumed.communicate(timeout=600)[0]
     assert resumed.returncode == 0, output[-3000:]
+    assert "warning: this run trained in" not in output
     steps, losses = zip(*validations(straight.run_dir), strict=True)
     assert [step for step, _ in validations(run_dir)] == list(steps)
     assert [loss for _, loss in validations(run_dir)] == pytest.approx(losses, rel=1e-5)
+
+
+@slow
+def test_a_run_resumed_in_another_number_of_processes_warns_that_it_will_not_continue_exactly(
+    two_processes, tmp_path
+):  # RES-1
+    # A step takes a batch from each process: the run goes on, with other steps than it had.
+    trained = two_processes(KIND, "lightning").run_dir
+    copy = shutil.copytree(trained, tmp_path / "out" / trained.name)  # the fixture's run stays as it is
+    command = [sys.executable, *train_args(KIND, tmp_path / "out", "--resume", str(copy), "--devices", "1")]
+    env = {**os.environ, MARKER: str(tmp_path)}
+    result = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "warning: this run trained in 2 processes and resumes in 1: " in result.stderr
 
 
 @slow
@@ -296,6 +312,46 @@ def test_rl_ranks_collect_experience_of_their_own(tmp_path):
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     rank_zero, rank_one = json.loads((tmp_path / "sums.json").read_text())
     assert rank_zero != rank_one
+
+
+REWRITTEN_TABLE = """
+import os, sys
+from {part} import data
+from {part}.train import main
+
+read_table = data.load_table
+
+
+def load_table(cfg):  # rank 1 reads the table after it was rewritten with half its rows
+    table = read_table(cfg)
+    return table.iloc[: len(table) // 2] if os.environ["RANK"] == "1" else table
+
+
+if __name__ == "__main__":
+    data.load_table = load_table
+    sys.argv[1:] = {args!r}
+    main()
+"""
+
+
+@slow
+@pytest.mark.skipif("sl_neural" not in PARTS, reason="this project has no sl_neural part")
+def test_ranks_that_loaded_different_rows_stop_in_one_line_instead_of_waiting(tmp_path):  # DDP-2
+    # Each rank loads the table for itself: with fewer rows, rank 1 ran out of batches first and
+    # rank 0 waited in a collective until the 30-minute timeout.
+    script = tmp_path / "rewritten_table.py"
+    args = train_args("sl_neural", tmp_path / "out")[2:]  # the flags after `-m module`
+    script.write_text(REWRITTEN_TABLE.format(part=PARTS["sl_neural"], args=args))
+    env = {**os.environ, "PYTHONPATH": PROJECT_PYTHONPATH, MARKER: str(tmp_path)}
+    command = [*TORCHRUN, str(script)]
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output[-3000:]
+    assert "the 2 processes of this run loaded different rows (process 0: " in output, output[-3000:]
+    assert "process 1: " in output and "training/validation/test rows" in output
+    (run_dir,) = run_dirs(tmp_path / "out")
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "failed"
+    assert not list(run_dir.glob("checkpoints/*.ckpt")) and processes_left(str(tmp_path)) == []
 
 
 GROUP_AT_EXIT = """

@@ -6,6 +6,7 @@ the valid feature values (`value_range(cfg)`, optional); the rest is the same fo
 
 from __future__ import annotations
 
+import hashlib
 import sys
 import warnings
 from pathlib import Path
@@ -59,6 +60,35 @@ def evaluation_sampler(dataset: TensorDataset, split: str) -> UnrepeatedDistribu
     return UnrepeatedDistributedSampler(dataset, shuffle=False)
 
 
+def same_rows_on_every_rank(where: str, splits: tuple[TensorDataset, ...]) -> None:
+    """DataValidationError on every rank when the ranks' splits differ (DDP-2): a table that
+    changed between their reads gives them shares of different lengths, and a rank that runs out
+    of batches first would leave the others waiting in a collective until the timeout."""
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return
+    digest = hashlib.blake2b(digest_size=8)
+    for split in splits:
+        for tensor in split.tensors:
+            digest.update(tensor.contiguous().numpy().tobytes())
+    mine = ([len(split) for split in splits], digest.hexdigest())
+    ranks: list = [None] * dist.get_world_size()
+    dist.all_gather_object(ranks, mine)
+    if all(rank == ranks[0] for rank in ranks):
+        return
+    counts = {tuple(rows) for rows, _ in ranks}
+    detail = (
+        "; ".join(f"process {rank}: {'/'.join(map(str, rows))}" for rank, (rows, _) in enumerate(ranks))
+        + " training/validation/test rows"
+        if len(counts) > 1
+        else "the same numbers of rows, with different values"
+    )
+    raise DataValidationError(
+        f"{where}: the {len(ranks)} processes of this run loaded different rows ({detail}); every "
+        "process loads the table for itself, so it must not change while the run starts: give the "
+        "run a copy that stays as it is"
+    )
+
+
 class InMemoryTable(TensorDataset):
     """Rows held as tensors: the loader asks for a batch's indices at once and gets one indexed
     tensor per column, instead of gathering and stacking batch_size single rows."""
@@ -106,6 +136,7 @@ class TableDataModule(L.LightningDataModule):
         self.train_dataset, self.val_dataset, self.test_dataset = (
             InMemoryTable(inputs[index], targets[index], rows[index]) for index in (train, val, test)
         )
+        same_rows_on_every_rank(self.where, (self.train_dataset, self.val_dataset, self.test_dataset))
 
     def train_dataloader(self) -> StatefulDataLoader:
         # RES-1: the sampler's order follows from the seed and the epoch, and its position travels

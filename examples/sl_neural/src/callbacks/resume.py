@@ -4,6 +4,7 @@ stopped: the same steps, learning rates, random numbers and metrics.jsonl rows."
 from __future__ import annotations
 
 import random
+import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -15,6 +16,7 @@ import torch
 import torch.distributed as dist
 from lightning.pytorch.callbacks import EarlyStopping
 from lightning.pytorch.callbacks.early_stopping import EarlyStoppingReason
+from lightning.pytorch.trainer.states import TrainerFn
 from lightning.pytorch.utilities import rank_zero_info
 
 from src.config import ConfigError
@@ -22,6 +24,10 @@ from src.runs.lifetime import mark_training_ended, training_ended, training_stop
 from src.training.config import SPANNING_SCHEDULES, LightningConfig
 from src.training.jsonl_logger import JsonlLogger
 from src.training.seeding import rank_seed
+
+
+def _processes(count: int) -> str:
+    return f"{count} process" if count == 1 else f"{count} processes"
 
 
 def _random_states() -> dict[str, Any]:
@@ -83,6 +89,16 @@ class ExactResume(L.Callback):
         ranks, trainer = state_dict.get("ranks") or [], self._trainer
         # Resumed on another number of processes, ranks past zero seed apart (on_train_start).
         self._own_generators = trainer is not None and len(ranks) == trainer.world_size
+        trained = len(ranks) or 1  # the processes that trained it: one keeps no list of ranks
+        resumed = trainer is not None and trainer.state.fn == TrainerFn.FITTING  # not testing it
+        if resumed and trainer.is_global_zero and trained != trainer.world_size:
+            print(
+                f"warning: this run trained in {_processes(trained)} and resumes in {trainer.world_size}: "
+                "a step takes a batch from each process, so its steps and the order of its examples "
+                "from here on are not those of the run uninterrupted; to continue it exactly, resume it "
+                f"in {trained}",
+                file=sys.stderr,
+            )
         if self._own_generators:
             state_dict = {**state_dict, **ranks[trainer.global_rank]}
         version, internal, gauss = state_dict["python"]
