@@ -314,7 +314,17 @@ def test_rl_ranks_collect_experience_of_their_own(tmp_path):
     assert rank_zero != rank_one
 
 
-REWRITTEN_TABLE = """
+def torchrun_script(tmp_path: Path, source: str, kind: str, **fields: str) -> subprocess.CompletedProcess:
+    """Two processes under torchrun, each running `source` given the part and its smoke flags."""
+    script = tmp_path / "script.py"
+    args = train_args(kind, tmp_path / "out")[2:]  # the flags after `-m module`
+    script.write_text(source.format(part=PARTS[kind], args=args, **fields))
+    env = {**os.environ, "PYTHONPATH": PROJECT_PYTHONPATH, MARKER: str(tmp_path)}
+    command = [*TORCHRUN, str(script)]
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+
+
+RANK_ONE_READS = """
 import os, sys
 from {part} import data
 from {part}.train import main
@@ -322,9 +332,11 @@ from {part}.train import main
 read_table = data.load_table
 
 
-def load_table(cfg):  # rank 1 reads the table after it was rewritten with half its rows
+def load_table(cfg):
     table = read_table(cfg)
-    return table.iloc[: len(table) // 2] if os.environ["RANK"] == "1" else table
+    if os.environ["RANK"] == "1":
+        {rank_one}
+    return table
 
 
 if __name__ == "__main__":
@@ -339,12 +351,8 @@ if __name__ == "__main__":
 def test_ranks_that_loaded_different_rows_stop_in_one_line_instead_of_waiting(tmp_path):  # DDP-2
     # Each rank loads the table for itself: with fewer rows, rank 1 ran out of batches first and
     # rank 0 waited in a collective until the 30-minute timeout.
-    script = tmp_path / "rewritten_table.py"
-    args = train_args("sl_neural", tmp_path / "out")[2:]  # the flags after `-m module`
-    script.write_text(REWRITTEN_TABLE.format(part=PARTS["sl_neural"], args=args))
-    env = {**os.environ, "PYTHONPATH": PROJECT_PYTHONPATH, MARKER: str(tmp_path)}
-    command = [*TORCHRUN, str(script)]
-    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    rewritten = "table = table.iloc[: len(table) // 2]  # the table, rewritten with half its rows"
+    result = torchrun_script(tmp_path, RANK_ONE_READS, "sl_neural", rank_one=rewritten)
     output = result.stdout + result.stderr
     assert result.returncode != 0, output[-3000:]
     assert "the 2 processes of this run loaded different rows (process 0: " in output, output[-3000:]
@@ -352,6 +360,21 @@ def test_ranks_that_loaded_different_rows_stop_in_one_line_instead_of_waiting(tm
     (run_dir,) = run_dirs(tmp_path / "out")
     assert json.loads((run_dir / "run.json").read_text())["status"] == "failed"
     assert not list(run_dir.glob("checkpoints/*.ckpt")) and processes_left(str(tmp_path)) == []
+
+
+@slow
+@pytest.mark.skipif("sl_neural" not in PARTS, reason="this project has no sl_neural part")
+def test_a_run_that_one_rank_failed_records_that_ranks_error(tmp_path):  # DDP-1
+    # Rank zero records the run, and its own error was only that gloo had lost rank 1.
+    failing = 'raise OSError("cannot read /data/table.csv: Input/output error")'
+    result = torchrun_script(tmp_path, RANK_ONE_READS, "sl_neural", rank_one=failing)
+    assert result.returncode != 0
+    (run_dir,) = run_dirs(tmp_path / "out")
+    record = json.loads((run_dir / "run.json").read_text())
+    said = "OSError: cannot read /data/table.csv: Input/output error (process 1)"
+    assert (record["status"], record["end_detail"]) == ("failed", said), result.stdout[-3000:]
+    assert "process 1 failed first:\nTraceback" in (run_dir / "console.log").read_text()
+    assert processes_left(str(tmp_path)) == []
 
 
 GROUP_AT_EXIT = """
@@ -374,12 +397,7 @@ if __name__ == "__main__":
 def test_a_finished_run_ends_its_process_group_before_python_shuts_down(tmp_path):
     # torch leaves gloo's worker threads to the shutdown, where one still freeing the last
     # collective aborts a rank whose run went well (SIGABRT, and torchrun reports a failure).
-    script = tmp_path / "train_and_record.py"
-    args = train_args(KIND, tmp_path / "out")[2:]  # the flags after `-m module`
-    script.write_text(GROUP_AT_EXIT.format(part=PARTS[KIND], record_dir=str(tmp_path), args=args))
-    env = {**os.environ, "PYTHONPATH": PROJECT_PYTHONPATH}
-    command = [*TORCHRUN, str(script)]
-    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    result = torchrun_script(tmp_path, GROUP_AT_EXIT, KIND, record_dir=str(tmp_path))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     records = [tmp_path / f"group_at_exit_{rank}.json" for rank in (0, 1)]
     assert [json.loads(record.read_text()) for record in records] == [False, False]

@@ -62,11 +62,15 @@ def current_launch() -> Launch:
     return Launch("python", 1, 1, 0)
 
 
+def process_rank() -> int:
+    """This process's global rank, as Lightning's rank_zero_only counts it before a Trainer
+    exists; read without loading Lightning, for the tree parts."""
+    return int(next((os.environ[name] for name in RANK_VARIABLES if name in os.environ), "0"))
+
+
 def is_rank_zero() -> bool:
-    """Whether this process writes the run's files (DDP-1), as Lightning's rank_zero_only
-    counts it before a Trainer exists; read without loading Lightning, for the tree parts."""
-    rank = next((os.environ[name] for name in RANK_VARIABLES if name in os.environ), "0")
-    return int(rank) == 0
+    """Whether this process writes the run's files (DDP-1)."""
+    return process_rank() == 0
 
 
 def leave_process_group() -> None:

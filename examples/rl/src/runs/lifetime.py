@@ -37,7 +37,7 @@ from src.runs.directory import (
     stop_file_paths,
     stop_requested,
 )
-from src.runs.launch import agreed, current_launch, is_rank_zero, leave_process_group
+from src.runs.launch import agreed, current_launch, is_rank_zero, leave_process_group, process_rank
 from src.runs.provenance import provenance
 from src.wandb_utils import current_run
 
@@ -45,6 +45,8 @@ from src.wandb_utils import current_run
 # decides to stop (early stopping, its budget, a STOP file); a signal or an error is seen here.
 END_REASONS = ("target", "patience", "budget", "stop_file", "signal", "error")
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # Ctrl-C, `kill`, a closed terminal
+# How gloo and NCCL say that a collective failed because another rank of it had ended.
+LOST_PEER = ("Connection closed by peer", "Connection reset by peer", "remote process", "remote worker")
 
 
 @dataclass
@@ -99,6 +101,9 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
     lock = claimed[0] if claimed else contextlib.nullcontext()
     with lock, _handed_down(run_dir), console as log_file, hangup_and_sigterm_unwind():
         if log_file is not None:
+            # What other ranks said of their errors, in an earlier session.
+            for earlier in run_dir.glob("process_*_error.json"):
+                earlier.unlink(missing_ok=True)
             write_text_atomic(config_path, cfg.to_json() + "\n")
             # A Lightning part records the processes its Trainer starts too (RunInfoCallback).
             processes = {"world_size": launch.world_size, "num_nodes": launch.num_nodes}
@@ -121,9 +126,15 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
             # that stops first fails the collective the others are in.
             stopping = isinstance(error, SystemExit) or _ctrl_c(error) or bool(_stop_signals)
             status = "interrupted" if stopping else "failed"
-            end = _why_it_was_cut_short(error)
+            if log_file is None:  # another rank: rank zero records the run, and what this one said
+                _leave_error_for_rank_zero(run_dir, error)
             # Refused (its flags, its data), not failed in training: the run is left as it was.
             refused = isinstance(error, ConfigError | DataValidationError) or checkpoint_does_not_fit(error)
+            first = _failed_first(run_dir, error) if log_file is not None and not stopping else None
+            if first is not None:  # this rank's collective failed because that one had ended
+                error, refused = AnotherProcessFailed(first), first["refused"]
+                write_log(log_file, f"process {first['process']} failed first:\n{first['traceback']}")
+            end = _why_it_was_cut_short(error)
             # Refused before it saved anything: whoever typed the flags reads why on the terminal;
             # no alert goes out, and no report is drawn of a run that never trained.
             refused = refused and _saved_checkpoints(run_dir) == checkpoints_before
@@ -204,6 +215,42 @@ def _run_dir_and_checkpoint(cfg: BaseConfig, resume_from: Path | None) -> dict[s
     return {"run_dir": str(run_dir), "resume_from": str(resume_from or "")}
 
 
+class AnotherProcessFailed(RuntimeError):
+    """Another process's error, which failed the collective this one was in."""
+
+    def __init__(self, failure: dict[str, Any]) -> None:
+        super().__init__(f"{failure['said']} (process {failure['process']})")
+
+
+def _error_file(run_dir: Path, rank: int) -> Path:
+    return run_dir / f"process_{rank}_error.json"
+
+
+def _leave_error_for_rank_zero(run_dir: Path, error: BaseException) -> None:
+    """This rank's error, where rank zero finds it: when one rank fails alone, the others
+    see only that their collective with it failed (gloo's "Connection closed by peer")."""
+    rank = process_rank()
+    said = _why_it_was_cut_short(error)["end_detail"]
+    refused = isinstance(error, ConfigError | DataValidationError) or checkpoint_does_not_fit(error)
+    failure = {"process": rank, "said": said, "refused": refused, "traceback": traceback.format_exc()}
+    with contextlib.suppress(OSError, WriteFailed):  # the error itself is on this rank's terminal
+        write_text_atomic(_error_file(run_dir, rank), json.dumps(failure))
+
+
+def _failed_first(run_dir: Path, error: BaseException) -> dict[str, Any] | None:
+    """The error of another rank that ended first, when rank zero's own error says only that
+    a collective with it failed; None otherwise."""
+    text = str(error)
+    if not (type(error).__name__.startswith("Dist") or any(sign in text for sign in LOST_PEER)):
+        return None
+    for path in sorted(run_dir.glob("process_*_error.json")):
+        with contextlib.suppress(OSError, ValueError):
+            failure = json.loads(path.read_text())
+            if not any(sign in failure["said"] for sign in LOST_PEER):  # not lost on a peer too
+                return failure
+    return None
+
+
 def _saved_checkpoints(run_dir: Path) -> dict[str, tuple[int, int]]:
     """Each checkpoint's size and modification time, by name: what a session has saved
     (SLURM's requeue saves hpc_ckpt_N.ckpt beside checkpoints/)."""
@@ -274,6 +321,8 @@ def _why_it_was_cut_short(error: BaseException) -> dict[str, str]:
         return {"end_reason": "signal", "end_detail": "SIGINT (Ctrl-C)"}
     if _stop_signals:
         return {"end_reason": "signal", "end_detail": signal.Signals(_stop_signals[-1]).name}
+    if isinstance(error, AnotherProcessFailed):
+        return {"end_reason": "error", "end_detail": str(error)}
     said, kind = first_line(error), type(error).__name__
     if isinstance(error, INPUT_ERRORS) and str(error).strip():  # not cut as another library's
         said = str(error).strip().splitlines()[0]
