@@ -799,7 +799,7 @@ def test_predict_takes_new_rows_and_refuses_a_table_without_the_runs_columns(
     for changed, said in (
         (new.drop(columns=["colour"]), "has no column(s) colour; the model reads size,"),
         (new.assign(size="big"), "column 'size' holds text ('big') where the run read numbers"),
-        (new.assign(size=float("inf")), "column 'size' holds an infinite number at row 0"),
+        (new.assign(size=float("inf")), "column 'size' holds inf at row 0, which is not finite"),
     ):
         changed.to_csv(tmp_path / "new.csv", index=False)
         with pytest.raises(SystemExit) as exit_info:
@@ -807,6 +807,29 @@ def test_predict_takes_new_rows_and_refuses_a_table_without_the_runs_columns(
         (line,) = capsys.readouterr().err.splitlines()
         assert exit_info.value.code == 2
         assert line.startswith(f"error: --data-path {tmp_path / 'new.csv'}: {said}")
+
+
+NO_DEVICE = "not a device to predict on; use cpu, or cuda where a GPU is visible"
+
+
+@pytest.mark.parametrize(
+    ("device", "said"),
+    [
+        ("meta", NO_DEVICE),  # it was "the checkpoint does not fit the model"
+        ("gpu", NO_DEVICE),
+        *[("mps", "this machine has no Apple GPU; use cpu")] * (not torch.backends.mps.is_available()),
+        *[("cuda", "no CUDA GPU is visible; use cpu")] * (not torch.cuda.is_available()),
+    ],
+)
+def test_predict_on_a_device_this_machine_lacks_is_one_line(
+    device, said, smoke_run, tmp_path, monkeypatch, capsys
+):
+    argv = [str(smoke_run[0]), "--device", device, "--output", str(tmp_path / "out.csv")]
+    monkeypatch.setattr(sys, "argv", ["predict", *argv])
+    with pytest.raises(SystemExit) as exit_info:
+        predict.main()
+    assert exit_info.value.code == 2 and not (tmp_path / "out.csv").exists()
+    assert capsys.readouterr().err == f"error: --device {device}: {said}\n"
 
 
 @slow
@@ -837,10 +860,17 @@ def test_the_encoding_is_scikit_learns_fitted_on_the_training_rows(tmp_path):
     expected = fitted.transform(new.fillna({"colour": MISSING}))
     assert encoding.transform(new, "new rows") == pytest.approx(expected.astype("float32"), abs=1e-6)
     assert encoding.numeric == numbers and encoding.width == 3 + 4  # three colours and missing
-    infinite = new.assign(size=[float("inf"), *new["size"].iloc[1:]])
-    said = f"column 'size' holds an infinite number at row {new.index[0]}"
-    with pytest.raises(DataValidationError, match=said):
-        encoding.transform(infinite, "new rows")
+    # float32, the network's numbers, holds neither: 1e39 became inf, and its row NaN.
+    for beyond, shown in ((float("inf"), "inf"), (1e39, "1e+39"), (-1e39, "-1e+39")):
+        changed = new.assign(size=[beyond, *new["size"].iloc[1:]])
+        said = f"column 'size' holds {shown} at row {new.index[0]}, which is not finite within float32's"
+        with pytest.raises(DataValidationError, match=re.escape(said)):
+            encoding.transform(changed, "new rows")
+    # A blank among the "1"s of a text column makes pandas read new rows' column as floats.
+    codes = FeatureEncoding.fit(pd.DataFrame({"code": ["1", "x", "y", "1"]}), "the table")
+    rows = [pd.DataFrame({"code": values}) for values in ([1.0, None], ["1", None])]
+    as_read = [codes.transform(new_rows, "new rows") for new_rows in rows]
+    assert as_read[0].tolist() == as_read[1].tolist() and as_read[0][0].sum() == 1
     # Plain data: it travels in checkpoints, which load with weights_only=True.
     whole = TableEncoding("regression", ["height"], encoding, target_means=[1.0], target_scales=[2.0])
     torch.save({"encoding": whole.to_dict()}, tmp_path / "saved.pt")

@@ -17,6 +17,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from conftest import PARTS, ROOT, assert_ended, assert_report, part_module, slow
 
@@ -751,8 +752,23 @@ def test_a_run_early_stopping_ended_trains_on_only_with_more_patience(tmp_path):
     assert status(run_dir)["end_reason"] == "patience" and "for 3 checks" in status(run_dir)["end_detail"]
 
 
-@pytest.mark.parametrize("kind", [kind for kind in ("sl_neural", "rl") if kind in PARTS])
-def test_a_resume_that_fails_before_it_saves_leaves_the_run_as_it_was(kind, smoke_runs, tmp_path):  # RES-1
+NOT_FITTING_FLAGS = {
+    "the checkpoint does not fit the model this config builds": ["--hidden-sizes", "7"],
+    # Lightning's own check of this was a traceback (the RL smoke run's checkpoint is at epoch 1).
+    "past the num_epochs 1 it would resume with": ["--num-epochs", "1"],
+}
+NOT_FITTING = [
+    (kind, message)
+    for kind in ("sl_neural", "rl")
+    for message in NOT_FITTING_FLAGS
+    if kind in PARTS and not (kind == "rl" and "num_epochs" in message)
+]
+
+
+@pytest.mark.parametrize(("kind", "message"), NOT_FITTING)
+def test_a_resume_that_fails_before_it_saves_leaves_the_run_as_it_was(
+    kind, message, smoke_runs, tmp_path
+):  # RES-1
     # A resume whose flags do not fit the checkpoint: --resume auto must not take the finished
     # run for a failed one, nor lose why it ended.
     run_dir, _ = smoke_runs(kind)
@@ -760,15 +776,36 @@ def test_a_resume_that_fails_before_it_saves_leaves_the_run_as_it_was(kind, smok
     shutil.copytree(run_dir, copy_dir)
     kept = ["config.json", *[path.name for path in copy_dir.glob("report.md")]]
     before, record = {name: (copy_dir / name).read_bytes() for name in kept}, status(copy_dir)
-    resumed = train(kind, tmp_path, "--resume", str(copy_dir), "--hidden-sizes", "7")
+    resumed = train(kind, tmp_path, "--resume", str(copy_dir), *NOT_FITTING_FLAGS[message])
     assert resumed.returncode == 2 and "Traceback" not in resumed.stderr
     (line,) = error_lines(resumed.stderr)
-    assert "the checkpoint does not fit the model this config builds" in line
+    assert message in line
     assert {name: (copy_dir / name).read_bytes() for name in kept} == before
     assert status(copy_dir) == record and record["status"] == "finished"  # no alert added either
     said = (copy_dir / "console.log").read_text().splitlines()[-1]
     assert said.startswith("resume ended: error (") and said.endswith("the run is as it was")
-    assert "the checkpoint does not fit the model this config builds" in said  # not torch's first line
+    assert message in said  # not torch's first line
+
+
+@pytest.mark.parametrize("kind", DATA_PATH_KINDS)
+def test_a_resume_of_a_run_whose_table_was_rewritten_is_one_line(kind, tmp_path):  # RES-1
+    # The same file name, other content: split again, rows that trained moved into the test rows.
+    cfg = part_module(kind, "config").CONFIGS["smoke"]()
+    table = tmp_path / "table.csv"
+    part_module(kind, "data").load_table(cfg).to_csv(table, index=False)
+    assert train(kind, tmp_path, "--data-path", str(table), *SHORT[kind]).returncode == 0
+    run_dir = run_dir_in(tmp_path)
+    pd.read_csv(table).sample(frac=1, random_state=1).to_csv(table, index=False)
+    record = status(run_dir)
+    resumed = train(kind, tmp_path, "--resume", str(run_dir))
+    assert resumed.returncode == 2 and "Traceback" not in resumed.stderr
+    (line,) = error_lines(resumed.stderr)
+    assert line == (
+        f"error: {table} has changed since this run's last session read it: a resume reads and splits "
+        "it again, so rows it trained on could land among its validation and test rows; resume it with "
+        "the file as it was, or start a new run"
+    )
+    assert status(run_dir) == record
 
 
 @pytest.mark.parametrize(("kind", "flag"), RESUME_CHANGES)

@@ -170,6 +170,14 @@ def refuse_identifiers(table: pd.DataFrame, text_columns: Iterable[str], where: 
             )
 
 
+def as_written(column: pd.Series) -> pd.Series:
+    """Whole numbers that pandas read as floats (a blank in the column makes them so) as a CSV
+    holds them: 3, not 3.0, so that a category "3" stays "3"."""
+    if pd.api.types.is_float_dtype(column) and (column.dropna() % 1 == 0).all():
+        return column.astype("Int64")
+    return column
+
+
 def finite() -> pa.Check:
     """A pandera check that rejects inf, -inf and values beyond float32 (what torch and
     XGBoost train in, where they would become inf); nulls are the `nullable` flag's job."""

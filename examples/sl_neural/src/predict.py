@@ -57,6 +57,11 @@ def rows_to_predict(
                 f"--output {options.output}: is the table the rows come from; writing the predictions "
                 "there would replace it: give another file"
             )
+    if options.output.resolve().is_relative_to(options.run_dir.resolve()) and options.output.exists():
+        raise DataValidationError(
+            f"--output {options.output}: is a file of the run {options.run_dir} already, which the "
+            "predictions would replace: give a new file"
+        )
     if options.data_path:
         table, where = read_table(options.data_path), f"--data-path {options.data_path}"
     else:
@@ -66,14 +71,44 @@ def rows_to_predict(
         read = ", ".join(map(str, feature_columns))
         raise DataValidationError(f"{where}: has no column(s) {', '.join(missing)}; the model reads {read}")
     if options.rows == "test":
-        tested = read_predictions(options.run_dir / PREDICTIONS_FILE)["row"]
+        recorded = read_predictions(options.run_dir / PREDICTIONS_FILE)
+        tested = recorded["row"]
         if not tested.between(0, len(table) - 1).all():
             raise DataValidationError(
                 f"{where}: has {len(table)} rows, and the run tested on rows up to {tested.max()}; "
                 "--rows test needs the table the run was trained on"
             )
         table = table.loc[tested]
+        if other := _labels_tested_otherwise(table, recorded):
+            row, label = other
+            raise DataValidationError(
+                f"{where}: row {row} holds another {label} than the row the run tested there; "
+                "--rows test takes the rows by their place in the table the run trained on, and this "
+                "table is another one, or that one reordered: give that table, or --rows all"
+            )
     return table, where
+
+
+def _labels_tested_otherwise(table: pd.DataFrame, recorded: pd.DataFrame) -> tuple[int, str] | None:
+    """The first of the run's test rows whose label in `table` differs from the one the run
+    recorded in its test_predictions.csv (`recorded`), and that label; None when each is the same."""
+    import numpy as np
+    import pandas as pd
+
+    from src.data_checks import as_written
+
+    for column in [name for name in recorded.columns if name.startswith("true_")]:
+        if (label := column.removeprefix("true_")) not in table.columns:
+            continue
+        given, tested = table[label].reset_index(drop=True), recorded[column]
+        numbers = pd.to_numeric(given, errors="coerce"), pd.to_numeric(tested, errors="coerce")
+        if numbers[0].notna().all() and numbers[1].notna().all():
+            same = np.isclose(numbers[0], numbers[1], rtol=1e-6)
+        else:
+            same = as_written(given).astype(str).to_numpy() == as_written(tested).astype(str).to_numpy()
+        if not same.all():
+            return int(recorded["row"].iloc[int(np.argmin(same))]), label
+    return None
 
 
 def say_unseen_values(column: str, unseen: pd.Series, read_as: str) -> None:

@@ -391,6 +391,19 @@ def test_a_run_file_that_is_json_but_no_object_is_bad_input(damaged, smoke_runs,
     assert f"{run_dir / damaged} holds a JSON list, not an object" in result.stderr
 
 
+def test_a_run_that_has_not_finished_is_bad_input(smoke_runs, tmp_path):
+    # A killed run lacks its model and last metrics: their checks failed, as if the code broke them.
+    run_dir = shutil.copytree(smoke_runs(sorted(PARTS)[0])[0], tmp_path / "run")
+    record = json.loads((run_dir / "run.json").read_text())
+    (run_dir / "run.json").write_text(json.dumps({**record, "status": "running", "pid": 2**22 + 1}))
+    result = subprocess.run(
+        [sys.executable, "-m", "src.checklist", str(run_dir)], cwd=ROOT, capture_output=True, text=True
+    )
+    assert (result.returncode, result.stdout) == (2, ""), result.stdout[-2000:]
+    said = "the run is killed, not finished; check it once it has finished"
+    assert result.stderr == f"checklist: {run_dir}: {said}\n"
+
+
 # Run checks: one smoke run per part kind (shared with the part's own tests), then broken copies.
 
 

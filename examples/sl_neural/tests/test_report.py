@@ -230,6 +230,17 @@ def test_a_curve_that_ended_on_nan_has_nan_as_its_final_value(kind, smoke_runs, 
     assert f"| {key} | nan |" in (run_dir / "report.md").read_text()
 
 
+def test_a_reports_command_line_pastes_back_as_it_ran(smoke_runs, tmp_path):
+    # A column name with a space is one argument: unquoted, a pasted command split it in two.
+    run_dir = shutil.copytree(smoke_runs(sorted(PARTS)[0])[0], tmp_path / "run")
+    record = json.loads((run_dir / "run.json").read_text())
+    record["command"] += ["--feature-columns", "x 2", "colör"]
+    (run_dir / "run.json").write_text(json.dumps(record))
+    result = report_command(str(run_dir))
+    assert result.returncode == 0, result.stderr
+    assert " --feature-columns 'x 2' 'colör'`" in (run_dir / "report.md").read_text()
+
+
 def test_report_of_one_run_writes_it_again(smoke_runs, tmp_path):
     run_dir = shutil.copytree(smoke_runs(sorted(PARTS)[0])[0], tmp_path / "run")
     (run_dir / "report.md").unlink()

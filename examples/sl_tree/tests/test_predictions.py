@@ -133,6 +133,32 @@ def test_predictions_never_replace_the_table_they_come_from(given, tmp_path):  #
     assert table.read_text() == "x,y\n1,2\n"
 
 
+def test_predictions_never_replace_a_file_of_the_run(tmp_path):  # OUT-2
+    (tmp_path / "model.ubj").write_bytes(b"the model")
+    (tmp_path / "table.csv").write_text("x,y\n1,2\n")
+    options = PredictOptions(tmp_path, data_path=str(tmp_path / "table.csv"), output=tmp_path / "model.ubj")
+    with pytest.raises(DataValidationError, match=r"model.ubj: is a file of the run .* give a new file"):
+        rows_to_predict(options, ["x"], lambda: pd.DataFrame(), "the run's table")
+    assert (tmp_path / "model.ubj").read_bytes() == b"the model"
+    new = PredictOptions(tmp_path, data_path=str(tmp_path / "table.csv"), output=tmp_path / "new.csv")
+    assert len(rows_to_predict(new, ["x"], lambda: pd.DataFrame(), "the run's table")[0]) == 1
+
+
+def test_the_test_rows_of_another_table_are_refused_not_scored(tmp_path):  # OUT-2
+    # --rows test takes the rows by their place: those of a reordered table were scored as the test's.
+    table = pd.DataFrame({"x": range(10), "y": [float(row) ** 2 for row in range(10)]})
+    table.to_csv(tmp_path / "table.csv", index=False)
+    tested = table.iloc[[2, 5, 7]]
+    recorded = pd.DataFrame({"row": tested.index, "true_y": tested["y"], "predicted_y": 0.0})
+    recorded.to_csv(tmp_path / predictions.PREDICTIONS_FILE, index=False)
+    given = {"data_path": str(tmp_path / "table.csv"), "output": tmp_path / "out.csv", "rows": "test"}
+    options = PredictOptions(tmp_path, **given)
+    assert list(rows_to_predict(options, ["x"], lambda: table, "the run's table")[0].index) == [2, 5, 7]
+    table.iloc[::-1].to_csv(tmp_path / "table.csv", index=False)
+    with pytest.raises(DataValidationError, match="row 2 holds another y than the row the run tested there"):
+        rows_to_predict(options, ["x"], lambda: table, "the run's table")
+
+
 def test_predictions_named_parquet_are_a_parquet_file(tmp_path):  # OUT-2
     table = predictions.regression_table(np.arange(3), np.array([1.0, 2.0, 3.0]), ["y"], None)
     path = predictions.write_predictions(table, tmp_path / "out.parquet")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import importlib.metadata
 import platform
@@ -80,7 +81,30 @@ def _is_file(value: str) -> bool:
         return False
 
 
+def changed_data(cfg: BaseConfig, record: dict[str, Any]) -> str | None:
+    """What a resume would read differently from the run's last session: a data file rewritten
+    in place (RES-1); None when every file is as that session recorded it."""
+    files = record.get("provenance", {}).get("data_files", [])
+    recorded = {entry.get("path"): entry.get("sha256") for entry in files}
+    for path in data_files(cfg):
+        now = _data_file(path)
+        if recorded.get(now["path"], now["sha256"]) != now["sha256"]:
+            return (
+                f"{path} has changed since this run's last session read it: a resume reads and splits "
+                "it again, so rows it trained on could land among its validation and test rows; "
+                "resume it with the file as it was, or start a new run"
+            )
+    return None
+
+
 def _data_file(path: Path) -> dict[str, Any]:
+    stat, resolved = path.stat(), str(path.resolve())
+    digest = _digest(resolved, stat.st_size, stat.st_mtime_ns)
+    return {"path": resolved, "bytes": stat.st_size, "sha256": digest}
+
+
+@functools.cache
+def _digest(path: str, size: int, modified_ns: int) -> str:
+    """A file's SHA-256, once per version of it: a resume checks the data and records it."""
     with open(path, "rb") as file:
-        digest = hashlib.file_digest(file, "sha256").hexdigest()
-    return {"path": str(path.resolve()), "bytes": path.stat().st_size, "sha256": digest}
+        return hashlib.file_digest(file, "sha256").hexdigest()

@@ -113,6 +113,13 @@ class ExactResume(L.Callback):
         self._planned_steps = state_dict.get("optimizer_steps")
 
     def on_load_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict) -> None:
+        # Before Lightning's own check of the same, a MisconfigurationException.
+        trained, planned = checkpoint.get("epoch", 0), trainer.max_epochs
+        if trainer.state.fn == TrainerFn.FITTING and planned not in (None, -1) and trained > planned:
+            raise ConfigError(
+                f"this run's checkpoint is at epoch {trained}, past the num_epochs {planned} it would resume "
+                f"with: give num_epochs {trained} or more, or start a new run for fewer epochs"
+            )
         # Runs before any callback loads its state. ModelCheckpoint's state holds absolute paths:
         # left pointing at a run's old place, Lightning would drop the best score and
         # test(ckpt_path="best") would look there. Its layout is private: a change shows in

@@ -21,6 +21,7 @@ from sklearn.model_selection import train_test_split
 
 from src.data_checks import (
     DataValidationError,
+    as_written,
     check_rows_and_feature_kinds,
     finite,
     refuse_identifiers,
@@ -327,10 +328,7 @@ def labels_suit_objective(cfg: SLTreeConfig, split: Split, source: str) -> None:
 
 
 def _as_text(column: pd.Series) -> pd.Series:
-    """Values as a CSV holds them: 3, not 3.0, for a whole number pandas read as a float."""
-    if pd.api.types.is_float_dtype(column) and (column.dropna() % 1 == 0).all():
-        column = column.astype("Int64")
-    return column.astype("string")
+    return as_written(column).astype("string")
 
 
 def _examples(values: pd.Series) -> str:

@@ -17,6 +17,7 @@ from sklearn.impute import SimpleImputer
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from src import predictions
+from src.data_checks import as_written
 from src.errors import DataValidationError
 from src.neural.config import Task
 
@@ -29,6 +30,7 @@ def is_numeric(column: pd.Series) -> bool:
 
 
 def as_text(column: pd.Series) -> np.ndarray:
+    column = as_written(column)
     return column.astype(str).where(column.notna(), MISSING).to_numpy(dtype=object)
 
 
@@ -41,9 +43,13 @@ def as_numbers(column: pd.Series, where: str) -> np.ndarray:
         raise DataValidationError(
             f"{where}: column '{column.name}' holds text ({example!r}) where the run read numbers"
         ) from None
-    if (infinite := np.isinf(numbers)).any():  # training refuses them too (the table's finite check)
-        row = column.index[infinite][0]
-        raise DataValidationError(f"{where}: column '{column.name}' holds an infinite number at row {row}")
+    # Training refuses them too (the table's finite check): float32, the network's, holds neither.
+    if (beyond := np.abs(numbers) > np.finfo(np.float32).max).any():
+        row = column.index[beyond][0]
+        raise DataValidationError(
+            f"{where}: column '{column.name}' holds {numbers[beyond][0]:g} at row {row}, which is not "
+            "finite within float32's range (about 3.4e38)"
+        )
     return numbers
 
 

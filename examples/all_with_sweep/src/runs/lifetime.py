@@ -38,7 +38,7 @@ from src.runs.directory import (
     stop_requested,
 )
 from src.runs.launch import agreed, current_launch, is_rank_zero, leave_process_group, process_rank
-from src.runs.provenance import provenance
+from src.runs.provenance import changed_data, provenance
 from src.wandb_utils import current_run
 
 # Why a run ended. Training code names the first four with training_stopped() where it
@@ -69,10 +69,13 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
         decided = _run_dir_and_checkpoint(cfg, resume_from)
         if not is_rank_zero():  # a rank Lightning started: rank zero holds the run
             return decided
+        record = run_record(Path(decided["run_dir"]))
         if (lock := claim_run(Path(decided["run_dir"]))) is not None:
             claimed.append(lock)
+            if decided["resume_from"] and (changed := changed_data(cfg, record)):
+                decided["refused"] = changed
         else:
-            pid = run_record(Path(decided["run_dir"])).get("pid")
+            pid = record.get("pid")
             decided["refused"] = (
                 f"{decided['run_dir']}: another process{f' (pid {pid})' if pid else ''} is training this "
                 "run; stop it (Ctrl-C, or a STOP file) before resuming it"

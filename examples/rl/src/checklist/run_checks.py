@@ -86,6 +86,10 @@ def open_run_dir(path: Path, project: Project) -> RunDir:
     if part is None:
         kinds = ", ".join(f"{p.name} ({p.kind})" for p in project.parts)
         raise BadInput(f"{path}: no run.json names one of this project's parts ({kinds}); {VALID}")
+    from src.runs.directory import status_now  # psutil: the static checks need only the standard library
+
+    if (status := status_now(path, run)) != "finished":  # its model and last metrics are not there yet
+        raise BadInput(f"{path}: the run is {status}, not finished; check it once it has finished")
     return RunDir(path, part, config, run)
 
 

@@ -53,11 +53,15 @@ def predict(
     try:
         device = torch.device(options.device)
     except RuntimeError:
+        device = None
+    if device is None or device.type not in ("cpu", "cuda", "mps"):  # meta, say, holds no numbers
         raise DataValidationError(
-            f"--device {options.device}: not a device; use cpu, or cuda where a GPU is visible"
-        ) from None
+            f"--device {options.device}: not a device to predict on; use cpu, or cuda where a GPU is visible"
+        )
     if device.type == "cuda" and not torch.cuda.is_available():
         raise DataValidationError(f"--device {options.device}: no CUDA GPU is visible; use cpu")
+    if device.type == "mps" and not torch.backends.mps.is_available():
+        raise DataValidationError(f"--device {options.device}: this machine has no Apple GPU; use cpu")
     model = load_model(model_path, map_location=options.device)
     encoding = model.encoding
     table, where = rows_to_predict(

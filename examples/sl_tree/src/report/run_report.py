@@ -5,6 +5,7 @@ sweep's best trials), runs that differ only in their seed taken together."""
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +95,7 @@ def run_line(run: RunFiles) -> str:
         when += f", {len(history)} sessions"
     command = record.get("command") or []
     return " · ".join(
-        [status, progress, when, f"`{' '.join(['python', *command[1:]])}`" if command else ""]
+        [status, progress, when, f"`{shlex.join(['python', *command[1:]])}`" if command else ""]
     ).rstrip(" ·")
 
 
