@@ -303,6 +303,10 @@ def test_a_signal_ends_a_sweep_quietly_and_resume_goes_on(tmp_path, capsys, sign
     sweep = toy_sweep(spec, tmp_path, "--resume", str(sweep_dir), "--trials", "4")
     assert [t.number for t in sweep.trials] == [0, 1, 2, 3] and sweep.trials[3].status == "finished"
     assert (sweep_dir / "trials.jsonl").read_text().count("\n") == 4
+    # Fewer than it has: none more, and the summary counts what ended ("4 of 2" it said).
+    sweep = toy_sweep(spec, tmp_path, "--resume", str(sweep_dir), "--trials", "2")
+    assert len(sweep.trials) == 4
+    assert "finished, 4 of 4 trials ended" in (sweep_dir / "summary.md").read_text()
 
 
 @pytest.mark.parametrize(
@@ -391,15 +395,18 @@ def test_a_search_space_that_cannot_be_sampled_is_one_line_before_any_trial(tmp_
     assert not (tmp_path / "sweeps").exists()  # no trial, no folder
 
 
-def test_a_trial_that_trained_in_full_before_the_sweeps_clock_ran_out_is_ranked(tmp_path):  # SWP-5
+def test_a_trial_that_trained_in_full_before_the_sweeps_clock_ran_out_is_ranked(
+    tmp_path, monkeypatch
+):  # SWP-5
     # Its epochs, not the clock, ended its training: the clock ran out as it tested, say.
     def train(cfg: BaseConfig, resume_from: Path | None = None) -> dict[str, float]:
         with start_run(cfg, resume_from):
             training_stopped("budget", "num_epochs 3 trained")
-            time.sleep(0.01)  # past the sweep's 3.6 ms
+            # The sweep's hour (less than the trial's own 24) is spent now, however long it took.
+            monkeypatch.setattr(Sweep, "hours_left", lambda sweep: 0.0)
             return {"score": 1.0}
 
-    sweep = toy_sweep(toy_spec(train), tmp_path, "--trials", "2", "--max-hours", "1e-6")
+    sweep = toy_sweep(toy_spec(train), tmp_path, "--trials", "2", "--max-hours", "1")
     (trial,) = sweep.trials
     assert (trial.status, trial.score) == ("finished", 1.0)
 

@@ -269,8 +269,8 @@ class Sweep:
         table = "".join("| " + " | ".join(row) + " |\n" for row in rows)
         progress = ""
         if self.state is not None:
-            ended = len(self.recorded_trials())
-            progress = f"{self.state.status}, {ended} of {self.state.trials} trials ended\n\n"
+            ended = len(self.recorded_trials())  # more than --trials where a resume gave fewer
+            progress = f"{self.state.status}, {ended} of {max(ended, self.state.trials)} trials ended\n\n"
         comparison = f"{COMPARISON_DIR}/{REPORT_FILE}"
         if (self.dir / comparison).is_file():
             progress += f"[The best trials side by side]({comparison})\n\n"
