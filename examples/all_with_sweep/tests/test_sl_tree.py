@@ -533,6 +533,15 @@ def test_a_misspelt_booster_parameter_is_refused_not_ignored(tmp_path):  # CFG-3
     assert params["colsample_bytree"] == cfg.colsample_bytree
 
 
+def test_a_booster_parameter_that_sizes_the_data_trains(tmp_path):  # CFG-3
+    # max_bin, as a user adds it to booster_params: XGBoost refused a matrix quantized otherwise.
+    cfg = dataclasses.replace(smoke_config(tmp_path), num_boost_round=2)
+    booster = train_booster(cfg, {**model.booster_params(cfg), "max_bin": 16}, load_split(cfg, data))
+    assert booster.num_boosted_rounds() == 2
+    trained_with = json.loads(booster.save_config())["learner"]["gradient_booster"]["tree_train_param"]
+    assert trained_with["max_bin"] == "16"
+
+
 def test_the_cpu_build_of_xgboost_trains_on_the_cpu_beside_a_gpu(tmp_path, monkeypatch):
     """The cpu extra (xgboost-cpu) on a machine with a GPU: auto picks the CPU, and cuda says
     how to install the CUDA build, instead of XGBoost failing when training starts."""

@@ -384,8 +384,10 @@ def test_a_sweep_goes_on_only_with_the_config_and_metric_its_trials_had(tmp_path
             r"error: search space 'max_wall_clock_hours': Optuna refuses it: .*log=True",
         ),
         ({"sed": {"values": [1, 2]}}, r"error: search space: sed not a field of Scored \(a misspelt"),
+        # It trained as what the value meant to Python, and nothing loaded its config.json again.
+        ({"seed": {"values": [1, "two"]}}, r'error: search space \'seed\': seed "two": not an int$'),
     ],
-    ids=["min-above-max", "no-values", "log-from-zero", "misspelt"],
+    ids=["min-above-max", "no-values", "log-from-zero", "misspelt", "another-type"],
 )
 def test_a_search_space_that_cannot_be_sampled_is_one_line_before_any_trial(tmp_path, capsys, space, message):
     with pytest.raises(SystemExit) as exit_info:

@@ -185,7 +185,18 @@ class BaseConfig:
         return Path(self.output.base_dir.replace(PART, self.part()))
 
     def validate(self) -> None:
-        if found := self.problems():
+        try:
+            found, broken = self.problems(), None
+        except (TypeError, ValueError) as error:  # a check met a value of another type than its field's
+            found, broken = [], error
+        if not found:  # a variant's default of 2.5 for an int, say: what config.json would refuse
+            try:
+                type(self).from_dict(self.to_dict())
+            except (TypeError, ValueError) as error:
+                found = [first_line(error)]
+        if broken is not None and not found:
+            raise broken
+        if found:
             raise ConfigError(f"config '{self.name}' cannot run:\n  " + "\n  ".join(found))
 
     def to_dict(self) -> dict[str, Any]:

@@ -199,6 +199,38 @@ def test_values_the_libraries_would_fail_on_are_refused_first(kind, args, messag
     assert message in refused(kind, ["--config", "smoke", *args], capsys)
 
 
+@pytest.mark.parametrize("kind", sorted(PARTS))
+@pytest.mark.parametrize(
+    ("field", "message"),
+    [
+        # A misspelt override became a flag that nothing read, and the checker passed it.
+        (("seeed", int, 7), "config 'mine' (Mine) declares seeed, which "),
+        # It failed deep in the libraries, after the run directory was made.
+        (("seed", int, 2.5), "config 'mine' cannot run:\n  seed 2.5: not an int"),
+    ],
+    ids=["misspelt", "mistyped"],
+)
+def test_a_variant_that_misspells_or_mistypes_a_field_is_refused_in_one_line(kind, field, message, capsys):
+    task = next(iter(part_module(kind, "config").CONFIGS.values()))
+    variant = dataclasses.make_dataclass("Mine", [field, ("name", str, "mine")], bases=(task,))
+    with pytest.raises(SystemExit) as exit_info:
+        parse_cli({task().name: task, "mine": variant}, ["--config", "mine"])
+    assert exit_info.value.code == 2 and "Traceback" not in (said := capsys.readouterr().err)
+    assert message in said
+
+
+@pytest.mark.skipif("sl_tree" not in PARTS, reason="this project has no tree part")
+def test_a_word_of_a_booster_parameter_xgboost_would_refuse_mid_run_is_refused_first(capsys):  # CFG-3
+    # A parameter of words, added as the README says: only numbers were asked before the run.
+    task = next(iter(part_module("sl_tree", "config").CONFIGS.values()))
+    mine = dataclasses.make_dataclass("Mine", [("grow_policy", str, "depthwise")], bases=(task,))
+    with pytest.raises(SystemExit) as exit_info:
+        parse_cli({task().name: mine}, ["--grow-policy", "lossguid"])
+    assert exit_info.value.code == 2
+    said = "grow_policy lossguid: XGBoost: Invalid Input: 'lossguid', valid values are: {'depthwise', "
+    assert said in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("field", ["label_column", "feature_columns"])
 def test_a_neural_variant_naming_its_columns_by_a_bare_string_is_refused_in_one_line(field, capsys):
     # Written as a tree part's label_column is: `label_column: str = "kind"` in a variant.

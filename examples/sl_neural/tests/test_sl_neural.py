@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import lightning as L
@@ -375,16 +376,45 @@ def test_checkpoint_minutes_rewrite_last_mid_epoch(tmp_path, monkeypatch):  # RE
 
 @slow
 def test_a_run_killed_mid_epoch_resumes_as_if_never_stopped(tmp_path, every_n_steps_run):  # RES-1
-    flags = [f"--{name.replace('_', '-')}={value}" for name, value in EVERY_N_STEPS.items()]
+    assert_same_history(killed_mid_epoch_and_resumed(tmp_path, EVERY_N_STEPS), every_n_steps_run[1])
+
+
+COSINE = {**EVERY_N_STEPS, "scheduler": "cosine", "warmup_fraction": 0.1}
+
+
+@slow
+def test_a_run_with_a_schedule_of_its_length_killed_mid_epoch_resumes_as_if_never_stopped(tmp_path):  # RES-1
+    # Its length is counted as the optimizer is made, before the checkpoint is restored: the
+    # resumed epoch started again at its first batch.
+    train.main_with_config(smoke_config(tmp_path / "straight", **COSINE))
+    (straight,) = (tmp_path / "straight").glob("smoke_*")
+    assert_same_history(killed_mid_epoch_and_resumed(tmp_path / "killed", COSINE), history(straight))
+
+
+@slow
+def test_a_run_that_found_its_batch_size_resumes_with_it(tmp_path):  # RES-1, MEM-2
+    # Searching again restored the finder's own checkpoint over the resumed one: epoch 0 again.
+    settings = {"find_batch_size": True, "num_epochs": 3, "patience": 100}
+    train.main_with_config(smoke_config(tmp_path / "straight", **settings))
+    train.main_with_config(smoke_config(tmp_path / "split", **{**settings, "num_epochs": 1}))
+    (straight,), (split,) = (tmp_path / "straight").glob("smoke_*"), (tmp_path / "split").glob("smoke_*")
+    last = split / "checkpoints" / "last.ckpt"
+    train.main_with_config(smoke_config(tmp_path / "split", **settings), resume_from=last)
+    assert_same_history(split, history(straight))
+
+
+def killed_mid_epoch_and_resumed(base_dir, settings: dict) -> Path:
+    """A smoke run with `settings`, killed at a mid-epoch checkpoint and resumed; its directory."""
+    flags = [f"--{name.replace('_', '-')}={value}" for name, value in settings.items()]
     command = [sys.executable, "-m", f"{PARTS['sl_neural']}.train", "--config", "smoke", *flags]
-    command += ["--wandb-mode", "disabled", "--output.base-dir", str(tmp_path)]
+    command += ["--wandb-mode", "disabled", "--output.base-dir", str(base_dir)]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    killed_at = kill_at_a_mid_epoch_checkpoint(process, tmp_path, after_step=20)
-    (run_dir,) = tmp_path.glob("smoke_*")
+    killed_at = kill_at_a_mid_epoch_checkpoint(process, base_dir, after_step=20)
+    (run_dir,) = base_dir.glob("smoke_*")
     last = run_dir / "checkpoints" / "last.ckpt"
-    train.main_with_config(smoke_config(tmp_path, **EVERY_N_STEPS), resume_from=last)
+    train.main_with_config(smoke_config(base_dir, **settings), resume_from=last)
     assert killed_at > 20 and len(json.loads((run_dir / "run.json").read_text())["history"]) == 2
-    assert_same_history(run_dir, every_n_steps_run[1])
+    return run_dir
 
 
 def kill_at_a_mid_epoch_checkpoint(process: subprocess.Popen, base_dir, after_step: int) -> int:

@@ -95,6 +95,20 @@ def _parse_cli(
     return cfg, checkpoint
 
 
+def variant_problem(configs: Mapping[str, type[BaseConfig]]) -> str | None:
+    """A variant that declares a field its task config (the least derived) has not: a misspelt
+    override becomes a new flag that nothing reads, and the field it meant keeps its value."""
+    task = min(configs.values(), key=lambda cls: len(cls.__mro__))
+    known = {field.name for field in dataclasses.fields(task)}
+    for name, cls in configs.items():
+        if added := sorted({field.name for field in dataclasses.fields(cls)} - known):
+            return (
+                f"config '{name}' ({cls.__name__}) declares {', '.join(added)}, which {task.__name__} has "
+                "not (a misspelt field?): a variant sets fields of its config; declare a new one there"
+            )
+    return None
+
+
 def as_flags(fields: Sequence[str]) -> str:
     """Config fields as the command line spells them: learning_rate -> --learning-rate."""
     return " ".join(f"--{name.replace('_', '-')}" for name in fields)
@@ -113,6 +127,8 @@ def parse_command(
     replaces the named config's defaults (a resumed run's config)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     names = tuple(configs)
+    if problem := variant_problem(configs):
+        fail(problem)
     # Looked up before tyro parses: the config named decides the defaults the flags override.
     name = _config_named_in(argv)
     if name is not None and name not in configs:

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from optuna import distributions as optuna_dist
 
-from src.config import BaseConfig, ConfigError
+from src.config import BaseConfig, ConfigError, first_line
 
 Goal = Literal["minimize", "maximize"]
 
@@ -74,3 +74,13 @@ class SweepSpec:
                 f"search space: {', '.join(unknown)} not a field of {type(base).__name__} (a misspelt "
                 f"name?); its fields: {', '.join(sorted(known))}"
             )
+        # A value of another type than its field's trained as whatever it meant to Python ("no"
+        # is true) and left a config.json that nothing loads again.
+        given = [(name, value) for name, spec in self.space.items() for value in spec.get("values", ())]
+        given += [(name, value) for preset in self.architectures.values() for name, value in preset.items()]
+        for name, value in given:
+            if name != "architecture":
+                try:
+                    type(base).from_dict({**base.to_dict(), name: value})
+                except (TypeError, ValueError) as error:
+                    raise ConfigError(f"search space '{name}': {first_line(error)}") from None

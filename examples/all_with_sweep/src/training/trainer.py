@@ -15,6 +15,7 @@ from lightning.pytorch.callbacks import BatchSizeFinder, LearningRateMonitor, Mo
 from lightning.pytorch.loggers import Logger
 from lightning.pytorch.profilers import AdvancedProfiler
 from lightning.pytorch.utilities import rank_zero_info
+from lightning.pytorch.utilities.parsing import lightning_getattr, lightning_setattr
 
 from src.callbacks.guards import (
     AlertCallback,
@@ -186,4 +187,21 @@ def build_trainer(
         # The batch size is found before training, once: Lightning's searches again as test()
         # and predict() start, on a CPU up to the whole set.
         finder.on_test_start = finder.on_predict_start = lambda *args: None
+        keep_the_found_batch_size(finder)
     return trainer
+
+
+def keep_the_found_batch_size(finder: BatchSizeFinder) -> None:
+    """The batch size `finder` found travels in the run's checkpoints, and a resumed run takes
+    it again: searching anew restores the finder's own checkpoint over the resumed one, and the
+    run began again at epoch 0."""
+    search, found = finder.on_fit_start, {}
+
+    def on_fit_start(trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if "batch_size" in found:  # from the checkpoint resumed
+            lightning_setattr(pl_module, "batch_size", found["batch_size"])
+        else:
+            search(trainer, pl_module)
+            found["batch_size"] = int(lightning_getattr(pl_module, "batch_size"))
+
+    finder.on_fit_start, finder.state_dict, finder.load_state_dict = on_fit_start, found.copy, found.update

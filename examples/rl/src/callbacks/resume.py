@@ -148,6 +148,13 @@ class ExactResume(L.Callback):
             random.seed(seed)
             np.random.seed(seed)
             torch.manual_seed(seed)
+        # Private loop state: a schedule over the run's steps asks estimated_stepping_batches in
+        # configure_optimizers, where the fit loop sets its loader up before the checkpoint is
+        # restored; Lightning then never hands that loader its saved position, and a resumed
+        # epoch would start again at its first batch. Dropped, it is set up again with it. A change
+        # shows in test_a_run_with_a_schedule_of_its_length_killed_mid_epoch_resumes_as_if_never_stopped.
+        if trainer.fit_loop._combined_loader_states_to_load:
+            trainer.fit_loop._combined_loader = None
         if trainer.ckpt_path is not None:
             for logger in trainer.loggers:
                 if isinstance(logger, JsonlLogger):

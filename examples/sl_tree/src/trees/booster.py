@@ -107,12 +107,15 @@ def _first_cuda_gpu() -> str | None:
     return first_visible_gpu() if xgb.build_info()["USE_CUDA"] else None
 
 
-def training_matrices(split: Split, client: Any = None) -> tuple[xgb.QuantileDMatrix, xgb.QuantileDMatrix]:
-    """Train and validation data, quantized once for the hist tree method; validation
-    reuses the training set's bins. With a Dask `client`, spread over its workers."""
+def training_matrices(
+    split: Split, client: Any = None, max_bin: int = 256
+) -> tuple[xgb.QuantileDMatrix, xgb.QuantileDMatrix]:
+    """Train and validation data, quantized once for the hist tree method into `max_bin` bins
+    (the booster's, which XGBoost requires to match); validation reuses the training set's
+    bins. With a Dask `client`, spread over its workers."""
     train_features, types = split.encoding.as_codes(split.train_features)
     val_features, _ = split.encoding.as_codes(split.val_features)
-    columns = {"feature_types": types, "enable_categorical": True}
+    columns = {"feature_types": types, "enable_categorical": True, "max_bin": max_bin}
     if client is not None:
         import dask
         from xgboost import dask as dxgb  # the distributed extra
@@ -147,7 +150,7 @@ def train_booster(
     first_round = previous.num_boosted_rounds() if previous else 0
     with dask_client(cfg.cluster) as client:
         params = training_params(cfg, params, split.encoding, client)
-        train, val = training_matrices(split, client)
+        train, val = training_matrices(split, client, params.get("max_bin", 256))
         options = {
             "num_boost_round": max(cfg.num_boost_round - first_round, 0),
             "evals": [(train, "train"), (val, "val")],

@@ -132,15 +132,15 @@ class SLTreeConfig(BaseConfig):
         """The metric early stopping, the best round and a sweep follow."""
         return self.eval_metric or OBJECTIVE_METRICS.get(self.objective) or DEFAULT_METRICS[self.task]
 
-    def booster_fields(self) -> dict[str, float]:
-        """The numbers a part's config adds to this level: its booster's parameters."""
+    def booster_fields(self) -> dict[str, float | str]:
+        """The numbers and words a part's config adds to this level: its booster's parameters."""
         own = {f.name for f in dataclasses.fields(SLTreeConfig)}
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in own}
-        return {name: v for name, v in values.items() if type(v) in (int, float)}  # bool is an int
+        return {name: v for name, v in values.items() if type(v) in (int, float, str)}  # bool is an int
 
 
-def xgboost_problems(objective: str, eval_metric: str, numbers: dict[str, float]) -> list[str]:
-    """CFG-3: objective, eval_metric and a part's numbers as the installed XGBoost sees them,
+def xgboost_problems(objective: str, eval_metric: str, numbers: dict[str, float | str]) -> list[str]:
+    """CFG-3: objective, eval_metric and a part's numbers and words as the installed XGBoost sees them,
     asked by configuring a booster on one row (about a millisecond). A name XGBoost does not
     know passes: it is not one of its parameters."""
     found = []
