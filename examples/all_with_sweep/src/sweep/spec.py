@@ -78,9 +78,9 @@ class SweepSpec:
         # is true) and left a config.json that nothing loads again.
         given = [(name, value) for name, spec in self.space.items() for value in spec.get("values", ())]
         given += [(name, value) for preset in self.architectures.values() for name, value in preset.items()]
-        for name, value in given:
-            if name != "architecture":
-                try:
-                    type(base).from_dict({**base.to_dict(), name: value})
-                except (TypeError, ValueError) as error:
-                    raise ConfigError(f"search space '{name}': {first_line(error)}") from None
+        fields = base.to_dict()
+        for name, value in [(name, value) for name, value in given if name != "architecture"]:
+            try:
+                type(base).from_dict({**fields, name: value})
+            except (TypeError, ValueError) as error:
+                raise ConfigError(f"search space '{name}': {first_line(error)}") from None

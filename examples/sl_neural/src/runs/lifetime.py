@@ -129,10 +129,9 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
             # that stops first fails the collective the others are in.
             stopping = isinstance(error, SystemExit) or _ctrl_c(error) or bool(_stop_signals)
             status = "interrupted" if stopping else "failed"
+            refused = _refused(error)
             if log_file is None:  # another rank: rank zero records the run, and what this one said
-                _leave_error_for_rank_zero(run_dir, error)
-            # Refused (its flags, its data), not failed in training: the run is left as it was.
-            refused = isinstance(error, ConfigError | DataValidationError) or checkpoint_does_not_fit(error)
+                _leave_error_for_rank_zero(run_dir, error, refused)
             first = _failed_first(run_dir, error) if log_file is not None and not stopping else None
             if first is not None:  # this rank's collective failed because that one had ended
                 error, refused = AnotherProcessFailed(first), first["refused"]
@@ -229,12 +228,16 @@ def _error_file(run_dir: Path, rank: int) -> Path:
     return run_dir / f"process_{rank}_error.json"
 
 
-def _leave_error_for_rank_zero(run_dir: Path, error: BaseException) -> None:
+def _refused(error: BaseException) -> bool:
+    """Refused (its flags, its data), not failed in training: the run is left as it was."""
+    return isinstance(error, ConfigError | DataValidationError) or checkpoint_does_not_fit(error)
+
+
+def _leave_error_for_rank_zero(run_dir: Path, error: BaseException, refused: bool) -> None:
     """This rank's error, where rank zero finds it: when one rank fails alone, the others
     see only that their collective with it failed (gloo's "Connection closed by peer")."""
     rank = process_rank()
     said = _why_it_was_cut_short(error)["end_detail"]
-    refused = isinstance(error, ConfigError | DataValidationError) or checkpoint_does_not_fit(error)
     failure = {"process": rank, "said": said, "refused": refused, "traceback": traceback.format_exc()}
     with contextlib.suppress(OSError, WriteFailed):  # the error itself is on this rank's terminal
         write_text_atomic(_error_file(run_dir, rank), json.dumps(failure))

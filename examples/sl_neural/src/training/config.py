@@ -103,8 +103,8 @@ def _hardware_problems(accelerator: str, devices: str, num_nodes: int, strategy:
     elif not re.fullmatch(r"auto|[1-9][0-9]*", devices.strip()) and on_cpu:
         found.append(f"devices {devices!r}: on the CPU, use auto or a count of processes such as 2")
     launch = current_launch()
-    for problem in (processes_problem, master_port_problem):
-        found += filter(None, [problem(launch, devices, num_nodes)])
+    checks = (processes_problem, master_port_problem)
+    found += [said for check in checks if (said := check(launch, devices, num_nodes))]
     if strategy == "auto":
         return found
     from lightning.pytorch.strategies import StrategyRegistry

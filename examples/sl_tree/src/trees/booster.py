@@ -108,10 +108,10 @@ def _first_cuda_gpu() -> str | None:
 
 
 def training_matrices(
-    split: Split, client: Any = None, max_bin: int = 256
+    split: Split, client: Any = None, max_bin: int | None = None
 ) -> tuple[xgb.QuantileDMatrix, xgb.QuantileDMatrix]:
     """Train and validation data, quantized once for the hist tree method into `max_bin` bins
-    (the booster's, which XGBoost requires to match); validation reuses the training set's
+    (the booster's, which XGBoost requires to match; None: its default); validation reuses the training set's
     bins. With a Dask `client`, spread over its workers."""
     train_features, types = split.encoding.as_codes(split.train_features)
     val_features, _ = split.encoding.as_codes(split.val_features)
@@ -150,7 +150,7 @@ def train_booster(
     first_round = previous.num_boosted_rounds() if previous else 0
     with dask_client(cfg.cluster) as client:
         params = training_params(cfg, params, split.encoding, client)
-        train, val = training_matrices(split, client, params.get("max_bin", 256))
+        train, val = training_matrices(split, client, params.get("max_bin"))
         options = {
             "num_boost_round": max(cfg.num_boost_round - first_round, 0),
             "evals": [(train, "train"), (val, "val")],
