@@ -457,6 +457,21 @@ def test_a_run_killed_after_training_resumes_without_training_more(kind, tmp_pat
     assert not (run_dir / "report.md").exists() and not (run_dir / "report").exists()  # --output.no-report
 
 
+@pytest.mark.parametrize("kind", sorted(set(PARTS) - {"sl_tree"}))  # Lightning's
+def test_a_run_killed_after_its_test_logs_the_test_metrics_once(kind, copied_run):  # RES-1, OUT-4
+    # Its checkpoint holds every epoch: Lightning has nothing to train, and the resume tests again.
+    run_dir = copied_run(kind)
+    tested = lines_of_test_metrics(run_dir)
+    resumed = train(kind, run_dir.parent, "--resume", str(run_dir))
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert len(lines_of_test_metrics(run_dir)) == len(tested) > 0
+
+
+def lines_of_test_metrics(run_dir: Path) -> list[dict]:
+    events = read_jsonl(run_dir / "metrics.jsonl")
+    return [e for e in events if e["event"] == "metrics" and any(key.startswith("test_") for key in e)]
+
+
 @pytest.mark.skipif("sl_tree" not in PARTS, reason="this project has no tree part")
 def test_a_tree_run_killed_as_its_patience_ran_out_resumes_without_another_round(copied_run):  # RES-1
     # Killed after saving its last model, before recording that training ended (the copy's

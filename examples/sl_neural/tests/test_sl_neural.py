@@ -154,6 +154,23 @@ def test_stop_file_ends_the_run_after_one_epoch_with_checkpoints_and_test(tmp_pa
 
 
 @slow
+def test_a_stopped_run_resumed_logs_only_its_last_test(tmp_path):  # CB-4, RES-1, OUT-4
+    # The resume's first logged step (a cosine schedule logs the rate at the next logging step)
+    # comes after the stopped session's test: its rows were kept, as if the run tested twice.
+    stop = tmp_path / "STOP"
+    stop.touch()
+    train.main_with_config(smoke_config(tmp_path, stop_file=str(stop), scheduler="cosine"))
+    stop.unlink()
+    (run_dir,) = tmp_path.glob("smoke_*")
+    train.main_with_config(
+        smoke_config(tmp_path, scheduler="cosine"), resume_from=run_dir / "checkpoints" / "last.ckpt"
+    )
+    events = read_jsonl(run_dir / "metrics.jsonl")
+    assert [e["step"] for e in events if "test_loss" in e] == [3 * 9]  # after the 3 epochs of 9 steps
+    assert [e["step"] for e in events if e["event"] == "test"] == [3 * 9]
+
+
+@slow
 def test_a_terminal_shows_the_rich_bar_with_epoch_lines_above_it_and_the_log_stays_plain(tmp_path):
     # `script` runs the command on a pseudo-terminal, as a person at a terminal would see it; in
     # bf16-mixed, as on a GPU (autocast on the CPU stands in), on a machine of 16 cores (as
@@ -379,6 +396,14 @@ def test_a_run_killed_mid_epoch_resumes_as_if_never_stopped(tmp_path, every_n_st
     assert_same_history(killed_mid_epoch_and_resumed(tmp_path, EVERY_N_STEPS), every_n_steps_run[1])
 
 
+@slow
+def test_a_run_with_data_workers_killed_mid_epoch_resumes_as_if_never_stopped(tmp_path, every_n_steps_run):
+    # RES-1: workers draw batches as soon as a resumed run makes its loader's iterator, before the
+    # fit loop sets the epoch; evaluation workers seed themselves once in each process.
+    workers = killed_mid_epoch_and_resumed(tmp_path, {**EVERY_N_STEPS, "num_workers": 2})
+    assert_same_history(workers, every_n_steps_run[1])
+
+
 COSINE = {**EVERY_N_STEPS, "scheduler": "cosine", "warmup_fraction": 0.1}
 
 
@@ -401,6 +426,37 @@ def test_a_run_that_found_its_batch_size_resumes_with_it(tmp_path):  # RES-1, ME
     last = split / "checkpoints" / "last.ckpt"
     train.main_with_config(smoke_config(tmp_path / "split", **settings), resume_from=last)
     assert_same_history(split, history(straight))
+
+
+@slow
+def test_a_run_checkpointed_at_its_last_batch_resumes_into_a_whole_epoch(tmp_path):  # RES-1, LOG-4
+    # Validating every 9 steps, at each epoch's last batch: last.ckpt is taken there, before the
+    # epoch ends. The resumed run trained an epoch of no batches, dropped that validation's
+    # metrics.jsonl row and left the epoch's end without tracking/.
+    settings = {"val_every_n_steps": 9, "patience": 100}
+    train.main_with_config(smoke_config(tmp_path / "straight", **settings))
+    train.main_with_config(smoke_config(tmp_path / "split", **{**settings, "num_epochs": 1}))
+    (straight,), (split,) = (tmp_path / "straight").glob("smoke_*"), (tmp_path / "split").glob("smoke_*")
+    train.main_with_config(
+        smoke_config(tmp_path / "split", **settings), resume_from=split / "checkpoints" / "last.ckpt"
+    )
+    resumed, uninterrupted = logged_values(split), logged_values(straight)
+    assert (8, "tracking/best_epoch") in resumed and (8, "val_loss") in resumed
+    # The epoch means of the epoch it resumed in cover its batches after the resume: none.
+    assert resumed == pytest.approx(
+        {key: v for key, v in uninterrupted.items() if key != (8, "train_loss_epoch")}
+    )
+
+
+def logged_values(run_dir) -> dict[tuple[int, str], float]:
+    """Each metric logged in metrics.jsonl by step, but for timing/ and system/."""
+    return {
+        (event["step"], key): value
+        for event in read_jsonl(run_dir / "metrics.jsonl")
+        if event["event"] == "metrics"
+        for key, value in event.items()
+        if key not in ("time", "event", "step") and not key.startswith(("timing/", "system/"))
+    }
 
 
 def killed_mid_epoch_and_resumed(base_dir, settings: dict) -> Path:

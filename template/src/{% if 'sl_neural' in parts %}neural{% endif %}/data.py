@@ -89,6 +89,23 @@ def same_rows_on_every_rank(where: str, splits: tuple[TensorDataset, ...]) -> No
     )
 
 
+class TrainingLoader(StatefulDataLoader):
+    """Resumes at the next batch, but from a position at an epoch's end (a validation every n
+    steps can fall on its last batch) starts the next epoch at its first: loaded, that position
+    would leave the next epoch no batches."""
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        # torchdata's layout, in one process or with workers: a change shows in
+        # test_a_run_checkpointed_at_its_last_batch_resumes_into_a_whole_epoch (one process) and
+        # test_a_run_with_data_workers_killed_mid_epoch_resumes_as_if_never_stopped.
+        if "_snapshot" in state_dict:
+            batches = state_dict["_snapshot"]["_snapshot_step"] + state_dict["_steps_since_snapshot"]
+        else:
+            batches = state_dict["_num_yielded"]
+        if batches < len(self):
+            super().load_state_dict(state_dict)
+
+
 class InMemoryTable(TensorDataset):
     """Rows held as tensors: the loader asks for a batch's indices at once and gets one indexed
     tensor per column, instead of gathering and stacking batch_size single rows."""
@@ -138,7 +155,7 @@ class TableDataModule(L.LightningDataModule):
         )
         same_rows_on_every_rank(self.where, (self.train_dataset, self.val_dataset, self.test_dataset))
 
-    def train_dataloader(self) -> StatefulDataLoader:
+    def train_dataloader(self) -> TrainingLoader:
         # RES-1: the sampler's order follows from the seed and the epoch, and its position travels
         # in checkpoints with the loader's, so a resumed run sees the batches an uninterrupted one
         # would, mid-epoch too. Under DDP each rank takes its share.
@@ -146,6 +163,10 @@ class TableDataModule(L.LightningDataModule):
         sampler = StatefulDistributedSampler(
             self.train_dataset, num_replicas=ranks, rank=rank, seed=self.cfg.seed
         )
+        if self.trainer:
+            # Worker processes start drawing batches as soon as the fit loop makes the iterator,
+            # which on a resume is before it sets the epoch: the sampler must know it already.
+            sampler.set_epoch(self.trainer.fit_loop.epoch_progress.current.processed)
         return self._loader(self.train_dataset, train=True, sampler=sampler)
 
     def val_dataloader(self) -> DataLoader:
@@ -157,14 +178,15 @@ class TableDataModule(L.LightningDataModule):
     def _loader(
         self, dataset: TensorDataset, train: bool = False, sampler: Sampler | None = None
     ) -> DataLoader:
-        return (StatefulDataLoader if train else DataLoader)(
+        return (TrainingLoader if train else DataLoader)(
             dataset,
             batch_size=self.batch_size,
             sampler=sampler,
             collate_fn=tuple,  # InMemoryTable has made the batch already
-            # The workers' seeds come from a generator of the training loader's own, so that the
-            # global one, which dropout draws from, resumes exactly.
-            generator=torch.Generator().manual_seed(self.cfg.seed) if train else None,
+            # Workers' seeds come from each loader's own generator, not the global one, which
+            # dropout draws from: persistent evaluation workers take theirs once per process, so
+            # a resumed run would draw it at its first validation, an uninterrupted one earlier.
+            generator=torch.Generator().manual_seed(self.cfg.seed),
             # A last batch of a few examples makes a noisy step (of one, it breaks a BatchNorm);
             # training reshuffles every epoch, so no example is lost for good.
             drop_last=train and len(sampler or dataset) > self.batch_size,  # this rank's share

@@ -94,6 +94,9 @@ class MetricsCallback(L.Callback):
         self.best: float | None = None
         self.best_epoch = -1
         self.epochs_since_improvement = 0
+        # The monitor's latest value, kept across a resume: a checkpoint taken at a validation
+        # before its epoch's end leaves the resumed run nothing logged to close that epoch with.
+        self.latest: float | None = None
 
     def on_before_optimizer_step(self, trainer: L.Trainer, pl_module: L.LightningModule, *args: Any) -> None:
         # A manual-optimization module logs its own norms (RL: batch/actor_grad_norm). The norm
@@ -105,6 +108,10 @@ class MetricsCallback(L.Callback):
                 norm = torch.linalg.vector_norm(torch.stack(grads))
                 log_to_loggers(trainer, {"batch/grad_norm": float(norm)})  # not self.log, as the epoch's
 
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if not trainer.sanity_checking and (value := trainer.callback_metrics.get(self.monitor)) is not None:
+            self.latest = float(value)
+
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         metrics = collect_system_metrics(gpu=pl_module.device.index or 0)  # this rank's GPU
         if torch.cuda.is_available():  # what torch's allocator holds: the model's memory
@@ -114,7 +121,8 @@ class MetricsCallback(L.Callback):
         if trainer.optimizers:
             metrics["lr"] = trainer.optimizers[0].param_groups[0]["lr"]
         if (value := trainer.callback_metrics.get(self.monitor)) is not None:
-            value = float(value)
+            self.latest = float(value)
+        if (value := self.latest) is not None:
             if self.best is None or (value < self.best if self.mode == "min" else value > self.best):
                 self.best, self.best_epoch, self.epochs_since_improvement = value, trainer.current_epoch, 0
             else:
@@ -125,7 +133,7 @@ class MetricsCallback(L.Callback):
         log_epoch_figures(trainer, pl_module, metrics)
 
     def state_dict(self) -> dict[str, Any]:  # tracking/ goes on across a resume (RES-1)
-        return {key: vars(self)[key] for key in ("best", "best_epoch", "epochs_since_improvement")}
+        return {key: vars(self)[key] for key in ("best", "best_epoch", "epochs_since_improvement", "latest")}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         vars(self).update(state_dict)

@@ -65,6 +65,7 @@ class ExactResume(L.Callback):
         self._saved_at, self._saved_step = time.monotonic(), -1
         self._ended_earlier = False  # run.json said training had ended when this session began
         self._own_generators = False  # this rank's random generators came from the checkpoint
+        self._metrics_rows: int | None = None  # metrics.jsonl's rows when the checkpoint was taken
 
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         self._trainer = trainer
@@ -83,6 +84,8 @@ class ExactResume(L.Callback):
             state["plateau_metrics"] = {name: float(metrics[name]) for name in watched if name in metrics}
         if self._steps is not None:
             state["optimizer_steps"] = self._steps
+        if self._trainer is not None and self._trainer.is_global_zero and (jsonl := _jsonl(self._trainer)):
+            state["metrics_rows"] = jsonl.rows
         return state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
@@ -111,6 +114,7 @@ class ExactResume(L.Callback):
             torch.cuda.set_rng_state_all(state_dict["cuda"])
         self._plateau_metrics = state_dict.get("plateau_metrics")
         self._planned_steps = state_dict.get("optimizer_steps")
+        self._metrics_rows = state_dict.get("metrics_rows")
 
     def on_load_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict) -> None:
         # Before Lightning's own check of the same, a MisconfigurationException.
@@ -128,6 +132,15 @@ class ExactResume(L.Callback):
             state = checkpoint.get("callbacks", {}).get(callback.state_key)
             if state and state["dirpath"] != callback.dirpath:
                 state.update(_moved(state, state["dirpath"], callback.dirpath))
+
+    def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        # Not on_train_start, which a run resumed with no epochs left never reaches.
+        if trainer.ckpt_path is not None and (jsonl := _jsonl(trainer)):
+            jsonl.resuming(self._metrics_rows)
+
+    def on_test_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if jsonl := _jsonl(trainer):
+            jsonl.testing(trainer.global_step)
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if self.schedule_spans_run:
@@ -155,10 +168,6 @@ class ExactResume(L.Callback):
         # shows in test_a_run_with_a_schedule_of_its_length_killed_mid_epoch_resumes_as_if_never_stopped.
         if trainer.fit_loop._combined_loader_states_to_load:
             trainer.fit_loop._combined_loader = None
-        if trainer.ckpt_path is not None:
-            for logger in trainer.loggers:
-                if isinstance(logger, JsonlLogger):
-                    logger.resuming()
         # Private loop state: whether the checkpoint was taken within an epoch, which then
         # finishes first (on_train_epoch_end steps the scheduler). A change shows in
         # test_resumed_run_matches_an_uninterrupted_one (resumed between epochs) and
@@ -220,6 +229,10 @@ class ExactResume(L.Callback):
         for config in trainer.lr_scheduler_configs:
             if config.reduce_on_plateau and config.interval == "epoch" and config.monitor in monitored:
                 config.scheduler.step(monitored[config.monitor])
+
+
+def _jsonl(trainer: L.Trainer) -> JsonlLogger | None:
+    return next((logger for logger in trainer.loggers if isinstance(logger, JsonlLogger)), None)
 
 
 def _moved(value: Any, old_dir: str, new_dir: str) -> Any:

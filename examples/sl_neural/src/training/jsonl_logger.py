@@ -11,7 +11,13 @@ from typing import Any
 from lightning.pytorch.loggers import Logger
 from lightning.pytorch.utilities import rank_zero_only
 
-from src.runs.metrics_jsonl import append_jsonl, as_read_back, drop_metrics_from_step, read_jsonl
+from src.runs.metrics_jsonl import (
+    append_jsonl,
+    as_read_back,
+    count_metric_rows,
+    drop_metrics_from_step,
+    read_jsonl,
+)
 
 
 class JsonlLogger(Logger):
@@ -27,18 +33,34 @@ class JsonlLogger(Logger):
         self._hyperparams: dict[str, Any] = {}
         self._last_hyperparams: dict[str, Any] | None = None  # read from the file once
         self._drop_from_next_step = False
+        self._rows: int | None = None  # metric lines in the file, counted once
+        self._checkpointed = 0  # metric lines logged before the checkpoint a resume starts from
 
-    def resuming(self) -> None:
-        """The killed session's lines from the next logged step on go (RES-1)."""
-        self._drop_from_next_step = True
+    @property
+    def rows(self) -> int:
+        """The metric lines written so far, which a checkpoint records."""
+        if self._rows is None:
+            self._rows = count_metric_rows(self.path)
+        return self._rows
+
+    def resuming(self, checkpointed: int | None) -> None:
+        """Metric lines of the next logged step and later go, which the resumed run logs again,
+        but for the checkpoint's first `checkpointed` (RES-1)."""
+        self._drop_from_next_step, self._checkpointed = True, checkpointed or 0
+
+    @rank_zero_only
+    def testing(self, step: int) -> None:
+        """A line where the test's metrics begin: a resume drops them, since it tests again."""
+        self._drop_before(step)
+        append_jsonl(self.path, {"event": "test", "step": step})
 
     @rank_zero_only
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
-        if self._drop_from_next_step and step is not None and self.path.is_file():
-            drop_metrics_from_step(self.path, step)
-        self._drop_from_next_step = False
+        self._drop_before(step)
         self._write_hyperparams()
+        rows = self.rows
         append_jsonl(self.path, {"event": "metrics", "step": step, **metrics})
+        self._rows = rows + 1
 
     @rank_zero_only
     def log_hyperparams(self, params: Any, *args: Any, **kwargs: Any) -> None:
@@ -47,6 +69,12 @@ class JsonlLogger(Logger):
     @rank_zero_only
     def finalize(self, status: str) -> None:
         self._write_hyperparams()  # a run that ended before its first metrics
+
+    def _drop_before(self, step: int | None) -> None:
+        if self._drop_from_next_step and step is not None and self.path.is_file():
+            drop_metrics_from_step(self.path, step, self._checkpointed)
+            self._rows = None
+        self._drop_from_next_step = False
 
     def _write_hyperparams(self) -> None:
         if not self._hyperparams:

@@ -34,16 +34,23 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return records
 
 
-def drop_metrics_from_step(path: Path, step: int) -> None:
-    """Remove the metric lines of `step` and later, which a run resumed from a checkpoint
-    taken at `step` logs again, a last line a kill cut short, and metric lines without a
-    step number."""
-    kept = [
-        record
-        for record in read_jsonl(path)
-        if record.get("event") != "metrics" or _step_before(record.get("step") or 0, step)
-    ]
+def drop_metrics_from_step(path: Path, step: int, checkpointed: int = 0) -> None:
+    """Remove what a resumed run logs again: the metric lines of `step` and later, but for the
+    first `checkpointed` (logged before its checkpoint was taken), and a test's lines; also a
+    last line a kill cut short, and metric lines without a step number."""
+    kept, rows, tested = [], 0, False
+    for record in read_jsonl(path):
+        tested |= record.get("event") == "test"
+        rows += record.get("event") == "metrics"
+        if record.get("event") not in ("metrics", "test") or (
+            not tested and (rows <= checkpointed or _step_before(record.get("step") or 0, step))
+        ):
+            kept.append(record)
     write_text_atomic(path, "".join(json.dumps(record) + "\n" for record in kept))
+
+
+def count_metric_rows(path: Path) -> int:
+    return sum(record.get("event") == "metrics" for record in read_jsonl(path)) if path.is_file() else 0
 
 
 def _step_before(logged: object, step: int) -> bool:
