@@ -9,6 +9,7 @@ import math
 import multiprocessing
 import os
 import runpy
+import shutil
 import signal
 import statistics
 import subprocess
@@ -208,13 +209,29 @@ def another_parts_run(tmp_path):
             run_dir_without_a_policy,
             "holds no policy to play: model.pt is empty or missing; checkpoints/best.ckpt is empty",
         ),
-        (another_parts_run, "is a run of part9; use python -m part9.evaluate"),
+        (another_parts_run, "is a run of part9"),
     ],
     ids=["missing", "not-a-run", "no-policy", "another-part"],
 )
 def test_evaluate_of_a_path_that_is_no_run_is_one_line(make_run_dir, message, tmp_path, monkeypatch, capsys):
     status, _, err = evaluate_command(make_run_dir(tmp_path), monkeypatch=monkeypatch, capsys=capsys)
     assert status == 2 and len(err.splitlines()) == 1 and message in err
+
+
+def test_evaluate_never_writes_over_a_file_of_the_run(smoke_run, tmp_path, monkeypatch, capsys):  # OUT-2
+    run_dir, _, _ = smoke_run
+    copied = shutil.copytree(run_dir, tmp_path / run_dir.name)
+    policy = (copied / "model.pt").read_bytes()
+    status, out, err = evaluate_command(
+        copied, "--output", copied / "model.pt", monkeypatch=monkeypatch, capsys=capsys
+    )
+    assert status == 2 and err.splitlines() == [
+        f"error: --output {copied / 'model.pt'}: is a file of the run {copied} already, which the "
+        "episodes' results would replace: give a new file"
+    ]
+    assert (
+        copied / "model.pt"
+    ).read_bytes() == policy and "episode reward" not in out  # refused before playing
 
 
 @pytest.fixture(scope="module")

@@ -82,6 +82,19 @@ def test_a_local_sweep_of_three_smoke_trials(kind, tmp_path, capsys):  # SWP-1, 
     assert values == sorted(values, reverse=sweep.spec.goal == "maximize")
 
 
+def test_a_moved_sweep_resumes_and_compares_its_trials_where_they_are_now(tmp_path, capsys):  # RES-1, SWP-2
+    kind = "sl_tree" if "sl_tree" in PARTS else sorted(PARTS)[0]  # the quickest to train
+    sweep = local_sweep(kind, tmp_path / "before", "--trials", "2")
+    moved = tmp_path / "after" / "sweep moved"
+    moved.parent.mkdir()
+    sweep.dir.rename(moved)
+    capsys.readouterr()
+    resumed = local_sweep(kind, tmp_path / "before", "--resume", str(moved), "--trials", "3")
+    assert "no comparison" not in capsys.readouterr().out
+    comparison = (moved / "comparison" / "report.md").read_text()
+    assert resumed.dir == moved and all(Path(t.run_dir).name in comparison for t in resumed.ranked())
+
+
 @slow
 def test_the_sweep_clock_stops_the_running_trial_with_its_checkpoint(tmp_path):  # SWP-5
     kind = sorted(PARTS)[0]

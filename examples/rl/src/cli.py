@@ -16,7 +16,7 @@ import tyro
 
 from src.config import BaseConfig, ConfigError
 from src.errors import DataValidationError, TrainingDiverged, fail, reader_may_stop_reading
-from src.runs.atomic import WriteFailed
+from src.runs.atomic import WriteFailed, disk_full
 from src.runs.checkpoint_checks import checkpoint_problem
 from src.runs.directory import (
     CHECKPOINT_SUFFIXES,
@@ -74,7 +74,8 @@ def _parse_cli(
             cfg.validate()
         return cfg, None
     run_dir = run_dir_of(checkpoint)
-    other = run_part(run_record(run_dir))
+    record = run_record(run_dir)
+    other = run_part(record)
     if other and cfg.part() and other != cfg.part():
         fail(f"--resume {options.resume}: that is a run of {other}; resume it with python -m {other}.train")
     config_path = run_dir / "config.json"
@@ -86,7 +87,13 @@ def _parse_cli(
             f"(another part's run, or a damaged file): {error}"
         )
     cfg, _ = parse_command(configs, TrainOptions, argv, prog, description, start_from=saved)
-    if changed := [name for name in cfg.kept_on_resume if getattr(cfg, name) != getattr(saved, name)]:
+    from src.runs.provenance import same_data_file  # here: psutil and pynvml load with it
+
+    changed = [name for name in cfg.kept_on_resume if getattr(cfg, name) != getattr(saved, name)]
+    # A table found at another path (a moved project, another spelling) is the run's own.
+    if changed := [
+        name for name in changed if not same_data_file(getattr(cfg, name), getattr(saved, name), record)
+    ]:
         fail(
             f"--resume {options.resume}: {as_flags(changed)} would change what a run under way learns "
             "from (its data, its splits or its environment) or what it predicts; start a new run, "
@@ -206,6 +213,8 @@ def bad_input_message(error: Exception) -> str | None:
     that diverged on them, a full disk, sizes beyond the machine's memory), else None."""
     if isinstance(error, INPUT_ERRORS):
         return str(error)
+    if (failed := disk_full(error)) is not None:  # a library's write (a logger's, the profiler's)
+        return str(failed)
     text = str(error)
     # torch reports CPU allocations that fail as a plain RuntimeError; CUDA's as its
     # OutOfMemoryError, a RuntimeError too. Neither is worth a traceback.

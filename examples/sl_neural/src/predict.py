@@ -50,6 +50,7 @@ def rows_to_predict(
     position, and how messages name the table; a DataValidationError where they do not fit."""
     from src.data_checks import read_table
     from src.predictions import PREDICTIONS_FILE, read_predictions
+    from src.runs.directory import refuse_run_file
 
     with contextlib.suppress(OSError):  # either is missing: not the same file
         if os.path.samefile(options.output, options.data_path or run_table_name):
@@ -57,11 +58,7 @@ def rows_to_predict(
                 f"--output {options.output}: is the table the rows come from; writing the predictions "
                 "there would replace it: give another file"
             )
-    if options.output.resolve().is_relative_to(options.run_dir.resolve()) and options.output.exists():
-        raise DataValidationError(
-            f"--output {options.output}: is a file of the run {options.run_dir} already, which the "
-            "predictions would replace: give a new file"
-        )
+    refuse_run_file(options.output, options.run_dir, "predictions")
     if options.data_path:
         table, where = read_table(options.data_path), f"--data-path {options.data_path}"
     else:

@@ -410,6 +410,29 @@ def test_every_flag_has_help_of_its_own(kind, capsys, monkeypatch):
         assert not shared, f"{name}: help shared by several flags: {shared}"
 
 
+@pytest.mark.skipif("sl_neural" not in PARTS, reason="this project has no neural part")
+def test_a_resume_reads_its_table_where_it_moved_and_no_other(tmp_path, monkeypatch, capsys):  # RES-1
+    monkeypatch.chdir(tmp_path)
+    configs = part_module("sl_neural", "config").CONFIGS
+    table = Path("data", "table.csv")
+    table.parent.mkdir()
+    table.write_text("x,target\n" + "".join(f"{row},{row % 2}\n" for row in range(40)))
+    with start_run(dataclasses.replace(configs["smoke"](), data_path=str(table))) as run:
+        last = run.dir / "checkpoints" / "last.ckpt"
+        last.parent.mkdir()
+        torch.save({"epoch": 0, "state_dict": {"w": torch.zeros(2)}}, last)
+    moved = tmp_path / "project moved" / "table.csv"  # by another spelling too: absolute
+    moved.parent.mkdir()
+    table.rename(moved)
+    cfg, resume_from = parse_cli(configs, ["--resume", str(run.dir), "--data-path", str(moved)])
+    assert (cfg.data_path, resume_from) == (str(moved), last)
+    moved.write_text(moved.read_text() + "40,0\n")  # another table there
+    with pytest.raises(SystemExit) as exit_info:
+        parse_cli(configs, ["--resume", str(run.dir), "--data-path", str(moved)])
+    assert exit_info.value.code == 2
+    assert "--data-path would change what a run under way learns from" in capsys.readouterr().err
+
+
 def unfinished_run(run_dir, part: str):
     """An unfinished run of `part` killed after its first checkpoint, as `--resume auto` finds it."""
     (run_dir / "checkpoints").mkdir(parents=True)

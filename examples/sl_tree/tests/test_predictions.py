@@ -3,6 +3,7 @@ figures its report draws of them, and the file a classifier's run writes."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -18,6 +19,7 @@ from src import predictions
 from src.errors import DataValidationError
 from src.predict import PredictOptions, rows_to_predict
 from src.report.prediction_figures import draw_predictions
+from src.runs.atomic import WriteFailed
 
 # The report's figures of the test predictions, by the task of each kind's smoke run.
 PREDICTION_FIGURES = {"sl_neural": ["confusion_matrix", "roc"], "sl_tree": ["predicted_vs_true"]}
@@ -31,7 +33,18 @@ def test_predict_of_another_parts_run_names_that_part_in_one_line(kind, tmp_path
     command += ["--output", str(tmp_path / "out.csv")]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 2, result.stderr[-2000:]
-    assert result.stderr == f"error: {tmp_path} is a run of part9; use python -m part9.predict\n"
+    assert result.stderr == f"error: {tmp_path} is a run of part9\n"  # no such part here
+
+
+@pytest.mark.skipif("rl" not in PARTS, reason="this project has no RL part")
+@pytest.mark.parametrize("kind", sorted(set(PARTS) & set(PREDICTION_FIGURES)))
+def test_predict_of_an_rl_run_names_the_command_that_plays_it(kind, tmp_path):  # OUT-2
+    (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "run.json").write_text(json.dumps({"part": PARTS["rl"]}))
+    command = [sys.executable, "-m", f"{PARTS[kind]}.predict", str(tmp_path)]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stderr.endswith(f" is a run of {PARTS['rl']}; use python -m {PARTS['rl']}.evaluate\n")
 
 
 @pytest.mark.parametrize("kind", sorted(set(PARTS) & set(PREDICTION_FIGURES)))
@@ -137,7 +150,7 @@ def test_predictions_never_replace_a_file_of_the_run(tmp_path):  # OUT-2
     (tmp_path / "model.ubj").write_bytes(b"the model")
     (tmp_path / "table.csv").write_text("x,y\n1,2\n")
     options = PredictOptions(tmp_path, data_path=str(tmp_path / "table.csv"), output=tmp_path / "model.ubj")
-    with pytest.raises(DataValidationError, match=r"model.ubj: is a file of the run .* give a new file"):
+    with pytest.raises(WriteFailed, match=r"model.ubj: is a file of the run .* give a new file"):
         rows_to_predict(options, ["x"], lambda: pd.DataFrame(), "the run's table")
     assert (tmp_path / "model.ubj").read_bytes() == b"the model"
     new = PredictOptions(tmp_path, data_path=str(tmp_path / "table.csv"), output=tmp_path / "new.csv")

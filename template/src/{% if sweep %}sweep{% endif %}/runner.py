@@ -238,7 +238,8 @@ class Sweep:
         try:
             from src.report.run_report import compare_runs  # here: matplotlib is slow to load
 
-            runs = [RunFiles.read(Path(trial.run_dir)) for trial in best]
+            # In this folder, which may have moved since a trial recorded where it ran.
+            runs = [RunFiles.read(self.dir / Path(trial.run_dir).name) for trial in best]
             return compare_runs(
                 runs, self.dir / COMPARISON_DIR, f"Sweep {self.dir.name}: the best {len(best)} trials"
             )

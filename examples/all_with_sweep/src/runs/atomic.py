@@ -4,6 +4,7 @@ over it, so a kill or a full disk leaves the previous version, never a truncated
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import os
 import re
@@ -56,8 +57,12 @@ def _remove_abandoned(path: Path) -> None:
 
 
 def write_text_atomic(path: Path, text: str) -> Path:
+    return write_bytes_atomic(path, text.encode())
+
+
+def write_bytes_atomic(path: Path, content: bytes) -> Path:
     with atomic_path(path) as temporary:
-        temporary.write_text(text, encoding="utf-8")
+        temporary.write_bytes(content)
     return path
 
 
@@ -67,8 +72,20 @@ def translate_write_errors(path: Path) -> Iterator[None]:
     try:
         yield
     except OSError as error:
-        reason = error.strerror or str(error)
-        raise WriteFailed(f"cannot write {path}: {reason} ({_free_space(path)} free there)") from error
+        raise _write_failed(path, error) from error
+
+
+def disk_full(error: BaseException) -> WriteFailed | None:
+    """A library's own write that found no room (a full disk or quota, a file-size limit),
+    said as ours say it; None for any other error."""
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        return _write_failed(Path(error.filename or "."), error)
+    return None
+
+
+def _write_failed(path: Path, error: OSError) -> WriteFailed:
+    reason = error.strerror or str(error)
+    return WriteFailed(f"cannot write {path}: {reason} ({_free_space(path)} free there)")
 
 
 def _free_space(path: Path) -> str:

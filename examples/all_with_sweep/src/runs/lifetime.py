@@ -24,7 +24,13 @@ from src.cli import INPUT_ERRORS, bad_input_message, checkpoint_does_not_fit
 from src.config import USED_KEY, BaseConfig, ConfigError, first_line
 from src.errors import DataValidationError
 from src.ops.alerts import Alerts
-from src.runs.atomic import WriteFailed, translate_write_errors, write_text_atomic
+from src.runs.atomic import (
+    WriteFailed,
+    disk_full,
+    translate_write_errors,
+    write_bytes_atomic,
+    write_text_atomic,
+)
 from src.runs.console import tee_console, write_log
 from src.runs.directory import (
     RUN_DIR_ENV,
@@ -93,7 +99,7 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
     # checkpoint leaves run.json and report.md as they were too: a finished run stays finished.
     config_path, record_path = run_dir / "config.json", run_dir / "run.json"
     previous_config = config_path.read_text() if resume_from and config_path.is_file() else None
-    previous_record = record_path.read_text() if resume_from and record_path.is_file() else None
+    previous_record = record_path.read_bytes() if resume_from and record_path.is_file() else None
     checkpoints_before = _saved_checkpoints(run_dir)
     # A finished run resumed with nothing left to train ends as it ended before.
     earlier = run_record(run_dir) if resume_from else {}
@@ -108,6 +114,13 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
             for earlier in run_dir.glob("process_*_error.json"):
                 earlier.unlink(missing_ok=True)
             write_text_atomic(config_path, cfg.to_json() + "\n")
+            if previous_record is not None and not run_record(run_dir):  # damaged: kept aside
+                unreadable = record_path.with_name("run.json.unreadable")
+                os.replace(record_path, unreadable)
+                print(
+                    f"warning: {record_path} could not be read; kept as {unreadable.name}, and this "
+                    "session starts a new one"
+                )
             # A Lightning part records the processes its Trainer starts too (RunInfoCallback).
             processes = {"world_size": launch.world_size, "num_nodes": launch.num_nodes}
             facts = {"part": cfg.part(), "launcher": launch.launcher, **processes}
@@ -149,7 +162,7 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
                         if previous_config is not None:
                             write_text_atomic(config_path, previous_config)
                         if saved_nothing:
-                            write_text_atomic(record_path, previous_record)
+                            write_bytes_atomic(record_path, previous_record)
                         else:
                             _write_status(run_dir, status, resume_from, error=repr(error), **end)
                     except WriteFailed as failure:
@@ -332,7 +345,7 @@ def _why_it_was_cut_short(error: BaseException) -> dict[str, str]:
     said, kind = first_line(error), type(error).__name__
     if isinstance(error, INPUT_ERRORS) and str(error).strip():  # not cut as another library's
         said = str(error).strip().splitlines()[0]
-    elif checkpoint_does_not_fit(error):  # torch's first line names only the module
+    elif checkpoint_does_not_fit(error) or disk_full(error):  # as the terminal says it
         said = bad_input_message(error) or said
     return {"end_reason": "error", "end_detail": said if said == kind else f"{kind}: {said}"}
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import lightning as L
@@ -43,10 +44,24 @@ class AtomicCheckpointIO(TorchCheckpointIO):
 
 
 def save_torch(content: dict[str, Any], path: Path) -> None:
-    """torch.save, atomically, through a Python file: a full disk is then an OSError (torch's
-    own writer reports it as an unrelated RuntimeError)."""
+    """torch.save, atomically. A full disk is the OSError the file's write raised: torch's
+    writer reports it as an unrelated RuntimeError ("unexpected pos")."""
     with atomic_path(path) as temporary, open(temporary, "wb") as file:
-        torch.save(content, file)
+        failed: list[OSError] = []
+
+        def write(data: bytes) -> int:
+            try:
+                return file.write(data)
+            except OSError as error:
+                failed.append(error)
+                raise
+
+        try:
+            torch.save(content, SimpleNamespace(write=write, flush=file.flush))
+        except RuntimeError:
+            if failed:
+                raise failed[0] from None
+            raise
 
 
 def best_score(trainer: L.Trainer) -> float:

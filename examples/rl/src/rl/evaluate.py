@@ -42,6 +42,10 @@ def evaluate_run(
 ) -> None:
     """Print what the episodes scored, and write it to --output. `source` is the part's data
     module, `load_model` its model.load_model_from_checkpoint."""
+    if options.output is not None:
+        from src.runs.directory import refuse_run_file
+
+        refuse_run_file(options.output, options.run_dir, "episodes' results")
     results = play_saved_policy(options.run_dir, source, load_model, options.episodes, options.seed)
     rewards, lengths = results["rewards"], results["lengths"]
     played = f"{results['episodes']} episode(s) from seed {results['seed']}"

@@ -3,7 +3,9 @@ files that end a run (CB-4), and the checkpoint a run resumes from (RES-1)."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import importlib.util
 import json
 import os
 import re
@@ -61,7 +63,9 @@ def find_latest_run(base_dir: Path, name: str, part: str) -> Path | None:
     """The newest unfinished run of config `name` of this part that has a checkpoint and that
     no process trains now."""
     for path in newest_first(base_dir, name):
-        record = run_record(path)
+        if not (record := run_record(path)) and (path / "run.json").is_file():
+            print(f"warning: passing over {path}: its run.json cannot be read (--resume it by its directory)")
+            continue
         # Rank zero's view: the other ranks of a launch resume the run rank zero already holds.
         unfinished = record.get("status") != "finished" and not (is_rank_zero() and being_trained(path))
         if run_part(record) in ("", part) and resume_candidates(path) and unfinished:
@@ -111,7 +115,26 @@ def another_parts_run(run_dir: Path, part: str, command: str) -> str | None:
     part's `command` (predict, evaluate) cannot load; None for a run of this part or without one."""
     if (other := run_part(run_record(run_dir))) in ("", part):
         return None
-    return f"{run_dir} is a run of {other}; use python -m {other}.{command}"
+    # A neural or tree part predicts, an RL part evaluates.
+    found = [
+        name for name in dict.fromkeys((command, "predict", "evaluate")) if _module_exists(f"{other}.{name}")
+    ]
+    return f"{run_dir} is a run of {other}" + (f"; use python -m {other}.{found[0]}" if found else "")
+
+
+def _module_exists(name: str) -> bool:
+    with contextlib.suppress(ImportError, ValueError):
+        return importlib.util.find_spec(name) is not None
+    return False
+
+
+def refuse_run_file(output: Path, run_dir: Path, what: str) -> None:
+    """An --output that names a file of the run already, which `what` would replace, is refused."""
+    if output.resolve().is_relative_to(run_dir.resolve()) and output.exists():
+        raise WriteFailed(
+            f"--output {output}: is a file of the run {run_dir} already, which the {what} would replace: "
+            "give a new file"
+        )
 
 
 def marked_if_never_checkpointed(run_dir: Path) -> bool:
@@ -179,7 +202,13 @@ def resume_candidates(run_dir: Path) -> list[Path]:
             return 0
         return 2 if path.stem == "best" else 1
 
-    return sorted(files, key=lambda path: (rank(path), -path.stat().st_mtime))
+    def age(path: Path) -> float:  # a link to a missing file comes last of its rank
+        try:
+            return -path.stat().st_mtime
+        except OSError:
+            return 0.0
+
+    return sorted(files, key=lambda path: (rank(path), age(path)))
 
 
 def intact_checkpoint(run_dir: Path) -> tuple[Path | None, list[str]]:

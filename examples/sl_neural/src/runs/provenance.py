@@ -8,6 +8,7 @@ import dataclasses
 import functools
 import hashlib
 import importlib.metadata
+import os
 import platform
 import socket
 import subprocess
@@ -95,6 +96,18 @@ def changed_data(cfg: BaseConfig, record: dict[str, Any]) -> str | None:
                 "resume it with the file as it was, or start a new run"
             )
     return None
+
+
+def same_data_file(given: object, saved: object, record: dict[str, Any]) -> bool:
+    """Whether the path `given` names the file a run read as `saved`: spelt otherwise, or moved
+    or copied with the content (SHA-256) the run's last session recorded."""
+    if not (isinstance(given, str) and isinstance(saved, str) and given and saved and _is_file(given)):
+        return False
+    with contextlib.suppress(OSError):
+        if os.path.samefile(given, saved):
+            return True
+    recorded = {entry.get("sha256") for entry in record.get("provenance", {}).get("data_files", [])}
+    return _data_file(Path(given))["sha256"] in recorded
 
 
 def _data_file(path: Path) -> dict[str, Any]:
