@@ -231,7 +231,7 @@ def bad_input_message(error: Exception) -> str | None:
         detail = next((line.strip() for line in text.splitlines()[1:] if line.strip()), text)[:200]
         return (
             f"the checkpoint does not fit the model this config builds ({detail}); "
-            "resume with the model settings it was trained with, or start a new run"
+            "give the model settings it was trained with, or train a new run"
         )
     return None
 

@@ -24,5 +24,5 @@ def load_table(cfg: DigitsConfig) -> pd.DataFrame:
 
 def value_range(cfg: DigitsConfig) -> tuple[float, float] | None:
     """The valid feature values, where known: a pixel of the bundled digits is a number
-    from 0 to 16. A table of your own is checked for finite numbers, or text, only."""
+    from 0 to 16. None for a table of your own: it is checked for finite numbers, or text."""
     return None if cfg.data_path else (0.0, 16.0)

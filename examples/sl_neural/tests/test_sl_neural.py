@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import logging
 import math
 import os
 import re
@@ -392,6 +393,13 @@ def test_checkpoint_minutes_rewrite_last_mid_epoch(tmp_path, monkeypatch):  # RE
 
 
 @slow
+def test_checkpoints_within_an_epoch_say_nothing_on_the_console(tmp_path, caplog):  # RES-1
+    caplog.set_level(logging.INFO)
+    train.main_with_config(smoke_config(tmp_path, checkpoint_every_n_steps=2))
+    assert "weights_only" not in caplog.text  # Lightning's note on each save it was not told of
+
+
+@slow
 def test_a_run_killed_mid_epoch_resumes_as_if_never_stopped(tmp_path, every_n_steps_run):  # RES-1
     assert_same_history(killed_mid_epoch_and_resumed(tmp_path, EVERY_N_STEPS), every_n_steps_run[1])
 
@@ -619,6 +627,15 @@ def test_bad_data_is_refused_naming_the_column(change, column):  # DATA-1
     datamodule = TableDataModule(cfg, digits_range)
     with pytest.raises(DataValidationError, match=column):
         datamodule.prepare_data()
+
+
+def test_a_table_out_of_the_digits_range_says_where_the_range_comes_from():  # DATA-1
+    # load_table() edited to return a table of one's own, value_range() left as it was.
+    table = data.load_table(config.DigitsConfig()).assign(pixel_2_2=100.0)
+    edited = SimpleNamespace(__name__=data.__name__, load_table=lambda _: table, value_range=data.value_range)
+    said = rf"0 to 16 is what {data.__name__}\.value_range\(cfg\) gives"
+    with pytest.raises(DataValidationError, match=said):
+        TableDataModule(config.DigitsConfig(), edited).prepare_data()
 
 
 def test_a_table_of_ones_own_is_not_held_to_the_bundled_datas_range(tmp_path):  # DATA-1

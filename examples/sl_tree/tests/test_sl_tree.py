@@ -177,6 +177,17 @@ def test_the_offline_wandb_run_charts_rounds_and_tables_every_one_as_metrics_jso
     assert [{k: v for k, v in row.items() if v is not None} for row in rows] == list(rounds.values())
 
 
+def test_a_table_failing_the_bundled_tables_checks_says_where_they_come_from():  # DATA-1
+    # load_table() edited to return a table of one's own, column_checks() left as it was.
+    cfg = config.DiabetesConfig()
+    table = data.load_table(cfg).assign(sex=0)  # coded 0/1, not 1/2
+    edited = types.SimpleNamespace(__name__=data.__name__, load_table=lambda _: table)
+    edited.column_checks = data.column_checks
+    said = rf"the checks of 'sex' are what {data.__name__}\.column_checks\(cfg\) gives"
+    with pytest.raises(DataValidationError, match=said):
+        load_split(cfg, edited)
+
+
 @pytest.mark.parametrize("task", [None, "multiclass"])  # the bundled table; one with a text column
 def test_predictions_equal_a_plain_xgb_train(tmp_path, task):
     cfg = task_config(tmp_path, task) if task else smoke_config(tmp_path)

@@ -304,7 +304,16 @@ class TableDataModule(L.LightningDataModule):
             columns[name] = (
                 pa.Column(float, [finite()], coerce=True) if self.cfg.task == "regression" else pa.Column()
             )
-        return validate_table(table, pa.DataFrameSchema(columns, strict=True), self.where)
+        try:
+            return validate_table(table, pa.DataFrameSchema(columns, strict=True), self.where)
+        except DataValidationError as error:
+            if value_range is None or "in_range" not in str(error):
+                raise
+            low, high, where = *value_range, getattr(self.source, "__name__", "data")
+            raise DataValidationError(
+                f"{error}\n  ({low:g} to {high:g} is what {where}.value_range(cfg) gives: a table of "
+                "your own has its own range there, or None)"
+            ) from None
 
     def _check_column_kinds(self, table: pd.DataFrame, features: list[str]) -> None:
         """Columns that would train, but not as meant: what to pass instead."""

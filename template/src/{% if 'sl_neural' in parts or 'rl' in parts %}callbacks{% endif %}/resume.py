@@ -197,7 +197,7 @@ class ExactResume(L.Callback):
             late = time.monotonic() - self._saved_at >= self.seconds
             due = trainer.strategy.reduce_boolean_decision(due or late, all=False)
         if due:
-            trainer.save_checkpoint(self.run_dir / "checkpoints" / "last.ckpt")
+            trainer.save_checkpoint(self.run_dir / "checkpoints" / "last.ckpt", weights_only=False)
 
     def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict) -> None:
         self._saved_at, self._saved_step = time.monotonic(), trainer.global_step
@@ -215,7 +215,7 @@ class ExactResume(L.Callback):
             # Counted after any other reason: early stopping at the last epoch is why it stopped.
             training_stopped("budget", f"num_epochs {trainer.max_epochs} trained")
         if trainer.global_step != self._saved_step:  # validating every n steps can leave steps unsaved
-            trainer.save_checkpoint(self.run_dir / "checkpoints" / "last.ckpt")
+            trainer.save_checkpoint(self.run_dir / "checkpoints" / "last.ckpt", weights_only=False)
         if trainer.is_global_zero:  # after the save: killed in between, the resume trains the rest
             mark_training_ended(self.run_dir)
 

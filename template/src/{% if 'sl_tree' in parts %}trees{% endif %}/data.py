@@ -146,7 +146,15 @@ def load_split(cfg: SLTreeConfig, source: ModuleType) -> Split:
         )
     text = [name for name in features if column_kind(table[name]) == "text"]
     refuse_identifiers(table, text, where)
-    table = validate_table(table[[*features, label]], table_schema(cfg, features, text, known), where)
+    try:
+        table = validate_table(table[[*features, label]], table_schema(cfg, features, text, known), where)
+    except DataValidationError as error:
+        if not (checked := [name for name in known if f"column '{name}'" in str(error)]):
+            raise
+        raise DataValidationError(
+            f"{error}\n  (the checks of {', '.join(map(repr, checked))} are what {source.__name__}"
+            ".column_checks(cfg) gives: a table of your own has its own there, or none)"
+        ) from None
     train, val, test = split_rows(table, cfg, classes is not None, where)
     categories = {name: sorted(_as_text(table.loc[train, name]).dropna().unique().tolist()) for name in text}
     if empty := [name for name, values in categories.items() if not values]:
