@@ -3,12 +3,15 @@ failure is collected and named (column, check, rows) in one error."""
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 import stat
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -203,3 +206,20 @@ def validate_table(table: pd.DataFrame, schema: pa.DataFrameSchema, source: str)
         )
         lines.append(f"  {column}: failed {check}" + (f" ({examples})" if examples else ""))
     raise DataValidationError("\n".join(lines))
+
+
+def part_function(source: ModuleType, name: str, cfg: Any, returns: type) -> Any:
+    """What `name(cfg)` of the part's module returns; one line where it breaks that contract."""
+    module = getattr(source, "__name__", "data")
+    function, wanted = getattr(source, name, None), f"{module}.{name}(cfg)"
+    if not callable(function):
+        where = getattr(source, "__file__", module)
+        raise DataValidationError(f"{where}: no function {name}; the pipeline calls {wanted}")
+    try:
+        inspect.signature(function).bind(cfg)
+    except TypeError as error:
+        signature = f"{name}{inspect.signature(function)}"
+        raise DataValidationError(f"{wanted}: {error} (it is {signature})") from None
+    if not isinstance(result := function(cfg), returns):
+        raise DataValidationError(f"{wanted} returned a {type(result).__name__}, not a {returns.__name__}")
+    return result

@@ -647,8 +647,11 @@ def test_a_table_of_ones_own_is_not_held_to_the_bundled_datas_range(tmp_path):  
 def test_data_py_needs_only_load_table(tmp_path):  # DATA-1: its contract, as an older data.py meets it
     TableDataModule(config.DigitsConfig(), SimpleNamespace(load_table=data.load_table)).prepare_data()
     returns_rows = SimpleNamespace(__name__="part1.data", load_table=lambda cfg: [[0.0, 1]])
-    with pytest.raises(DataValidationError, match=r"load_table\(cfg\) returned a list; it must return a"):
+    with pytest.raises(DataValidationError, match=r"load_table\(cfg\) returned a list, not a DataFrame"):
         TableDataModule(config.DigitsConfig(), returns_rows).prepare_data()
+    renamed = SimpleNamespace(__name__="part1.data", read_rows=data.load_table)  # a traceback before
+    with pytest.raises(DataValidationError, match=r"no function load_table; the pipeline calls part1\.data"):
+        TableDataModule(config.DigitsConfig(), renamed).prepare_data()
 
 
 @pytest.mark.parametrize(

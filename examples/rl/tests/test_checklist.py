@@ -637,7 +637,7 @@ def split_function(model_py: Path, name: str) -> None:
 
 def refactor(project: Path, part: str) -> None:
     """What a user does to a project they own: move a module into a package of its own,
-    rename a callback, split model.py, rename the classes that train the part."""
+    rename a callback, split model.py, rename the classes that train the part and a variable."""
     (project / "src" / "optimizers").mkdir()
     (project / "src" / "optimizers" / "__init__.py").write_text("")
     (project / "src" / "training" / "optim.py").rename(project / "src" / "optimizers" / "adamw.py")
@@ -648,6 +648,9 @@ def refactor(project: Path, part: str) -> None:
     rename(project, class_deriving(neural / "module.py", "LightningModule").name, "TabularClassifier")
     rename(project, class_deriving(neural / "data.py", "LightningDataModule").name, "TableData")
     rename(project, class_deriving(project / part / "config.py", "SLNeuralConfig").name, "TaskConfig")
+    # The module's name in main_with_config(), which MEM-4's `del` names.
+    for code in ("model = ", "fit(model,", "test(model,", "model.save_", "save_model(model,", "del model,"):
+        break_copy(project, f"{part}/train.py", replace(code, re.sub(r"\bmodel\b", "classifier", code)))
 
 
 def train_and_check(project: Path, part: str, output: Path) -> subprocess.CompletedProcess:

@@ -20,6 +20,7 @@ import xgboost as xgb
 from scipy.special import expit, softmax
 
 from src.config import ConfigError, first_line
+from src.data_checks import part_function
 from src.errors import DataValidationError
 from src.ops.hardware import first_visible_gpu, visible_gpus
 from src.predict import PredictOptions, rows_to_predict, say_unseen_values, score_predictions
@@ -43,7 +44,7 @@ from src.trees.config import (
     shares_gpus,
     unused_parameters,
 )
-from src.trees.data import ENCODING_ATTRIBUTE, Split, TableEncoding, part_function
+from src.trees.data import ENCODING_ATTRIBUTE, Split, TableEncoding
 from src.trees.plots import feature_importance, shap_summary
 from src.trees.rounds import RoundMetrics, stop_reason, train_seconds_so_far
 

@@ -151,9 +151,14 @@ def cleanup(project: Project, part: Part) -> None:
     empty, collect = calls(memory, "empty_cache"), calls(memory, "collect")
     collects = empty and any(c.lineno > empty[0].lineno for c in collect)
     require(collects, f"{path}: no gc.collect() after empty_cache()")
-    main = project.main_with_config(part)
-    deletes = of_type(main, ast.Delete)
-    deleted = [n.lineno for n in deletes if {"model", "trainer"} <= set(map(source, n.targets))]
+    main, module = project.main_with_config(part), project.the_class("LightningModule", part).name
+    # The names main_with_config() gives the module and the Trainer, whatever they are.
+    assigned = [n for n in of_type(main, ast.Assign) if isinstance(n.targets[0], ast.Name)]
+    made = [(n.targets[0].id, n.value) for n in assigned]
+    models = {name for name, value in made if project.reaches(value, module, part)}
+    trainers = {name for name, value in made if project.reaches(value, "Trainer", part)}
+    deletes = [(n.lineno, set(map(source, n.targets))) for n in of_type(main, ast.Delete)]
+    deleted = [line for line, gone in deletes if gone & models and gone & trainers]
     cleaned = [c.lineno for c in calls(main, "cleanup_vram")]
     require(deleted and cleaned and deleted[0] < cleaned[0], "no `del model, trainer` then cleanup_vram()")
 

@@ -29,6 +29,7 @@ from src.data_checks import (
     DataValidationError,
     check_rows_and_feature_kinds,
     finite,
+    part_function,
     refuse_identifiers,
     validate_table,
 )
@@ -255,13 +256,7 @@ class TableDataModule(L.LightningDataModule):
     def _load_valid_table(self) -> pd.DataFrame:
         """The table's feature and label columns, checked (DATA-1), less the rows without a
         label; indexed by each row's position in the table as loaded."""
-        table = self.source.load_table(self.cfg)
-        if not isinstance(table, pd.DataFrame):
-            raise DataValidationError(
-                f"{self.where.removesuffix('(cfg)')}(cfg) returned a {type(table).__name__}; "
-                "it must return a pandas DataFrame"
-            )
-        table = table.reset_index(drop=True)
+        table = part_function(self.source, "load_table", self.cfg, pd.DataFrame).reset_index(drop=True)
         labels = list(self.cfg.label_column)
         features = list(self.cfg.feature_columns) or [name for name in table.columns if name not in labels]
         shown = ", ".join(map(str, table.columns[:20])) + (" ..." if len(table.columns) > 20 else "")

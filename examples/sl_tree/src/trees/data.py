@@ -5,7 +5,6 @@ cells missing, a classifier's labels 0..K-1) and keep their place in the table a
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 import warnings
@@ -24,6 +23,7 @@ from src.data_checks import (
     as_written,
     check_rows_and_feature_kinds,
     finite,
+    part_function,
     refuse_identifiers,
     validate_table,
 )
@@ -175,21 +175,6 @@ def load_split(cfg: SLTreeConfig, source: ModuleType) -> Split:
     )
     labels_suit_objective(cfg, split, where)
     return split
-
-
-def part_function(source: ModuleType, name: str, cfg: SLTreeConfig, returns: type) -> Any:
-    """What `name(cfg)` of the part's module returns; one line where it breaks that contract."""
-    function, wanted = getattr(source, name, None), f"{source.__name__}.{name}(cfg)"
-    if not callable(function):
-        raise DataValidationError(f"{source.__file__}: no function {name}; the pipeline calls {wanted}")
-    try:
-        inspect.signature(function).bind(cfg)
-    except TypeError as error:
-        signature = f"{name}{inspect.signature(function)}"
-        raise DataValidationError(f"{wanted}: {error} (it is {signature})") from None
-    if not isinstance(result := function(cfg), returns):
-        raise DataValidationError(f"{wanted} returned a {type(result).__name__}, not a {returns.__name__}")
-    return result
 
 
 def labelled_rows(table: pd.DataFrame, label: str, drop_unlabelled: bool, where: str) -> pd.DataFrame:
