@@ -72,8 +72,7 @@ class JsonlLogger(Logger):
 
     def _drop_before(self, step: int | None) -> None:
         if self._drop_from_next_step and step is not None and self.path.is_file():
-            drop_metrics_from_step(self.path, step, self._checkpointed)
-            self._rows = None
+            self._rows = drop_metrics_from_step(self.path, step, self._checkpointed)
         self._drop_from_next_step = False
 
     def _write_hyperparams(self) -> None:

@@ -111,10 +111,10 @@ def start_run(cfg: BaseConfig, resume_from: Path | None = None) -> Iterator[Run]
     with lock, _handed_down(run_dir), console as log_file, hangup_and_sigterm_unwind():
         if log_file is not None:
             # What other ranks said of their errors, in an earlier session.
-            for earlier in run_dir.glob("process_*_error.json"):
-                earlier.unlink(missing_ok=True)
+            for leftover in run_dir.glob("process_*_error.json"):
+                leftover.unlink(missing_ok=True)
             write_text_atomic(config_path, cfg.to_json() + "\n")
-            if previous_record is not None and not run_record(run_dir):  # damaged: kept aside
+            if previous_record is not None and not earlier:  # run.json damaged: kept aside
                 unreadable = record_path.with_name("run.json.unreadable")
                 os.replace(record_path, unreadable)
                 print(

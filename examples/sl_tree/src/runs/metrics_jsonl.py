@@ -34,10 +34,10 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return records
 
 
-def drop_metrics_from_step(path: Path, step: int, checkpointed: int = 0) -> None:
+def drop_metrics_from_step(path: Path, step: int, checkpointed: int = 0) -> int:
     """Remove what a resumed run logs again: the metric lines of `step` and later, but for the
     first `checkpointed` (logged before its checkpoint was taken), and a test's lines; also a
-    last line a kill cut short, and metric lines without a step number."""
+    last line a kill cut short, and metric lines without a step number. The metric lines left."""
     kept, rows, tested = [], 0, False
     for record in read_jsonl(path):
         tested |= record.get("event") == "test"
@@ -47,6 +47,7 @@ def drop_metrics_from_step(path: Path, step: int, checkpointed: int = 0) -> None
         ):
             kept.append(record)
     write_text_atomic(path, "".join(json.dumps(record) + "\n" for record in kept))
+    return sum(record.get("event") == "metrics" for record in kept)
 
 
 def count_metric_rows(path: Path) -> int:
