@@ -30,6 +30,7 @@ from conftest import (
     Killed,
     assert_ended,
     assert_report,
+    default_config,
     gpu,
     kill_next_run,
     killed_copy,
@@ -70,9 +71,9 @@ def one_cartpole(env_name):
 def configured_ppo(cfg):
     """The part's PPO module with its networks built, as Lightning's configure_model() builds them."""
     num_observations, space = rl_data.observation_and_action_space(data.make_env, cfg.env_name)
-    ppo = PPO(
-        cfg, model.build_networks, model.loss_settings, num_observations, space.size, space.low, space.high
-    )
+    ppo = model.build_model(cfg)
+    ppo.hparams.update(num_observations=num_observations, num_actions=space.size)
+    ppo.hparams.update(action_low=list(space.low), action_high=list(space.high))
     ppo.configure_model()
     return ppo
 
@@ -846,7 +847,7 @@ def test_an_env_observing_in_float64_trains(tmp_path):  # CFG-3, RL-5
 @pytest.mark.parametrize(
     ("overrides", "target"),
     [
-        ({}, 475.0),
+        ({"env_name": "CartPole-v1"}, 475.0),
         ({"env_name": "Acrobot-v1"}, -100.0),
         ({"env_name": "LineWalk"}, None),
         ({"env_name": "Pendulum-v1"}, None),  # none registered: patience or the budget ends it
@@ -854,11 +855,11 @@ def test_an_env_observing_in_float64_trains(tmp_path):  # CFG-3, RL-5
     ],
 )
 def test_the_target_reward_is_the_envs_registered_threshold_unless_given(overrides, target):
-    assert rl_data.target_reward(config.CONFIGS["baseline"](**overrides)) == target
+    assert rl_data.target_reward(default_config("rl")(**overrides)) == target
 
 
 def test_a_make_env_that_breaks_the_contract_is_named_in_one_line():
-    with pytest.raises(ConfigError, match=r"^part\w*\.data has no make_env\(env_name, num_envs\)"):
+    with pytest.raises(ConfigError, match=rf"^{PARTS['rl']}\.data has no make_env\(env_name, num_envs\)"):
         rl_data.env_maker(types.ModuleType(f"{PARTS['rl']}.data"))
     with pytest.raises(ConfigError, match=r"make_env\('CartPole-v1', 3\) returned envs of batch_size \(2,\)"):
         rl_data.make_envs(lambda env_name, num_envs: data.make_env(env_name, 2), "CartPole-v1", 3)

@@ -27,6 +27,7 @@ from conftest import (
     Killed,
     assert_ended,
     assert_report,
+    default_config,
     gpu,
     kill_next_run,
     killed_copy,
@@ -51,6 +52,7 @@ from src.runs.metrics_jsonl import read_jsonl
 from src.training.precision import choose_precision
 
 config = part_module("sl_neural", "config")
+TaskConfig = default_config("sl_neural")
 data = part_module("sl_neural", "data")
 model_module = part_module("sl_neural", "model")
 train = part_module("sl_neural", "train")
@@ -92,7 +94,7 @@ def test_run_directory_holds_the_run(smoke_run):  # OUT-1, OUT-2, OUT-3
 @slow
 def test_config_snapshot_round_trips(smoke_run):  # CFG-2, OUT-2
     run_dir, _, _ = smoke_run
-    saved = config.DigitsConfig.from_json((run_dir / "config.json").read_text())
+    saved = TaskConfig.from_json((run_dir / "config.json").read_text())
     assert saved.name == "smoke" and saved.hidden_sizes == config.Smoke().hidden_sizes
 
 
@@ -549,14 +551,14 @@ def test_batch_size_finder_changes_the_batch_size(tmp_path):  # MEM-1, MEM-2
     assert saved["batch_size"] == 8 and saved["used"]["batch_size"] == int(found)
     chosen = "bf16-mixed" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "32-true"
     assert saved["precision"] == "auto" and saved["used"]["precision"] == chosen
-    assert config.DigitsConfig.from_dict(saved).batch_size == 8  # --resume reads it as the config
+    assert TaskConfig.from_dict(saved).batch_size == 8  # --resume reads it as the config
 
 
 @slow
 @pytest.mark.parametrize("bad", ["inf", "name too long"])
 def test_bad_data_on_the_command_line_exits_2_and_is_logged(tmp_path, bad):  # DATA-1
     path = tmp_path / "bad.csv"
-    data.load_table(config.DigitsConfig()).assign(pixel_0_4=float("inf")).to_csv(path, index=False)
+    data.load_table(TaskConfig()).assign(pixel_0_4=float("inf")).to_csv(path, index=False)
     if bad == "name too long":  # longer than a file system allows (found by test_fuzz.py)
         path = tmp_path / ("x" * 300 + ".csv")
     command = [
@@ -621,7 +623,7 @@ def test_training_that_diverges_fails_saying_where_and_saves_no_nan_model(tmp_pa
     ],
 )
 def test_bad_data_is_refused_naming_the_column(change, column):  # DATA-1
-    cfg = config.DigitsConfig()
+    cfg = TaskConfig()
     table = change(data.load_table(cfg))
     digits_range = SimpleNamespace(load_table=lambda _: table, value_range=lambda _: (0.0, 16.0))
     datamodule = TableDataModule(cfg, digits_range)
@@ -631,27 +633,27 @@ def test_bad_data_is_refused_naming_the_column(change, column):  # DATA-1
 
 def test_a_table_out_of_the_digits_range_says_where_the_range_comes_from():  # DATA-1
     # load_table() edited to return a table of one's own, value_range() left as it was.
-    table = data.load_table(config.DigitsConfig()).assign(pixel_2_2=100.0)
+    table = data.load_table(TaskConfig()).assign(pixel_2_2=100.0)
     edited = SimpleNamespace(__name__=data.__name__, load_table=lambda _: table, value_range=data.value_range)
     said = rf"0 to 16 is what {data.__name__}\.value_range\(cfg\) gives"
     with pytest.raises(DataValidationError, match=said):
-        TableDataModule(config.DigitsConfig(), edited).prepare_data()
+        TableDataModule(TaskConfig(), edited).prepare_data()
 
 
 def test_a_table_of_ones_own_is_not_held_to_the_bundled_datas_range(tmp_path):  # DATA-1
     path = tmp_path / "scaled.csv"
-    data.load_table(config.DigitsConfig()).assign(pixel_2_2=1e4).to_csv(path, index=False)
-    datamodule_of(config.DigitsConfig(data_path=str(path))).prepare_data()
+    data.load_table(TaskConfig()).assign(pixel_2_2=1e4).to_csv(path, index=False)
+    datamodule_of(TaskConfig(data_path=str(path))).prepare_data()
 
 
 def test_data_py_needs_only_load_table(tmp_path):  # DATA-1: its contract, as an older data.py meets it
-    TableDataModule(config.DigitsConfig(), SimpleNamespace(load_table=data.load_table)).prepare_data()
+    TableDataModule(TaskConfig(), SimpleNamespace(load_table=data.load_table)).prepare_data()
     returns_rows = SimpleNamespace(__name__="part1.data", load_table=lambda cfg: [[0.0, 1]])
     with pytest.raises(DataValidationError, match=r"load_table\(cfg\) returned a list, not a DataFrame"):
-        TableDataModule(config.DigitsConfig(), returns_rows).prepare_data()
+        TableDataModule(TaskConfig(), returns_rows).prepare_data()
     renamed = SimpleNamespace(__name__="part1.data", read_rows=data.load_table)  # a traceback before
     with pytest.raises(DataValidationError, match=r"no function load_table; the pipeline calls part1\.data"):
-        TableDataModule(config.DigitsConfig(), renamed).prepare_data()
+        TableDataModule(TaskConfig(), renamed).prepare_data()
 
 
 @pytest.mark.parametrize(
@@ -667,15 +669,15 @@ def test_unreadable_or_unusable_files_are_refused(tmp_path, contents, message): 
     if contents is not None:
         path.write_text(contents)
     with pytest.raises(DataValidationError, match=message):
-        datamodule_of(config.DigitsConfig(data_path=str(path))).prepare_data()
+        datamodule_of(TaskConfig(data_path=str(path))).prepare_data()
 
 
 @pytest.mark.parametrize("task", ["classification", "regression"])
 def test_too_few_rows_for_a_stratified_split_is_a_clear_error(tmp_path, task):  # DATA-1
     path = tmp_path / "tiny.csv"
     rows = 12 if task == "classification" else 3  # a regression splits any rows but two or three
-    data.load_table(config.DigitsConfig()).head(rows).to_csv(path, index=False)
-    datamodule = datamodule_of(config.DigitsConfig(data_path=str(path), task=task))
+    data.load_table(TaskConfig()).head(rows).to_csv(path, index=False)
+    datamodule = datamodule_of(TaskConfig(data_path=str(path), task=task))
     with pytest.raises(DataValidationError, match=f"cannot split {rows} rows"):
         datamodule.setup("fit")
 
@@ -696,20 +698,20 @@ def test_a_class_too_scarce_to_split_is_named_whole_in_the_error_and_run_json(tm
 @pytest.mark.parametrize("rows", [3, 4])
 def test_a_class_of_a_few_rows_that_cannot_be_held_out_is_named_with_its_rows(tmp_path, rows):  # DATA-1
     path = tmp_path / "rare.csv"
-    table = data.load_table(config.DigitsConfig()).head(150)
+    table = data.load_table(TaskConfig()).head(150)
     table.assign(target=table["target"].mask(table.index < rows, 99)).to_csv(path, index=False)
     with pytest.raises(DataValidationError) as error:
-        datamodule_of(config.DigitsConfig(data_path=str(path))).setup("fit")
+        datamodule_of(TaskConfig(data_path=str(path))).setup("fit")
     said = str(error.value)
     assert f"class(es) 99 ({rows}) of 'target' have too few rows" in said and "--val-fraction 0.15" in said
 
 
 def test_a_label_of_many_numbers_split_as_classes_suggests_a_regression(tmp_path):  # DATA-1
     path = tmp_path / "amounts.csv"
-    table = data.load_table(config.DigitsConfig()).head(150)
+    table = data.load_table(TaskConfig()).head(150)
     table.assign(target=table.index % 60 * 7).to_csv(path, index=False)  # 60 numbers, 2 or 3 rows each
     with pytest.raises(DataValidationError, match=r"\(60 distinct numbers: to predict a number, pass --task"):
-        datamodule_of(config.DigitsConfig(data_path=str(path))).setup("fit")
+        datamodule_of(TaskConfig(data_path=str(path))).setup("fit")
 
 
 def test_a_regression_whose_test_split_is_one_row_is_tested(tmp_path):  # DATA-1
@@ -723,15 +725,15 @@ def test_a_regression_whose_test_split_is_one_row_is_tested(tmp_path):  # DATA-1
 
 def test_a_label_with_one_class_is_refused(tmp_path):  # DATA-1
     path = tmp_path / "one_class.csv"
-    data.load_table(config.DigitsConfig()).assign(target=3).to_csv(path, index=False)
-    datamodule = datamodule_of(config.DigitsConfig(data_path=str(path)))
+    data.load_table(TaskConfig()).assign(target=3).to_csv(path, index=False)
+    datamodule = datamodule_of(TaskConfig(data_path=str(path)))
     datamodule.prepare_data()
     with pytest.raises(DataValidationError, match=r"one class \(3\) in all 1797 rows"):
         datamodule.setup("fit")
 
 
 def test_no_training_batch_has_a_single_example_for_batchnorm(tmp_path):
-    datamodule = datamodule_of(config.DigitsConfig(batch_size=8))
+    datamodule = datamodule_of(TaskConfig(batch_size=8))
     datamodule.prepare_data()
     datamodule.setup("fit")
     assert len(datamodule.train_dataset) % 8 == 1  # the split that used to end on a batch of one
@@ -740,7 +742,7 @@ def test_no_training_batch_has_a_single_example_for_batchnorm(tmp_path):
 
 
 def test_batches_are_the_rows_a_default_loader_would_collate():
-    datamodule = datamodule_of(config.DigitsConfig(batch_size=32))
+    datamodule = datamodule_of(TaskConfig(batch_size=32))
     datamodule.prepare_data()
     datamodule.setup("fit")
     for served in (datamodule.train_dataloader(), datamodule.val_dataloader()):
@@ -755,8 +757,8 @@ def test_batches_are_the_rows_a_default_loader_would_collate():
 
 def test_own_csv_trains_like_the_bundled_data(tmp_path):
     path = tmp_path / "digits.csv"
-    data.load_table(config.DigitsConfig()).to_csv(path, index=False)
-    datamodule = datamodule_of(config.DigitsConfig(data_path=str(path)))
+    data.load_table(TaskConfig()).to_csv(path, index=False)
+    datamodule = datamodule_of(TaskConfig(data_path=str(path)))
     datamodule.prepare_data()
     datamodule.setup("fit")
     assert len(datamodule.train_dataset) + len(datamodule.val_dataset) + len(datamodule.test_dataset) == len(
@@ -986,7 +988,7 @@ def test_the_encoding_is_scikit_learns_fitted_on_the_training_rows(tmp_path):
 def mixed_table_module(tmp_path, change=lambda table: table, **fields):
     """The DataModule of a config with these fields, for the raw table as `change` leaves it."""
     table = change(pd.read_csv(write_mixed_table(tmp_path / "table.csv")))
-    cfg = config.DigitsConfig(**{"label_column": ("kind",), **fields})
+    cfg = TaskConfig(**{"label_column": ("kind",), **fields})
     return TableDataModule(cfg, SimpleNamespace(__name__="part1.data", load_table=lambda _: table))
 
 

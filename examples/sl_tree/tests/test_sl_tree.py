@@ -23,6 +23,7 @@ from conftest import (
     ROOT,
     assert_ended,
     assert_report,
+    default_config,
     deliveries_done,
     gpu,
     part_module,
@@ -50,6 +51,7 @@ from src.trees.data import TableEncoding, load_split
 from src.trees.rounds import RoundLoggers, round_callbacks
 
 config = part_module("sl_tree", "config")
+TaskConfig = default_config("sl_tree")
 data = part_module("sl_tree", "data")
 model = part_module("sl_tree", "model")
 train = part_module("sl_tree", "train")
@@ -179,7 +181,7 @@ def test_the_offline_wandb_run_charts_rounds_and_tables_every_one_as_metrics_jso
 
 def test_a_table_failing_the_bundled_tables_checks_says_where_they_come_from():  # DATA-1
     # load_table() edited to return a table of one's own, column_checks() left as it was.
-    cfg = config.DiabetesConfig()
+    cfg = TaskConfig()
     table = data.load_table(cfg).assign(sex=0)  # coded 0/1, not 1/2
     edited = types.SimpleNamespace(__name__=data.__name__, load_table=lambda _: table)
     edited.column_checks = data.column_checks
@@ -524,7 +526,7 @@ def test_a_running_scheduler_is_asked_about_its_workers_gpus_not_this_machine(tm
         port = cluster.scheduler_address.rpartition(":")[2]
         address = f"localhost:{port}"  # a scheduler's address, though it starts with "local"
         assert not shares_gpus(address)
-        assert config.DiabetesConfig(device="cuda", cluster=address).problems() == []
+        assert TaskConfig(device="cuda", cluster=address).problems() == []
         with dask_client(address) as client:
             assert len(client.nthreads()) == 1  # that scheduler's worker: no cluster started here
             there = dataclasses.replace(cfg, cluster=address)
@@ -593,9 +595,9 @@ def test_the_cpu_build_of_xgboost_trains_on_the_cpu_beside_a_gpu(tmp_path, monke
 )
 def test_bad_data_is_refused_naming_the_column(tmp_path, change, message):  # DATA-1
     path = tmp_path / "bad.csv"
-    change(data.load_table(config.DiabetesConfig())).to_csv(path, index=False)
+    change(data.load_table(TaskConfig())).to_csv(path, index=False)
     with pytest.raises(DataValidationError) as error:
-        load_split(config.DiabetesConfig(data_path=str(path)), data)
+        load_split(TaskConfig(data_path=str(path)), data)
     assert message in str(error.value)
 
 
@@ -621,30 +623,30 @@ def test_bad_data_is_refused_naming_the_column(tmp_path, change, message):  # DA
 )
 def test_a_table_of_no_rows_dates_or_row_numbers_is_refused_in_one_line(tmp_path, file, change, message):
     path = tmp_path / file
-    changed = change(data.load_table(config.DiabetesConfig()))
+    changed = change(data.load_table(TaskConfig()))
     if file.endswith(".parquet"):
         changed.to_parquet(path)
     else:
         changed.to_csv(path, index=False)
     with pytest.raises(DataValidationError) as error:
-        load_split(config.DiabetesConfig(data_path=str(path)), data)
+        load_split(TaskConfig(data_path=str(path)), data)
     assert str(error.value).startswith(f"{path}: {message}") and "\n" not in str(error.value)
 
 
 @pytest.mark.parametrize("name", ["table.pq", "table.PARQUET"])
 def test_a_parquet_file_is_read_as_one_whatever_its_name(tmp_path, name):  # DATA-1
-    data.load_table(config.DiabetesConfig()).to_parquet(tmp_path / name)
-    split = load_split(config.DiabetesConfig(data_path=str(tmp_path / name)), data)
-    assert split.train_features.equals(load_split(config.DiabetesConfig(), data).train_features)
+    data.load_table(TaskConfig()).to_parquet(tmp_path / name)
+    split = load_split(TaskConfig(data_path=str(tmp_path / name)), data)
+    assert split.train_features.equals(load_split(TaskConfig(), data).train_features)
 
 
 def test_a_text_column_empty_in_every_training_row_is_refused_before_training(tmp_path):  # DATA-1
-    held_out = load_split(config.DiabetesConfig(), data).test_features.index[0]
-    table = data.load_table(config.DiabetesConfig())
+    held_out = load_split(TaskConfig(), data).test_features.index[0]
+    table = data.load_table(TaskConfig())
     path = tmp_path / "note.csv"
     table.assign(note=np.where(table.index == held_out, "checked", None)).to_csv(path, index=False)
     with pytest.raises(DataValidationError, match="'note' hold no value in the training rows"):
-        load_split(config.DiabetesConfig(data_path=str(path)), data)
+        load_split(TaskConfig(data_path=str(path)), data)
 
 
 @pytest.mark.parametrize(
@@ -667,8 +669,8 @@ def test_a_text_column_empty_in_every_training_row_is_refused_before_training(tm
 )
 def test_a_label_that_does_not_fit_the_task_says_which_objective_would(tmp_path, objective, label, message):
     path = tmp_path / "table.csv"  # DATA-1
-    data.load_table(config.DiabetesConfig()).assign(one=1).to_csv(path, index=False)
-    cfg = config.DiabetesConfig(data_path=str(path), objective=objective, label_column=label)
+    data.load_table(TaskConfig()).assign(one=1).to_csv(path, index=False)
+    cfg = TaskConfig(data_path=str(path), objective=objective, label_column=label)
     with pytest.raises(DataValidationError) as error:
         load_split(cfg, data)
     assert message in str(error.value) and "\n" not in str(error.value)
@@ -676,24 +678,24 @@ def test_a_label_that_does_not_fit_the_task_says_which_objective_would(tmp_path,
 
 def test_a_table_too_small_to_validate_and_test_on_is_refused(tmp_path):  # DATA-1
     path = tmp_path / "five_rows.csv"
-    data.load_table(config.DiabetesConfig()).head(5).to_csv(path, index=False)
+    data.load_table(TaskConfig()).head(5).to_csv(path, index=False)
     with pytest.raises(DataValidationError, match="5 rows leave 1 validation and 1 test row"):
-        load_split(config.DiabetesConfig(data_path=str(path)), data)
+        load_split(TaskConfig(data_path=str(path)), data)
 
 
 def test_parquet_without_an_engine_or_a_broken_file_is_a_clear_error(tmp_path):  # DATA-1
     path = tmp_path / "table.parquet"
     path.write_bytes(b"not parquet")
     with pytest.raises(DataValidationError, match=r"pyarrow|cannot read it as a table"):
-        load_split(config.DiabetesConfig(data_path=str(path)), data)
+        load_split(TaskConfig(data_path=str(path)), data)
 
 
 def test_the_bundled_tables_value_rules_check_it_and_no_table_of_ones_own(tmp_path, monkeypatch):  # DATA-1
-    table = data.load_table(config.DiabetesConfig())
+    table = data.load_table(TaskConfig())
     odd = table.assign(age=table["age"].mask(table.index == 3, 300))  # a patient of 300 years
     monkeypatch.setattr(data, "load_table", lambda cfg: odd)  # as if the bundled table held it
     with pytest.raises(DataValidationError, match=r"column 'age': failed in_range\(0, 120\)"):
-        load_split(config.DiabetesConfig(), data)
+        load_split(TaskConfig(), data)
     monkeypatch.undo()
     # A table of one's own with a sex column coded 0/1 (the bundled one codes it 1/2) trains.
     path = tmp_path / "penguins.csv"
@@ -727,14 +729,14 @@ def module(name, **functions):
 def test_a_data_module_that_breaks_its_contract_is_one_line(source, message):  # DATA-1
     source.__file__ = f"{source.__name__}.py"
     with pytest.raises(DataValidationError) as error:
-        load_split(config.DiabetesConfig(), source)
+        load_split(TaskConfig(), source)
     assert message in str(error.value) and "\n" not in str(error.value)
 
 
 def test_a_data_module_of_load_table_alone_loads_its_table():  # DATA-1: data.py is the user's
     """column_checks(cfg) is optional: the bundled table's value rules are data.py's own."""
     bare = module("bare", load_table=data.load_table)
-    split = load_split(config.DiabetesConfig(), bare)
+    split = load_split(TaskConfig(), bare)
     assert len(split.train_labels) + len(split.val_labels) + len(split.test_labels) == 442
 
 
@@ -752,19 +754,19 @@ def test_a_data_module_of_load_table_alone_loads_its_table():  # DATA-1: data.py
     ],
 )
 def test_bad_config_values_are_refused_by_name(overrides, message):  # CFG-3
-    assert any(message in problem for problem in config.DiabetesConfig(**overrides).problems())
+    assert any(message in problem for problem in TaskConfig(**overrides).problems())
 
 
 def test_a_hyperparameter_a_config_adds_is_checked_by_xgboost_and_reaches_its_objective():  # CFG-3
     @dataclasses.dataclass
-    class WithGamma(config.DiabetesConfig):
+    class WithGamma(TaskConfig):
         gamma: float = -1.0  # XGBoost's min_split_loss, which must not be negative
 
     (problem,) = WithGamma().problems()
     assert problem.startswith("gamma -1.0: XGBoost: value -1 for Parameter min_split_loss")
 
     # The classes multi:* needs are the label's, passed once the table is loaded.
-    assert config.DiabetesConfig(objective="multi:softprob").problems() == []
+    assert TaskConfig(objective="multi:softprob").problems() == []
 
 
 @pytest.mark.parametrize(
@@ -778,7 +780,7 @@ def test_a_hyperparameter_a_config_adds_is_checked_by_xgboost_and_reaches_its_ob
 )
 def test_labels_the_objective_or_metric_cannot_take_are_refused(objective, eval_metric, message):  # DATA-1
     with pytest.raises(DataValidationError) as error:
-        load_split(config.DiabetesConfig(objective=objective, eval_metric=eval_metric), data)
+        load_split(TaskConfig(objective=objective, eval_metric=eval_metric), data)
     where = f"{data.__name__}.load_table(cfg)"
     assert str(error.value).startswith(f"{where}: labels 25 to 346 of column 'target' do not suit")
     assert message in str(error.value) and "\n" not in str(error.value)
@@ -786,9 +788,9 @@ def test_labels_the_objective_or_metric_cannot_take_are_refused(objective, eval_
 
 def test_negative_labels_of_a_count_objective_are_refused(tmp_path):  # DATA-1
     path = tmp_path / "negative.csv"
-    table = data.load_table(config.DiabetesConfig())
+    table = data.load_table(TaskConfig())
     table.assign(y=table["target"] - 200).drop(columns="target").to_csv(path, index=False)
-    cfg = config.DiabetesConfig(data_path=str(path), label_column="y", objective="count:poisson")
+    cfg = TaskConfig(data_path=str(path), label_column="y", objective="count:poisson")
     with pytest.raises(DataValidationError, match="label must be non-negative for Poisson"):
         load_split(cfg, data)
 
@@ -798,7 +800,7 @@ def test_negative_labels_of_a_count_objective_are_refused(tmp_path):  # DATA-1
     [("reg:absoluteerror", "mae"), ("reg:pseudohubererror", "mphe"), ("count:poisson", "poisson-nloglik")],
 )
 def test_labels_other_regression_objectives_take_pass(objective, eval_metric):  # DATA-1
-    split = load_split(config.DiabetesConfig(objective=objective, eval_metric=eval_metric), data)
+    split = load_split(TaskConfig(objective=objective, eval_metric=eval_metric), data)
     assert len(split.train_labels) > 0
 
 
@@ -814,8 +816,8 @@ def test_labels_that_do_not_suit_the_objective_fail_the_run_with_one_line(tmp_pa
 
 
 def test_split_is_fixed_by_split_seed_not_seed():
-    first = load_split(config.DiabetesConfig(seed=1), data)
-    second = load_split(config.DiabetesConfig(seed=2), data)
+    first = load_split(TaskConfig(seed=1), data)
+    second = load_split(TaskConfig(seed=2), data)
     assert first.test_features.index.equals(second.test_features.index)
     assert len(first.train_labels) + len(first.val_labels) + len(first.test_labels) == 442
 
@@ -947,7 +949,7 @@ def test_predict_reproduces_the_runs_test_metrics(task_runs, task, tmp_path):  #
     run_dir, summary = task_runs[task]
     output = tmp_path / "predictions.csv"
     options = PredictOptions(run_dir, output=output, rows="test")
-    metrics = predict_run(options, config.DiabetesConfig, data, model.load_model)
+    metrics = predict_run(options, TaskConfig, data, model.load_model)
     assert metrics == pytest.approx(
         {key.removeprefix("test_"): v for key, v in summary.items() if key[:5] == "test_"}
     )
@@ -959,7 +961,7 @@ def test_predict_reproduces_the_runs_test_metrics(task_runs, task, tmp_path):  #
     new.loc[0, label] = None
     new.to_csv(tmp_path / "new.csv", index=False)
     options = PredictOptions(run_dir, data_path=str(tmp_path / "new.csv"), output=output)
-    scored = predict_run(options, config.DiabetesConfig, data, model.load_model)
+    scored = predict_run(options, TaskConfig, data, model.load_model)
     assert set(scored) <= {key.removeprefix("test_") for key in summary} and len(scored) >= 3
     predicted = pd.read_csv(output)
     assert predicted["row"].tolist() == list(range(20)) and predicted[f"true_{label}"].isna().sum() == 1
@@ -987,7 +989,7 @@ def test_predict_reports_a_cut_model_file_before_xgboost_reads_it(task_runs, tmp
     cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])
     options = PredictOptions(tmp_path / "run", output=tmp_path / "out.csv", rows="test")
     with pytest.raises(DataValidationError, match=r"model\.ubj is damaged \(.+\): a run saves it as it ends"):
-        predict_run(options, config.DiabetesConfig, data, model.load_model)
+        predict_run(options, TaskConfig, data, model.load_model)
     assert not (tmp_path / "out.csv").exists()
 
 

@@ -16,8 +16,12 @@ def data_validated(project: Project, part: Part) -> None:
     for _, datamodule in project.built("LightningDataModule", part):
         loaders += project.methods(datamodule, part).values()
     train = project.tree(f"{part.name}/train.py")
-    imported = [a for n in of_type(train, ast.ImportFrom) if n.module == part.name for a in n.names]
-    aliases = {a.asname or a.name for a in imported if a.name == "data"}
-    loaders += [c for c in of_type(train, ast.Call) if set(map(name_of, c.args)) & aliases]
+    # `from partN import data` or `from . import data`, under any alias, passed by position or keyword.
+    package = {part.name, None}  # None: `from . import data`
+    imports = [n for n in of_type(train, ast.ImportFrom) if n.module in package]
+    aliases = {a.asname or a.name for n in imports for a in n.names if a.name == "data"}
+    for call in of_type(train, ast.Call):
+        if {name_of(value) for value in [*call.args, *(k.value for k in call.keywords)]} & aliases:
+            loaders.append(call)
     validates = any(project.reaches(f, "validate", part) for f in loaders)
     require(validates, "neither data.py nor the code it goes to validates the table (pandera's validate())")
