@@ -23,6 +23,7 @@ def load_table(cfg: DigitsConfig) -> pd.DataFrame:
 
 
 def value_range(cfg: DigitsConfig) -> tuple[float, float] | None:
-    """The valid feature values, where known: a pixel of the bundled digits is a number
-    from 0 to 16. None for a table of your own: it is checked for finite numbers, or text."""
+    """The valid values of every feature column, where known: a pixel of the bundled digits
+    is a number from 0 to 16. None for a table of your own, or one with text columns: its
+    number columns are checked for finite values."""
     return None if cfg.data_path else (0.0, 16.0)

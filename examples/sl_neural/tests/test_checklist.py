@@ -596,6 +596,18 @@ def test_without_wandb_the_artifact_check_says_why_it_skips(smoke_runs, tmp_path
 
 
 @slow
+def test_a_run_made_before_a_config_field_was_added_still_round_trips(smoke_runs, tmp_path):  # CFG-2
+    # A field of the user's added after the run: config.json lacks it, and loads with its default.
+    run_dir, _ = smoke_runs(kind_for("any"))
+    copy = shutil.copytree(run_dir, tmp_path / run_dir.name)
+    saved = json.loads((copy / "config.json").read_text())
+    added = next(key for key in saved if key not in ("name", "used"))
+    (copy / "config.json").write_text(json.dumps({k: v for k, v in saved.items() if k != added}))
+    (result,) = [r for r in check_project(ROOT, [copy]).results if r.id == "CFG-2" and r.mode == "run"]
+    assert result.status == "pass" and f"{added}: added to the config since this run" in result.why
+
+
+@slow
 @pytest.mark.parametrize("entry", RUN_BREAKS, ids=lambda entry: f"{entry[0]}-{entry[1]}")
 def test_a_broken_run_directory_fails_the_run_check(smoke_runs, tmp_path, entry):
     item, kind, edit = entry

@@ -631,6 +631,18 @@ def test_bad_data_is_refused_naming_the_column(change, column):  # DATA-1
         datamodule.prepare_data()
 
 
+def test_a_table_with_text_columns_under_a_value_range_is_one_line():  # DATA-1
+    # value_range() given a range of one's own, on a table with text columns.
+    table = data.load_table(TaskConfig()).assign(island="Biscoe")
+    ranged = SimpleNamespace(
+        __name__=data.__name__, load_table=lambda _: table, value_range=lambda _: (0, 1e4)
+    )
+    said = r"column\(s\) 'island' hold text \('Biscoe' at row 0\), but .*value_range\(cfg\) gives 0 to 10000 "
+    with pytest.raises(DataValidationError, match=said) as refused:
+        TableDataModule(TaskConfig(), ranged).prepare_data()
+    assert len(str(refused.value).splitlines()) == 1
+
+
 def test_a_table_out_of_the_digits_range_says_where_the_range_comes_from():  # DATA-1
     # load_table() edited to return a table of one's own, value_range() left as it was.
     table = data.load_table(TaskConfig()).assign(pixel_2_2=100.0)

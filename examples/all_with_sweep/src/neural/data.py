@@ -288,6 +288,8 @@ class TableDataModule(L.LightningDataModule):
             table[labels[0]] = class_values(table[labels[0]])
         # Missing feature values are allowed: the encoding fills them in.
         value_range = getattr(self.source, "value_range", lambda cfg: None)(self.cfg)
+        if value_range is not None:  # a range of every feature: text has none
+            self._refuse_text_under(value_range, table, features)
         numbers = [finite(), *([pa.Check.in_range(*value_range)] if value_range is not None else [])]
         columns = {
             name: pa.Column(float, numbers, nullable=True, coerce=True)
@@ -309,6 +311,21 @@ class TableDataModule(L.LightningDataModule):
                 f"{error}\n  ({low:g} to {high:g} is what {where}.value_range(cfg) gives: a table of "
                 "your own has its own range there, or None)"
             ) from None
+
+    def _refuse_text_under(
+        self, value_range: tuple[float, float], table: pd.DataFrame, features: list[str]
+    ) -> None:
+        text = [name for name in features if not is_numeric(table[name])]
+        if not text:
+            return
+        cells = table[text[0]].dropna()
+        example = f" ({cells.iloc[0]!r} at row {cells.index[0]})" if len(cells) else ""
+        low, high, where = *value_range, getattr(self.source, "__name__", "data")
+        raise DataValidationError(
+            f"{self.where}: column(s) {', '.join(map(repr, text))} hold text{example}, but "
+            f"{where}.value_range(cfg) gives {low:g} to {high:g} for every feature column: "
+            "return None there for a table with text columns"
+        )
 
     def _check_column_kinds(self, table: pd.DataFrame, features: list[str]) -> None:
         """Columns that would train, but not as meant: what to pass instead."""
