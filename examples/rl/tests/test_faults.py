@@ -471,6 +471,8 @@ def test_a_run_killed_after_training_resumes_without_training_more(kind, tmp_pat
     resumed = train(kind, base_dir, "--resume", "auto")
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert status(run_dir)["status"] == "finished"
+    first, second = status(run_dir)["history"]  # each session's command: the run's own flags kept
+    assert "--max-wall-clock-hours" in first["command"] and "--resume" in second["command"]
     # The session that only tested and saved ends saying why the training stopped.
     assert stopped["end_reason"] in ("budget", "patience", "target")
     assert {key: status(run_dir)[key] for key in stopped} == stopped

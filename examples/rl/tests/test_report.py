@@ -232,13 +232,18 @@ def test_a_curve_that_ended_on_nan_has_nan_as_its_final_value(kind, smoke_runs, 
 
 def test_a_reports_command_line_pastes_back_as_it_ran(smoke_runs, tmp_path):
     # A column name with a space is one argument: unquoted, a pasted command split it in two.
+    # The command is the first session's: a resume's `--resume auto` says nothing of the run.
     run_dir = shutil.copytree(smoke_runs(sorted(PARTS)[0])[0], tmp_path / "run")
     record = json.loads((run_dir / "run.json").read_text())
-    record["command"] += ["--feature-columns", "x 2", "colör"]
+    first = record["history"][0]
+    first["command"] += ["--feature-columns", "x 2", "colör"]
+    resumed = {**first, "command": [first["command"][0], "-m", "part9.train", "--resume", "auto"]}
+    record.update(history=[first, resumed], command=resumed["command"])
     (run_dir / "run.json").write_text(json.dumps(record))
     result = report_command(str(run_dir))
     assert result.returncode == 0, result.stderr
-    assert " --feature-columns 'x 2' 'colör'`" in (run_dir / "report.md").read_text()
+    report = (run_dir / "report.md").read_text()
+    assert " --feature-columns 'x 2' 'colör'`" in report and "--resume" not in report
 
 
 def test_report_of_one_run_writes_it_again(smoke_runs, tmp_path):

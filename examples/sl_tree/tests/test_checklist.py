@@ -304,6 +304,17 @@ def test_the_data_module_is_followed_under_a_name_of_ones_own(tmp_path, kind):  
     assert statuses(check_project(project, []), "DATA-1", "static") == {"pass"}
 
 
+def test_a_subclass_of_a_custom_env_keeps_its_parents_device(tmp_path):  # RL-7
+    # Its own __init__ hands the device on to the parent's, which makes it a torch.device.
+    project = copy_project(tmp_path / "project")
+    envs = project / part_for("rl") / "envs.py"
+    walk = re.search(r"^class (\w+)\(EnvBase\):", envs.read_text(), re.M)
+    assert walk, "envs.py has no env deriving from EnvBase"
+    subclass = f"class Farther({walk[1]}):\n    def __init__(self, num_envs=1, device='cpu'):\n"
+    envs.write_text(envs.read_text() + f"\n\n{subclass}        super().__init__(num_envs, device)\n")
+    assert statuses(check_project(project, []), "RL-7", "static") == {"pass"}
+
+
 @slow  # each about a second or two, and there are dozens
 @pytest.mark.parametrize("entry", STATIC_BREAKS, ids=break_id)
 def test_a_broken_copy_fails_the_static_check(tmp_path, entry):

@@ -450,6 +450,11 @@ def _signal_handlers(handlers: dict[int, Callable[[int, Any], None]]) -> Iterato
                 signal.signal(signum, handler)
 
 
+def this_command() -> list[str]:
+    """How this process was started, `python -m package.module ...` included."""
+    return [sys.executable, *sys.orig_argv[1:]]
+
+
 def _write_status(run_dir: Path, status: str, resume_from: Path | None, **extra: Any) -> None:
     path, record = run_dir / "run.json", run_record(run_dir)
     record.setdefault("history", [])
@@ -457,7 +462,8 @@ def _write_status(run_dir: Path, status: str, resume_from: Path | None, **extra:
     if status == "running":
         # Each session's code, since a resumed run may run changed code.
         code = extra["provenance"]["code"]
-        record["history"].append({"started": now, "resumed_from": str(resume_from or ""), **code})
+        session = {"started": now, "resumed_from": str(resume_from or ""), "command": this_command()}
+        record["history"].append({**session, **code})
         if record.get("status") == "finished":
             # Resuming a run that finished asks for more training; only a run killed after
             # training resumes to test and save alone.
@@ -465,8 +471,7 @@ def _write_status(run_dir: Path, status: str, resume_from: Path | None, **extra:
     for key in ("error", "end_reason", "end_detail"):  # a resumed run's, until it ends again
         record.pop(key, None)
     record.update(status=status, updated=now, pid=os.getpid(), host=socket.gethostname(), cwd=os.getcwd())
-    # How this process was started, `python -m package.module ...` included, to start it again.
-    record.update(command=[sys.executable, *sys.orig_argv[1:]], **extra)
+    record.update(command=this_command(), **extra)  # the latest session's: to start it again
     text = json.dumps(record, indent=2) + "\n"
     try:
         write_text_atomic(path, text)

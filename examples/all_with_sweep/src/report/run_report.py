@@ -93,7 +93,7 @@ def run_line(run: RunFiles) -> str:
     when = f"started {history[0].get('started', '?')}, last update {record.get('updated', '?')}"
     if len(history) > 1:
         when += f", {len(history)} sessions"
-    command = record.get("command") or []
+    command = history[0].get("command") or record.get("command") or []  # what started it, not a resume
     return " · ".join(
         [status, progress, when, f"`{shlex.join(['python', *command[1:]])}`" if command else ""]
     ).rstrip(" ·")

@@ -96,6 +96,8 @@ def diagnostic_specs(project: Project, part: Part) -> None:
 def env_device(project: Project, part: Part) -> None:
     for path, cls in project.classes("EnvBase", part):
         init = [c for c in calls(cls, "__init__") if keyword(c, "device")]
+        if not init and "EnvBase" not in map(name_of, cls.bases):
+            continue  # a subclass of an env of the project's, whose own __init__ is checked
         device = keyword(init[0], "device") if init else None
         torch_device = isinstance(device, ast.Call) and name_of(device) == "device"
         require(torch_device, f"{path}: {cls.name} passes device={source(device)!r}, not torch.device(...)")
