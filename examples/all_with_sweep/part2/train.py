@@ -26,6 +26,7 @@ def main_with_config(cfg: DiabetesConfig, resume_from: Path | None = None) -> di
     from part2 import data
     from part2.model import booster_params, load_model, save_model
     from src.ops.hardware import gpu_name
+    from src.runs.console import metric_text
     from src.runs.lifetime import mark_training_ended, start_run, training_ended
     from src.runs.loggers import file_loggers
     from src.trees.booster import best_rounds, summary_and_plots, train_booster
@@ -51,7 +52,7 @@ def main_with_config(cfg: DiabetesConfig, resume_from: Path | None = None) -> di
         summary = summary_and_plots(cfg, booster, split, run.dir)  # metrics.json and plots/ (OUT-5)
         loggers.finish(summary, booster.num_boosted_rounds() - 1, run.dir / "metrics.jsonl")
         log_model_artifact(model_path, f"{cfg.name}-model", metadata=summary)  # once, at the end (LOG-6)
-        print(" | ".join(f"{key} {value:.4g}" for key, value in summary.items()))
+        print(" | ".join(f"{key} {metric_text(value)}" for key, value in summary.items()))
         finish_run()  # wandb.finish(), except in a sweep agent's run
     return summary
 

@@ -899,3 +899,14 @@ def test_trains_on_the_gpu_in_bf16(tmp_path):  # PRC-1
     played = rl_evaluate.play_saved_policy(run_dir, data, model.load_model_from_checkpoint)
     assert played["episodes"] == len(played["rewards"]) and played["mean_reward"] >= 1
     assert played["mean_reward"] == pytest.approx(test_metrics["test_episode_reward"])
+
+
+@slow
+def test_a_count_on_the_console_is_shown_in_full(tmp_path):  # OPS-2
+    # 20 epochs of 512 frames: past 10,000, which four significant digits showed as 1.024e+04.
+    train.main_with_config(smoke_config(tmp_path, num_epochs=20, patience=100))
+    (run_dir,) = tmp_path.glob("smoke_*")
+    log = (run_dir / "console.log").read_text().splitlines()
+    epochs = [line for line in log if line.startswith("epoch ")]
+    frames = next(part.split()[1] for part in epochs[-1].split(" | ") if part.startswith("frames "))
+    assert frames.isdigit() and int(frames) >= 10_000, epochs[-1]

@@ -11,6 +11,14 @@ from pathlib import Path
 from typing import TextIO
 
 TERMINAL_CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # ANSI escape sequences
+
+
+def metric_text(value: float) -> str:
+    """A metric as a line shows it: a count in full (28191, not 2.819e+04), else 4 digits."""
+    value = float(value)
+    return str(int(value)) if value.is_integer() and abs(value) < 1e15 else f"{value:.4g}"
+
+
 _open_logs: list[TextIO] = []  # the console.log of each tee_console block, innermost last
 
 

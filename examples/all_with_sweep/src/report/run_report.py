@@ -16,6 +16,7 @@ from src.report import figures
 from src.report.prediction_figures import prediction_figures
 from src.report.run_files import REPORT_FILE, RunFiles
 from src.runs.atomic import write_text_atomic
+from src.runs.console import metric_text
 from src.runs.directory import resume_advice, status_now
 from src.runs.metrics_jsonl import higher_is_better
 
@@ -265,7 +266,7 @@ def flat(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def cell(value: Any) -> str:
     if isinstance(value, float):
-        return str(int(value)) if value.is_integer() and abs(value) < 1e15 else f"{value:.4g}"
+        return metric_text(value)
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 

@@ -13,7 +13,7 @@ from lightning.pytorch.utilities.model_summary import get_human_readable_count
 from rich import get_console
 from rich.table import Table
 
-from src.runs.console import write_to_log_only
+from src.runs.console import metric_text, write_to_log_only
 
 
 class ProgressBar(RichProgressBar):
@@ -72,7 +72,7 @@ class EpochSummaryCallback(L.Callback):
         if trainer.optimizers:
             parts.append(f"lr {trainer.optimizers[0].param_groups[0]['lr']:.4g}")
         parts += [
-            f"{key} {float(value):.4g}"
+            f"{key} {metric_text(value)}"
             for key, value in sorted(trainer.callback_metrics.items())
             if "/" not in key and not key.endswith(("_step", "_epoch"))
         ]
