@@ -107,6 +107,7 @@ STATIC_BREAKS = [
     ("LOG-2", "nn", ".", replace("self.save_hyperparameters(", "print(")),
     ("LOG-3", "nn", ".", replace('self.log("train_loss"', 'self.log("loss"')),
     ("LOG-6", "any", ".", replace("log_model_artifact(model_path", "print(model_path")),
+    ("LOG-6", "any", "{part}/train.py", replace("model_path = save_model(", "model_path = (")),
     ("PRF-1", "nn", "src", replace('profiler=profiler_cls(dirpath=run_dir, filename="profile"),', "")),
     ("PRF-2", "nn", "src", replace("def on_validation_end(", "def on_validation_done(")),
     ("PRC-1", "nn", "{part}/model.py", append("SCALER = torch.amp.GradScaler()\n")),
@@ -293,7 +294,7 @@ def test_a_report_that_the_reader_stops_reading_ends_without_a_traceback():
     assert (result.returncode, result.stderr) == (141, "")
 
 
-@pytest.mark.parametrize("kind", ["sl_neural", "sl_tree"])
+@pytest.mark.parametrize("kind", ["sl_tree"])  # a neural part's DataModule is followed by its class
 def test_the_data_module_is_followed_under_a_name_of_ones_own(tmp_path, kind):  # DATA-1
     # Imported relatively under another name and passed by keyword: still the rows validated.
     project = copy_project(tmp_path / "project")
@@ -534,6 +535,13 @@ def forget_provenance(run_dir: Path) -> None:
     path.write_text(json.dumps({k: v for k, v in json.loads(path.read_text()).items() if k != "provenance"}))
 
 
+def drop_config_field(run_dir: Path) -> None:
+    """A field the code had when it wrote config.json, left out of it."""
+    path = run_dir / "config.json"
+    saved = json.loads(path.read_text())
+    path.write_text(json.dumps({key: value for key, value in saved.items() if key != "seed"}))
+
+
 def rename_run(run_dir: Path) -> None:
     run_dir.rename(run_dir.with_name("run_" + run_dir.name))
 
@@ -549,6 +557,7 @@ RUN_BREAKS = [  # (item, part kind, edit of a copy of the run directory)
     ("PRF-1", "nn", start_fact("profiler", lambda _: "PassThroughProfiler")),
     ("CFG-2", "any", add_config_key),
     ("CFG-2", "nn", forget_used_settings),
+    ("CFG-2", "any", drop_config_field),
     ("OUT-2", "any", unlink("console.log")),
     ("OUT-2", "any", forget_provenance),
     ("OUT-3", "nn", unlink("checkpoints/last.ckpt")),
@@ -608,14 +617,20 @@ def test_without_wandb_the_artifact_check_says_why_it_skips(smoke_runs, tmp_path
 
 @slow
 def test_a_run_made_before_a_config_field_was_added_still_round_trips(smoke_runs, tmp_path):  # CFG-2
-    # A field of the user's added after the run: config.json lacks it, and loads with its default.
+    # A field of the user's added after the run, by a later commit: config.json lacks it, and
+    # loads with its default. (The same config.json from this very code fails: drop_config_field.)
     run_dir, _ = smoke_runs(kind_for("any"))
+    if json.loads((run_dir / "run.json").read_text())["history"][-1].get("git_commit") is None:
+        pytest.skip("this project is not in git: the checker cannot tell a field added since a run")
     copy = shutil.copytree(run_dir, tmp_path / run_dir.name)
     saved = json.loads((copy / "config.json").read_text())
     added = next(key for key in saved if key not in ("name", "used"))
     (copy / "config.json").write_text(json.dumps({k: v for k, v in saved.items() if k != added}))
+    record = json.loads((copy / "run.json").read_text())
+    record["history"][-1]["git_commit"] = "0" * 40  # a commit before the field
+    (copy / "run.json").write_text(json.dumps(record))
     (result,) = [r for r in check_project(ROOT, [copy]).results if r.id == "CFG-2" and r.mode == "run"]
-    assert result.status == "pass" and f"{added}: added to the config since this run" in result.why
+    assert result.status == "pass" and f"{added}: added since this run" in result.why
 
 
 @slow

@@ -82,10 +82,11 @@ def _parse_cli(
     try:
         saved = type(cfg).from_json(config_path.read_text())
     except (OSError, ValueError, TypeError) as error:
-        fail(
-            f"--resume {options.resume}: {config_path} is not a {type(cfg).__name__} "
-            f"(another part's run, or a damaged file): {error}"
-        )
+        # Fields the config class no longer has: the run of older code, not a damaged file.
+        why = "a run of code that had them (an earlier release, or fields you removed)"
+        if "unknown field(s)" not in str(error):
+            why = "another part's run, or a damaged file"
+        fail(f"--resume {options.resume}: {config_path} is not a {type(cfg).__name__} ({why}): {error}")
     cfg, _ = parse_command(configs, TrainOptions, argv, prog, description, start_from=saved)
     from src.runs.provenance import same_data_file  # here: psutil and pynvml load with it
 

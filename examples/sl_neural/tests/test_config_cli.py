@@ -248,8 +248,8 @@ def test_a_neural_variant_naming_its_columns_by_a_bare_string_is_refused_in_one_
     ("kind", "args", "message"),
     [
         # RES-2: a schedule that decays over the run needs the run's length, known up front.
-        ("sl_neural", ["--config", "baseline", "--scheduler", "cosine"], "it decays over num_epochs, 10000"),
-        ("rl", ["--config", "baseline", "--scheduler", "onecycle"], "set num_epochs to the epochs to train"),
+        ("sl_neural", ["--num-epochs", "10000", "--scheduler", "cosine"], "it decays over num_epochs, 10000"),
+        ("rl", ["--num-epochs", "10000", "--scheduler", "onecycle"], "set num_epochs to the epochs to train"),
         ("sl_neural", ["--scheduler", "cosine", "--num-epochs", "9", "--find-batch-size"], "find_batch_size"),
         ("rl", ["--warmup-fraction", "1"], "warmup_fraction 1.0, min_lr_fraction 0.0: must be in [0, 1)"),
         ("rl", ["--scheduler", "plateau"], "invalid choice 'plateau'"),  # PPO has no epoch metric to watch
@@ -442,30 +442,45 @@ def unfinished_run(run_dir, part: str):
     return run_dir
 
 
+def test_a_run_whose_config_has_fields_the_code_no_longer_has_says_so(tmp_path, capsys):  # RES-1
+    # An earlier release's run: its config.json holds fields this release removed.
+    kind = sorted(PARTS)[0]
+    configs = part_module(kind, "config").CONFIGS
+    run_dir = unfinished_run(tmp_path / "smoke_20260101_120000", PARTS[kind])
+    (run_dir / "config.json").write_text(json.dumps({"name": "smoke", "num_features": 64}))
+    with pytest.raises(SystemExit) as exit_info:
+        parse_cli(configs, ["--config", "smoke", "--resume", str(run_dir)])
+    assert exit_info.value.code == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "(a run of code that had them (an earlier release, or fields you removed)): " in line
+    assert "unknown field(s) num_features" in line
+
+
 @pytest.mark.parametrize("kind", sorted(PARTS))
 def test_each_part_keeps_to_its_own_runs(kind, tmp_path, monkeypatch, capsys):  # OUT-1, RES-1
     monkeypatch.chdir(tmp_path)
     configs = part_module(kind, "config").CONFIGS
+    name = next(iter(configs))  # the first config, whatever it is called
     part = PARTS[kind]
     with start_run(configs["smoke"]()) as run:  # the default output.base_dir: output/{part}
         assert run.dir.parent == Path("output", part)
     assert json.loads((run.dir / "run.json").read_text())["part"] == part
     # Another part's unfinished run of the same config name, in its own folder and in a
     # folder both parts write to: --resume auto passes over both.
-    unfinished_run(Path("output", "part9", "baseline_20260101_120000"), "part9")
-    unfinished_run(Path("shared", "baseline_20260101_120000"), "part9")
-    for argv in (["--config", "baseline"], ["--config", "baseline", "--output.base-dir", "shared"]):
+    unfinished_run(Path("output", "part9", f"{name}_20260101_120000"), "part9")
+    unfinished_run(Path("shared", f"{name}_20260101_120000"), "part9")
+    for argv in (["--config", name], ["--config", name, "--output.base-dir", "shared"]):
         _, resume_from = parse_cli(configs, [*argv, "--resume", "auto"])
-        assert resume_from is None and "no unfinished 'baseline' run" in capsys.readouterr().out
-    ours = unfinished_run(Path("output", part, "baseline_20260101_110000"), part)
-    _, resume_from = parse_cli(configs, ["--config", "baseline", "--resume", "auto"])
+        assert resume_from is None and f"no unfinished '{name}' run" in capsys.readouterr().out
+    ours = unfinished_run(Path("output", part, f"{name}_20260101_110000"), part)
+    _, resume_from = parse_cli(configs, ["--config", name, "--resume", "auto"])
     assert resume_from == ours / "checkpoints" / "last.ckpt"
     # Named by hand, another part's run is refused in one line.
     with pytest.raises(SystemExit) as exit_info:
-        parse_cli(configs, ["--config", "baseline", "--resume", "shared/baseline_20260101_120000"])
+        parse_cli(configs, ["--config", name, "--resume", f"shared/{name}_20260101_120000"])
     assert exit_info.value.code == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line == (
-        "error: --resume shared/baseline_20260101_120000: that is a run of part9; "
+        f"error: --resume shared/{name}_20260101_120000: that is a run of part9; "
         "resume it with python -m part9.train"
     )

@@ -315,11 +315,12 @@ class TableDataModule(L.LightningDataModule):
     def _refuse_text_under(
         self, value_range: tuple[float, float], table: pd.DataFrame, features: list[str]
     ) -> None:
-        text = [name for name in features if not is_numeric(table[name])]
+        cells = {name: table[name].dropna() for name in features if not is_numeric(table[name])}
+        words = {name: found[pd.to_numeric(found, errors="coerce").isna()] for name, found in cells.items()}
+        text = [name for name, found in words.items() if len(found)]
         if not text:
             return
-        cells = table[text[0]].dropna()
-        example = f" ({cells.iloc[0]!r} at row {cells.index[0]})" if len(cells) else ""
+        example = f" ({words[text[0]].iloc[0]!r} at row {words[text[0]].index[0]})"
         low, high, where = *value_range, getattr(self.source, "__name__", "data")
         raise DataValidationError(
             f"{self.where}: column(s) {', '.join(map(repr, text))} hold text{example}, but "

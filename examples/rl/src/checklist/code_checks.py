@@ -151,9 +151,7 @@ def wandb_init(project: Project, part: Part) -> None:
 def model_artifact(project: Project, part: Part) -> None:
     steps = of_type(project.main_with_config(part), ast.Call)
     logged = [c.lineno for c in steps if project.reaches(c, "log_artifact", part)]
-    # Through a helper of the user's too, or the pipeline's own save under another name.
-    saves = {"save_model", "save_module", "save_booster"}
-    saved = [c.lineno for c in steps if project.reaches(c, saves, part)]
+    saved = [c.lineno for c in steps if project.reaches(c, "save_model", part)]  # through a helper too
     require(logged, "main_with_config() never reaches log_artifact()")
     require(saved and saved[0] <= logged[0], "the artifact is logged before save_model()")
 

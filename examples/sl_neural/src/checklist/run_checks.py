@@ -119,7 +119,7 @@ def provenance_recorded(run: RunDir) -> str:
 
 
 @check("CFG-2", "config.json round-trips through the part's config class", mode="run")
-def config_round_trip(run: RunDir) -> None:
+def config_round_trip(run: RunDir) -> str:
     module = importlib.import_module(f"{run.part.name}.config")
     own = [c for c in vars(module).values() if is_dataclass(c) and c.__module__ == module.__name__]
     require(own, f"{run.part.name}/config.py defines no config dataclass")
@@ -137,12 +137,24 @@ def config_round_trip(run: RunDir) -> None:
     if run.kind != "sl_tree":
         used = ("precision", "batch_size")
         lacks("config.json's used settings (what the Trainer chose)", used, run.config.get("used", {}))
-    # A field the code gained after the run: the run's config is what it was, and loads with
-    # the field's default (as --resume and predict load it).
-    added = sorted(again.keys() - fields.keys())
-    return f"config.json round-trips through {cls.__name__}" + (
-        f"; {', '.join(added)}: added to the config since this run, at their defaults" if added else ""
-    )
+    # Fields config.json lacks: ones the code gained after the run load at their defaults (as
+    # --resume and predict load them); where git cannot show that the code changed, a defect.
+    missing = sorted(again.keys() - fields.keys())
+    if not missing:
+        return f"config.json round-trips through {cls.__name__}"
+    lacking = f"config.json lacks {', '.join(missing)} (git shows no change of the code since the run)"
+    require(code_changed_since(run), lacking)
+    return f"config.json round-trips through {cls.__name__}; {', '.join(missing)}: added since this run"
+
+
+def code_changed_since(run: RunDir) -> bool:
+    """Whether git shows this checkout's code other than the run's last session ran."""
+    from src.runs.provenance import code_state  # git, only for a config.json that lacks fields
+
+    ran = (run.record.get("history") or [{}])[-1]
+    now = code_state(Path(__file__).resolve().parent)
+    known = ran.get("git_commit") is not None and now.get("git_commit") is not None
+    return known and any(ran.get(key) != now.get(key) for key in ("git_commit", "git_diff_sha256"))
 
 
 @check("OUT-4", "metrics.jsonl: one JSON line per logging event", mode="run")
