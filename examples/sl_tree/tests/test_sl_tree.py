@@ -536,6 +536,17 @@ def test_a_running_scheduler_is_asked_about_its_workers_gpus_not_this_machine(tm
                 training_params(dataclasses.replace(there, device="cuda"), params, encoding, client)
 
 
+def test_a_resume_capped_below_the_rounds_grown_is_refused(tmp_path):  # CFG-3, RES-1
+    # `--resume RUN --num-boost-round 5` on a run of 8 rounds grew none and ended saying
+    # "num_boost_round 8 grown", with 5 in its config.json.
+    cfg = dataclasses.replace(smoke_config(tmp_path), num_boost_round=8)
+    split, params = load_split(cfg, data), model.booster_params(cfg)
+    grown = train_booster(cfg, params, split)
+    with pytest.raises(ConfigError, match=r"^num_boost_round 5: the run has grown 8 rounds already"):
+        train_booster(dataclasses.replace(cfg, num_boost_round=5), params, split, previous=grown)
+    assert train_booster(cfg, params, split, previous=grown).num_boosted_rounds() == 8  # its own cap: none
+
+
 def test_a_misspelt_booster_parameter_is_refused_not_ignored(tmp_path):  # CFG-3
     cfg = smoke_config(tmp_path)
     encoding = load_split(cfg, data).encoding

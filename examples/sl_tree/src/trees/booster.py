@@ -149,6 +149,11 @@ def train_booster(
     """Boost up to cfg.num_boost_round trees in all, continuing the `previous` model if given;
     on the Dask cluster cfg.cluster names, if any."""
     first_round = previous.num_boosted_rounds() if previous else 0
+    if first_round > cfg.num_boost_round:  # a resume's flag below what the run has grown
+        raise ConfigError(
+            f"num_boost_round {cfg.num_boost_round}: the run has grown {first_round} rounds already; "
+            "give more to grow more, or leave the flag out to keep the run's own"
+        )
     with dask_client(cfg.cluster) as client:
         params = training_params(cfg, params, split.encoding, client)
         train, val = training_matrices(split, client, params.get("max_bin"))
