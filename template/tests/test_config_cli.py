@@ -182,7 +182,11 @@ def test_gpu_device_lists_on_the_cpu_are_refused(kind, devices, capsys):
     [
         # CFG-3: values the libraries would fail on mid-run, with an error that names no field.
         ("sl_neural", ["--gradient-accumulation-steps", str(10**30)], "must be at most 2147483647"),
-        ("sl_neural", ["--label-column", "kind", "colour"], "a classifier predicts one column; for several"),
+        (
+            "sl_neural",
+            ["--task", "classification", "--label-column", "kind", "colour"],
+            "a classifier predicts one column; for several",
+        ),
         ("sl_tree", ["--num-boost-round", str(2**31)], "num_boost_round 2147483648: must be at most"),
         ("rl", ["--hidden-sizes", "64", str(2**33)], "hidden_sizes (64, 8589934592): must be at most"),
         ("rl", ["--num-envs", "0"], "num_envs 0: must be at least 1"),

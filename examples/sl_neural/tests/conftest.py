@@ -69,6 +69,18 @@ def default_config(kind: str) -> type:
     return next(iter(part_module(kind, "config").CONFIGS.values()))
 
 
+def run_config(kind: str, run_dir: Path):
+    """A run's config, as its config.json holds it."""
+    return default_config(kind).from_json((run_dir / "config.json").read_text())
+
+
+def prediction_figures(kind: str, run_dir: Path) -> list[str]:
+    """The figures a supervised run's test predictions call for, by what the part predicts:
+    a classifier's confusion matrix and ROC curves, a regression's predicted against true."""
+    regression = run_config(kind, run_dir).task == "regression"
+    return ["predicted_vs_true"] if regression else ["confusion_matrix", "roc"]
+
+
 @pytest.fixture(scope="session")
 def smoke_runs(tmp_path_factory):
     """Each part kind's smoke run with offline W&B, trained once per session on first use:

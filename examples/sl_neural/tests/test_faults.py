@@ -18,6 +18,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import PARTS, ROOT, assert_ended, assert_report, part_module, slow
@@ -530,10 +531,20 @@ def lines_of_test_metrics(run_dir: Path) -> list[dict]:
 
 
 @pytest.mark.skipif("sl_tree" not in PARTS, reason="this project has no tree part")
-def test_a_tree_run_killed_as_its_patience_ran_out_resumes_without_another_round(copied_run):  # RES-1
-    # Killed after saving its last model, before recording that training ended (the copy's
-    # run.json): the resume grows no tree beyond those one uninterrupted run grows.
-    run_dir = copied_run("sl_tree")
+def test_a_tree_run_killed_as_its_patience_ran_out_resumes_without_another_round(tmp_path):  # RES-1
+    # Labels of noise, which validation stops improving on within a few rounds.
+    table = tmp_path / "noise.csv"
+    noise = np.random.default_rng(0).normal(size=(200, 4))
+    pd.DataFrame(noise, columns=["a", "b", "c", "target"]).to_csv(table, index=False)
+    flags = ["--data-path", str(table), "--label-column", "target", "--feature-columns", "a", "b", "c"]
+    flags += ["--objective", "reg:squarederror", "--eval-metric", "rmse", "--early-stopping-rounds", "3"]
+    finished = train("sl_tree", tmp_path / "runs", *flags)
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    # Killed after saving its last model, before recording that training ended (run.json as
+    # it was then): the resume grows no tree beyond those one uninterrupted run grows.
+    run_dir = run_dir_in(tmp_path / "runs")
+    killed = status(run_dir) | {"status": "running", "training_ended": False}
+    (run_dir / "run.json").write_text(json.dumps(killed))
     stopped, trained = status(run_dir)["end_detail"], trained_so_far("sl_tree", run_dir)
     assert status(run_dir)["end_reason"] == "patience"
     resumed = train("sl_tree", run_dir.parent, "--resume", str(run_dir))
@@ -717,7 +728,8 @@ def test_a_table_refused_in_the_run_sends_no_alert_and_draws_no_report(kind, tmp
     table = tmp_path / "labels_as_text.csv"
     table.write_text("a,b,target\n" + "".join(f"{row},{row % 3},{'xy'[row % 2]}\n" for row in range(40)))
     flags = ["--data-path", str(table), "--alerts.webhook-url", webhook.url, "--output.report"]
-    flags += ["--task", "regression"] if kind == "sl_neural" else []
+    flags += ["--label-column", "target", "--feature-columns", "a", "b"]
+    flags += ["--task", "regression"] if kind == "sl_neural" else ["--objective", "reg:squarederror"]
     result = train(kind, tmp_path / "runs", *flags)
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
     (line,) = error_lines(result.stderr)

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import PARTS, PNG_SIGNATURE, ROOT, assert_report
+from conftest import PARTS, PNG_SIGNATURE, ROOT, assert_report, prediction_figures, run_config
 from sklearn import metrics
 
 from src import predictions
@@ -22,10 +22,10 @@ from src.report.prediction_figures import draw_predictions
 from src.runs.atomic import WriteFailed
 
 # The report's figures of the test predictions, by the task of each kind's smoke run.
-PREDICTION_FIGURES = {"sl_neural": ["confusion_matrix", "roc"], "sl_tree": ["predicted_vs_true"]}
+SUPERVISED = ("sl_neural", "sl_tree")
 
 
-@pytest.mark.parametrize("kind", sorted(set(PARTS) & set(PREDICTION_FIGURES)))
+@pytest.mark.parametrize("kind", sorted(set(PARTS) & set(SUPERVISED)))
 def test_predict_of_another_parts_run_names_that_part_in_one_line(kind, tmp_path):  # OUT-2
     (tmp_path / "config.json").write_text("{}")
     (tmp_path / "run.json").write_text('{"part": "part9"}')
@@ -37,7 +37,7 @@ def test_predict_of_another_parts_run_names_that_part_in_one_line(kind, tmp_path
 
 
 @pytest.mark.skipif("rl" not in PARTS, reason="this project has no RL part")
-@pytest.mark.parametrize("kind", sorted(set(PARTS) & set(PREDICTION_FIGURES)))
+@pytest.mark.parametrize("kind", sorted(set(PARTS) & set(SUPERVISED)))
 def test_predict_of_an_rl_run_names_the_command_that_plays_it(kind, tmp_path):  # OUT-2
     (tmp_path / "config.json").write_text("{}")
     (tmp_path / "run.json").write_text(json.dumps({"part": PARTS["rl"]}))
@@ -47,18 +47,19 @@ def test_predict_of_an_rl_run_names_the_command_that_plays_it(kind, tmp_path):  
     assert result.stderr.endswith(f" is a run of {PARTS['rl']}; use python -m {PARTS['rl']}.evaluate\n")
 
 
-@pytest.mark.parametrize("kind", sorted(set(PARTS) & set(PREDICTION_FIGURES)))
+@pytest.mark.parametrize("kind", sorted(set(PARTS) & set(SUPERVISED)))
 def test_a_supervised_runs_report_draws_its_test_predictions(kind, smoke_runs):
     run_dir, _ = smoke_runs(kind)
     tested = predictions.read_predictions(run_dir / predictions.PREDICTIONS_FILE)
     assert tested["row"].is_unique and predictions.targets_of(tested)
-    if kind == "sl_neural":  # a classifier of the ten digits
-        assert len(predictions.probability_columns(tested)) == 10
-    assert_report(run_dir, PREDICTION_FIGURES[kind])
+    # A classifier's probability of each class; a regression's predictions are numbers alone.
+    classes = len(predictions.probability_columns(tested))
+    assert classes >= 2 if run_config(kind, run_dir).task != "regression" else classes == 0
+    assert_report(run_dir, prediction_figures(kind, run_dir))
 
 
 def test_a_damaged_predictions_file_is_one_line_and_leaves_the_report_as_it_was(smoke_runs, tmp_path):
-    kind = min(set(PARTS) & set(PREDICTION_FIGURES))
+    kind = min(set(PARTS) & set(SUPERVISED))
     run_dir = shutil.copytree(smoke_runs(kind)[0], tmp_path / "run")
     (run_dir / predictions.PREDICTIONS_FILE).write_text("not,a\npredictions,file\n")
     written = sorted([run_dir / "report.md", *(run_dir / "report").glob("*.png")])

@@ -12,22 +12,37 @@ import subprocess
 import sys
 
 import pytest
-from conftest import PARTS, PNG_SIGNATURE, ROOT, assert_report, part_module, slow
+from conftest import (
+    PARTS,
+    PNG_SIGNATURE,
+    ROOT,
+    assert_report,
+    part_module,
+    prediction_figures,
+    run_config,
+    slow,
+)
 
 from src.report.run_files import RunFiles
 from src.report.run_report import cell
 from src.runs.lifetime import start_run
 from src.runs.metrics_jsonl import higher_is_better
 
-# The figures each kind's metrics call for; a tree part's own plots/ are in its report too.
+# The figures each kind's metrics call for (a supervised part's test predictions add theirs);
+# a tree part's own plots/ are in its report too.
 FIGURES = {
-    "sl_neural": ["learning_curves", "learning_rate", "timing", "system", "confusion_matrix", "roc"],
-    "sl_tree": ["learning_curves", "timing", "system", "predicted_vs_true"],
+    "sl_neural": ["learning_curves", "learning_rate", "timing", "system"],
+    "sl_tree": ["learning_curves", "timing", "system", "feature_importance", "shap_summary"],
     "rl": ["learning_curves", "learning_rate", "timing", "system"],
 }
-OWN_PLOTS = {"sl_tree": ["feature_importance", "shap_summary"]}
-# A metric each kind's final metrics table must hold, with its best epoch or round.
-CURVE_METRIC = {"sl_neural": "val_acc", "sl_tree": "val_rmse", "rl": "val_episode_reward"}
+
+
+def curve_metric(kind: str, run_dir) -> str:
+    """A metric the run's final metrics table must hold, with its best epoch or round: the one
+    early stopping watches, whatever the part predicts."""
+    if kind == "sl_tree":
+        return f"val_{run_config(kind, run_dir).watched_metric}"
+    return {"sl_neural": "val_loss", "rl": "val_episode_reward"}[kind]
 
 
 def report_command(*args: str) -> subprocess.CompletedProcess:
@@ -39,9 +54,10 @@ def report_command(*args: str) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize("kind", sorted(PARTS))
 def test_every_run_ends_with_its_report(kind, smoke_runs):
     run_dir, _ = smoke_runs(kind)
-    report = assert_report(run_dir, FIGURES[kind] + OWN_PLOTS.get(kind, []))
+    predicted = prediction_figures(kind, run_dir) if kind != "rl" else []
+    report = assert_report(run_dir, FIGURES[kind] + predicted)
     assert report.startswith(f"# {PARTS[kind]}: run {run_dir.name}\n")  # which part's run
-    assert f"| {CURVE_METRIC[kind]} |" in report
+    assert f"| {curve_metric(kind, run_dir)} |" in report
     assert "**finished**" in report and "## Config" in report and "| python |" in report
 
 
@@ -122,7 +138,7 @@ def test_report_takes_runs_that_differ_only_in_their_seed_together(smoke_runs, t
     assert result.returncode == 0, result.stderr
     comparison = (output / "report.md").read_text()
     finals = [RunFiles.read(run).final_metrics() for run in seeds]
-    metric = CURVE_METRIC[kind]
+    metric = curve_metric(kind, seeds[0])
     values = [final[metric]["final"] for final in finals]
     mean, std = statistics.fmean(values), statistics.stdev(values)
     group = f"{config['name']}, 2 seeds"
@@ -216,7 +232,7 @@ def test_learning_curves_are_drawn_against_frames_for_rl_and_mark_resumes(kind, 
 def test_a_curve_that_ended_on_nan_has_nan_as_its_final_value(kind, smoke_runs, tmp_path):
     # A run diverged at its last validation: metrics.jsonl writes the NaN as null.
     run_dir = shutil.copytree(smoke_runs(kind)[0], tmp_path / "run")
-    key, lines = CURVE_METRIC[kind], (run_dir / "metrics.jsonl").read_text().splitlines()
+    key, lines = curve_metric(kind, run_dir), (run_dir / "metrics.jsonl").read_text().splitlines()
     last = [json.loads(line) for line in lines if f'"{key}"' in line][-1]
     axis = "round" if "round" in last else "epoch"
     later = {name: last[name] + 1 for name in (axis, "step", "frames") if name in last}
