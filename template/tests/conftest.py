@@ -130,6 +130,15 @@ def write_mixed_table(path: Path, rows: int = 300) -> Path:
     return path
 
 
+def noise_regression(path: Path) -> dict:
+    """A table whose `target` is noise, written to `path` (CSV), and the fields that make a tree
+    part regress it: validation stops improving within a few rounds, whatever the part's task."""
+    noise = np.random.default_rng(0).normal(size=(200, 4))
+    pd.DataFrame(noise, columns=["a", "b", "c", "target"]).to_csv(path, index=False)
+    task = {"label_column": "target", "feature_columns": ("a", "b", "c"), "objective": "reg:squarederror"}
+    return {"data_path": str(path), **task, "eval_metric": "rmse"}
+
+
 def assert_report(run_dir: Path, figures: list[str]) -> str:
     """report.md with its metrics table, each figure a PNG it shows; its text."""
     report = (run_dir / "report.md").read_text()

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from conftest import PARTS, deliveries_done, part_module, slow
+from conftest import PARTS, deliveries_done, noise_regression, part_module, slow
 
 from src.config import AlertConfig
 from src.ops.alerts import Alerts
@@ -214,6 +214,7 @@ def test_a_tree_run_that_stalls_alerts_at_its_first_round_without_improvement(tm
         output=dataclasses.replace(base.output, base_dir=str(tmp_path)),
         wandb_mode="disabled",
         alerts=AlertConfig(webhook_url=webhook.url, stalled_evaluations=2),
+        **noise_regression(tmp_path / "noise.csv"),
     )
     part_module("sl_tree", "train").main_with_config(cfg)
     deliveries_done()

@@ -18,10 +18,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
-from conftest import PARTS, ROOT, assert_ended, assert_report, part_module, slow
+from conftest import PARTS, ROOT, assert_ended, assert_report, noise_regression, part_module, slow
 
 from src.cli import bad_input_message
 from src.config import BaseConfig, ConfigError, OutputConfig
@@ -532,12 +531,10 @@ def lines_of_test_metrics(run_dir: Path) -> list[dict]:
 
 @pytest.mark.skipif("sl_tree" not in PARTS, reason="this project has no tree part")
 def test_a_tree_run_killed_as_its_patience_ran_out_resumes_without_another_round(tmp_path):  # RES-1
-    # Labels of noise, which validation stops improving on within a few rounds.
-    table = tmp_path / "noise.csv"
-    noise = np.random.default_rng(0).normal(size=(200, 4))
-    pd.DataFrame(noise, columns=["a", "b", "c", "target"]).to_csv(table, index=False)
-    flags = ["--data-path", str(table), "--label-column", "target", "--feature-columns", "a", "b", "c"]
-    flags += ["--objective", "reg:squarederror", "--eval-metric", "rmse", "--early-stopping-rounds", "3"]
+    noise = noise_regression(tmp_path / "noise.csv")  # validation stops improving within rounds
+    columns = noise.pop("feature_columns")
+    flags = [f"--{name.replace('_', '-')}={value}" for name, value in noise.items()]
+    flags += ["--feature-columns", *columns, "--early-stopping-rounds", "3"]
     finished = train("sl_tree", tmp_path / "runs", *flags)
     assert finished.returncode == 0, finished.stderr[-2000:]
     # Killed after saving its last model, before recording that training ended (run.json as
