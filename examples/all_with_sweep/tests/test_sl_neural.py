@@ -511,8 +511,7 @@ def logged_values(run_dir) -> dict[tuple[int, str], float]:
 
 def killed_mid_epoch_and_resumed(base_dir, settings: dict) -> Path:
     """A smoke run with `settings`, killed at a mid-epoch checkpoint and resumed; its directory."""
-    flags = [f"--{name.replace('_', '-')}={value}" for name, value in settings.items()]
-    flags += as_flags(digits_run(base_dir))
+    flags = as_flags({**digits_run(base_dir), **settings})  # as smoke_config() gives them
     command = [sys.executable, "-m", f"{PARTS['sl_neural']}.train", "--config", "smoke", *flags]
     command += ["--wandb-mode", "disabled", "--output.base-dir", str(base_dir)]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
