@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import PARTS, ROOT, assert_ended, assert_report, noise_regression, part_module, slow
+from conftest import PARTS, ROOT, as_flags, assert_ended, assert_report, noise_regression, part_module, slow
 
 from src.cli import bad_input_message
 from src.config import BaseConfig, ConfigError, OutputConfig
@@ -532,9 +532,7 @@ def lines_of_test_metrics(run_dir: Path) -> list[dict]:
 @pytest.mark.skipif("sl_tree" not in PARTS, reason="this project has no tree part")
 def test_a_tree_run_killed_as_its_patience_ran_out_resumes_without_another_round(tmp_path):  # RES-1
     noise = noise_regression(tmp_path / "noise.csv")  # validation stops improving within rounds
-    columns = noise.pop("feature_columns")
-    flags = [f"--{name.replace('_', '-')}={value}" for name, value in noise.items()]
-    flags += ["--feature-columns", *columns, "--early-stopping-rounds", "3"]
+    flags = as_flags({**noise, "early_stopping_rounds": 3})
     finished = train("sl_tree", tmp_path / "runs", *flags)
     assert finished.returncode == 0, finished.stderr[-2000:]
     # Killed after saving its last model, before recording that training ended (run.json as

@@ -25,6 +25,7 @@ from conftest import (
     PROJECT_PYTHONPATH,
     ROOT,
     Killed,
+    as_flags,
     assert_ended,
     assert_report,
     default_config,
@@ -72,10 +73,13 @@ def digits() -> pd.DataFrame:
     return load_digits(as_frame=True).frame
 
 
+# The fields that make this part a classifier of a table's `target`, whatever its own task.
+CLASSIFICATION = {"task": "classification", "label_column": ("target",)}
+
+
 def classifier(**fields):
     """This part's config as a classifier of a table's `target`, from every other column."""
-    task = {"task": "classification", "label_column": ("target",), "feature_columns": ()}
-    return TaskConfig(**{**task, **fields})
+    return TaskConfig(**{**CLASSIFICATION, "feature_columns": (), **fields})
 
 
 def digits_run(folder: Path) -> dict:
@@ -86,15 +90,7 @@ def digits_run(folder: Path) -> dict:
         folder.mkdir(parents=True, exist_ok=True)
         digits().to_csv(path, index=False)
     split = {"batch_size": 128, "val_fraction": 0.15, "test_fraction": 0.15, "split_seed": 0}
-    return {"data_path": str(path), "task": "classification", "label_column": ("target",), **split}
-
-
-def as_flags(fields: dict) -> list[str]:
-    """Config fields as command-line flags."""
-    flags = []
-    for name, value in fields.items():
-        flags += [f"--{name.replace('_', '-')}", *map(str, value if isinstance(value, tuple) else [value])]
-    return flags
+    return {"data_path": str(path), **CLASSIFICATION, **split}
 
 
 def smoke_config(tmp_path, report=False, **overrides):

@@ -139,6 +139,14 @@ def noise_regression(path: Path) -> dict:
     return {"data_path": str(path), **task, "eval_metric": "rmse"}
 
 
+def as_flags(fields: dict) -> list[str]:
+    """Config fields as command-line flags, a tuple's items as one flag's values."""
+    flags = []
+    for name, value in fields.items():
+        flags += [f"--{name.replace('_', '-')}", *map(str, value if isinstance(value, tuple) else [value])]
+    return flags
+
+
 def assert_report(run_dir: Path, figures: list[str]) -> str:
     """report.md with its metrics table, each figure a PNG it shows; its text."""
     report = (run_dir / "report.md").read_text()
