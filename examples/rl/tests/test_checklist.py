@@ -151,6 +151,12 @@ STATIC_BREAKS = [
     ("MEM-1", "nn", "{part}/model.py", append(OOM_PROBE)),
     ("MEM-2", "nn", ".", replace("self.batch_size = cfg.batch_size", "self.minibatch = cfg.batch_size")),
     ("MEM-3", "sl_neural", ".", replace("cfg.gradient_accumulation_steps", "1")),
+    (  # a module Lightning steps (automatic optimization) is one Lightning can accumulate for
+        "MEM-3",
+        "rl",
+        ".",
+        replace("self.automatic_optimization = False", "self.automatic_optimization = True"),
+    ),
     ("MEM-4", "nn", ".", replace("del model, trainer", "pass")),
     ("MAIN-1", "nn", ".", replace('ckpt_path="best")', 'ckpt_path="last")')),
     ("MAIN-1", "nn", "{part}/train.py", logger_before_data),
@@ -314,6 +320,61 @@ def test_a_subclass_of_a_custom_env_keeps_its_parents_device(tmp_path):  # RL-7
     subclass = f"class Farther({walk[1]}):\n    def __init__(self, num_envs=1, device='cpu'):\n"
     envs.write_text(envs.read_text() + f"\n\n{subclass}        super().__init__(num_envs, device)\n")
     assert statuses(check_project(project, []), "RL-7", "static") == {"pass"}
+
+
+FARTHER_ENV = """
+
+class Farther({parent}):
+    def __init__(self, num_envs=1, device="cpu"):
+        super().__init__(num_envs, device)
+        batch = tuple(self.batch_size)
+        self.observation_spec = Composite(
+            observation=Bounded(low=-2.0, high=2.0, shape=(*batch, 2), device=self.device),
+            {distance}shape=batch,
+        )
+"""
+
+
+@pytest.mark.parametrize(("distance", "status"), [("", "fail"), ("distance=Unbounded(), ", "pass")])
+def test_a_subclass_of_a_custom_env_that_replaces_its_spec(tmp_path, distance, status):  # RL-5
+    # The parent's _observe() still emits "distance": a collector drops it unless the
+    # subclass's own observation_spec names it.
+    project = copy_project(tmp_path / "project")
+    envs = project / part_for("rl") / "envs.py"
+    walk = re.search(r"^class (\w+)\(EnvBase\):", envs.read_text(), re.M)
+    assert walk and '"distance":' in envs.read_text(), "envs.py has no env emitting distance"
+    envs.write_text(envs.read_text() + FARTHER_ENV.format(parent=walk[1], distance=distance))
+    assert statuses(check_project(project, []), "RL-5", "static") == {status}
+
+
+def test_gradient_accumulation_is_checked_where_lightning_steps(tmp_path):  # MEM-3
+    # The RL module steps its optimizers itself: accumulate_grad_batches does not apply, and
+    # the result says so instead of passing the part as if it accumulated.
+    rl = part_for("rl")
+    (result,) = [r for r in check_project(ROOT, []).results if r.id == "MEM-3"]
+    assert result.status == "pass" and f"{rl}: does not apply" in result.why, result.why
+    project = copy_project(tmp_path / "project")
+    manual = "self.automatic_optimization = False"
+    break_copy(project, "src", replace(manual, "self.automatic_optimization = True"))
+    (result,) = [r for r in check_project(project, []).results if r.id == "MEM-3"]
+    assert result.status == "fail" and result.why.startswith(rl), result.why
+
+
+def test_the_summary_counts_each_item_once_and_the_results_apart():
+    # An item may have several checks (LOG-1), a check covers several parts, a run check runs
+    # once per run directory: results counted as if they were items did not add up.
+    result = subprocess.run([sys.executable, "-m", "src.checklist"], cwd=ROOT, capture_output=True, text=True)
+    report = check_project(ROOT, [])
+    items, results = result.stdout.splitlines()[-2:]
+    said = re.fullmatch(r"(\d+) checklist items apply \(\d+ automated, \d+ manual\): (.+)\.", items)
+    assert said, items
+    by_status = {status: int(n) for n, status in re.findall(r"(\d+) (\w+)", said[2])}
+    assert int(said[1]) == sum(by_status.values()) == len({r.id for r in report.results})
+    passing = {r.id for r in report.results} - {r.id for r in report.results if r.status != "pass"}
+    assert by_status["pass"] == len(passing)
+    said = re.fullmatch(r"(\d+) results \(.+\): (.+)\.", results)
+    assert said, results
+    assert int(said[1]) == sum(int(n) for n in re.findall(r"(\d+) \w+", said[2])) == len(report.results)
 
 
 @slow  # each about a second or two, and there are dozens

@@ -42,6 +42,16 @@ def module_methods(project: Project, part: Part) -> tuple[str, dict[str, ast.Fun
     return cls.name, project.methods(cls, part)
 
 
+def steps_its_own_optimizers(project: Project, part: Part) -> bool:
+    """Whether the part's LightningModule sets automatic_optimization = False: Lightning then
+    neither accumulates nor clips its gradients."""
+    init = module_methods(project, part)[1].get("__init__")
+    assigned = [
+        n for n in of_type(init, ast.Assign) if "self.automatic_optimization" in map(source, n.targets)
+    ]
+    return init is not None and any(constant(n.value) is False for n in assigned)
+
+
 @check("CFG-5", "num_epochs is effectively unlimited; early stopping ends training", "nn")
 def unlimited_epochs(project: Project) -> str:
     classes = [c for path, c in project.find(ast.ClassDef) if path.startswith("src/")]
@@ -73,13 +83,18 @@ def datamodule_contract(project: Project, part: Part) -> None:
 
 
 @each_part("LIT-4", "AdamW(fused=...) from configure_optimizers; clipping through the Trainer", "nn")
-def optimizer(project: Project, part: Part) -> None:
+def optimizer(project: Project, part: Part) -> str | None:
     configure = module_methods(project, part)[1].get("configure_optimizers")
     require(configure and project.reaches(configure, "AdamW", part), "configure_optimizers() makes no AdamW")
     project.call_with("AdamW", part, fused=given)
+    if steps_its_own_optimizers(project, part):
+        return (
+            "AdamW(fused=...) from configure_optimizers; the module steps it itself and clips by hand (RL-13)"
+        )
     # 0 and None do not clip; an expression (the config's field) may.
-    clipped = part.kind != "sl_neural" or project.passes("gradient_clip_val", part, lambda v: constant(v, 1))
+    clipped = project.passes("gradient_clip_val", part, lambda v: constant(v, 1))
     require(clipped, "no Trainer(gradient_clip_val=...): not clipping through the Trainer")
+    return None
 
 
 @each_part("LOG-1", "WandbLogger(log_model=False), reached from main_with_config()", "nn")
@@ -140,9 +155,12 @@ def batch_size_attribute(project: Project, part: Part) -> None:
 
 
 @each_part("MEM-3", "Trainer(accumulate_grad_batches=cfg.gradient_accumulation_steps)", "nn")
-def accumulation(project: Project, part: Part) -> None:
+def accumulation(project: Project, part: Part) -> str | None:
+    if steps_its_own_optimizers(project, part):
+        return "does not apply: the module steps its optimizers itself, so Lightning cannot accumulate"
     accumulates = project.passes("accumulate_grad_batches", part, mentions("gradient_accumulation_steps"))
-    require(part.kind != "sl_neural" or accumulates, "no Trainer(accumulate_grad_batches=...)")
+    require(accumulates, "no Trainer(accumulate_grad_batches=...)")
+    return None
 
 
 @each_part("MEM-4", "del model, trainer; cleanup_vram() empties the cache, then collects", "nn")

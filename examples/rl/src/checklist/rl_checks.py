@@ -84,9 +84,15 @@ def env_closed(project: Project, part: Part) -> None:
 @each_part("RL-5", "every field a custom env emits has a spec (diagnostics: Unbounded)", "rl")
 def diagnostic_specs(project: Project, part: Part) -> None:
     for path, cls in project.classes("EnvBase", part):
-        dicts = [c.args[0] for c in calls(cls, "TensorDict") if c.args and isinstance(c.args[0], ast.Dict)]
+        # What the env emits, inherited methods included; its spec, the nearest class's that sets one.
+        made = [c for method in project.methods(cls, part).values() for c in calls(method, "TensorDict")]
+        dicts = [c.args[0] for c in made if c.args and isinstance(c.args[0], ast.Dict)]
         emitted = {constant(k) for d in dicts for k in d.keys} - {None, *EPISODE_KEYS}
-        specs = [n.value for n in of_type(cls, ast.Assign) if "observation_spec" in map(name_of, n.targets)]
+        setting = [
+            [n.value for n in of_type(c, ast.Assign) if "observation_spec" in map(name_of, n.targets)]
+            for c in project.lineage(cls, part)
+        ]
+        specs = next(filter(None, setting), [])
         specified = {kw.arg for spec in specs for kw in getattr(spec, "keywords", [])}
         missing = ", ".join(sorted(map(str, emitted - specified)))
         require(not missing, f"{path}: {cls.name} emits {missing} without an observation_spec entry")

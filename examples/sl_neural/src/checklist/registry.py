@@ -15,6 +15,7 @@ CHECKLIST_ORDER = "CFG STR LIT LOG PRF PRC RL MEM MAIN CB OPS OUT SWP RES DDP DA
 SECTIONS = CHECKLIST_ORDER.split()
 ESCAPED_BAR = r"\|"  # a | inside a Markdown table cell
 STATUSES = ("pass", "fail", "skipped", "waived", "manual")
+WORST_FIRST = ("fail", "skipped", "waived", "manual", "pass")  # an item's status: its worst result's
 MANUAL = {  # items of every part kind that no program checks here, and why
     "RES-1": "needs a run killed mid-way, resumed, and compared with an uninterrupted one (the "
     "project's tests do this for each part; a finished run directory cannot show it)",
@@ -82,17 +83,22 @@ def check(id: str, title: str, applies_to: str = "all", *, mode: str = "static",
 
 def rules(item: str, title: str, applies_to: str, *checks: Callable[[Any, Any], object], sweep: bool = False):
     """Register an item checked on each part it applies to by all of `checks`(project, part);
-    a failure's message starts with the part's name."""
+    a failure's message starts with the part's name. A check that returns a text has passed the
+    part on other terms (the item does not apply to it as written): the pass says so for it."""
 
     def every(project: Any) -> str:
         parts = [part for part in project.parts if part.kind in TAGS[applies_to]]
+        terms: dict[str, str] = {}
         for part, rule in itertools.product(parts, checks):
             try:
-                rule(project, part)
+                if isinstance(said := rule(project, part), str):
+                    terms[part.name] = said
             except Failed as failure:
                 named = str(failure).startswith(part.name)
                 raise Failed(str(failure) if named else f"{part.name}: {failure}") from None
-        return f"{', '.join(part.name for part in parts)}: {title}"
+        as_written = [part.name for part in parts if part.name not in terms]
+        passes = [f"{', '.join(as_written)}: {title}"] if as_written else []
+        return "; ".join(passes + [f"{name}: {said}" for name, said in terms.items()])
 
     CHECKS.append(Check(item, title, applies_to, "static", every, sweep))
 
@@ -124,11 +130,24 @@ class Report:
     def counts(self) -> dict[str, int]:
         return {status: sum(result.status == status for result in self.results) for status in STATUSES}
 
-    def summary(self) -> str:
-        counts = ", ".join(f"{n} {status}" for status, n in self.counts().items())
+    def item_counts(self) -> dict[str, int]:
+        """Each item once, by its worst result (a fail, then a skip, ...); an item without a
+        result (its run check found no run directory of its kind) is counted unchecked."""
+        found = [{r.status for r in self.results if r.id == item} for item in self.automated + self.manual]
+        worst = [next((s for s in WORST_FIRST if s in statuses), "unchecked") for statuses in found]
+        unchecked = {"unchecked": worst.count("unchecked")} if "unchecked" in worst else {}
+        return {status: worst.count(status) for status in STATUSES} | unchecked
+
+    def summary(self, between: str = "\n") -> str:
+        """Items (each once, whatever its parts and checks), then the checks' results."""
         automated, manual = len(self.automated), len(self.manual)
-        items = f"{automated + manual} checklist items apply: {automated} automated, {manual} manual"
-        return f"{items}. Results: {counts}."
+        items = ", ".join(f"{n} {status}" for status, n in self.item_counts().items())
+        counts = ", ".join(f"{n} {status}" for status, n in self.counts().items())
+        said = (
+            f"{automated + manual} checklist items apply ({automated} automated, {manual} manual): {items}."
+        )
+        per = "a static check covers every part it applies to; a run check, one run directory"
+        return f"{said}{between}{len(self.results)} results ({per}): {counts}."
 
     def groups(self) -> dict[str, list[Result]]:
         titles = {"static": "static (code)", "run": "run (no RUN_DIR given)", "manual": "manual"}
@@ -141,6 +160,7 @@ class Report:
         items = {"automated": self.automated, "manual": self.manual}
         # Items (what applies) and results (one per check and run directory), counted apart.
         counts = {"items_counts": {k: len(v) for k, v in items.items()}, "counts": self.counts()}
+        counts["item_statuses"] = self.item_counts()
         results = [asdict(result) for result in self.results]
         return json.dumps({"items": items, **counts, "failed": self.failed, "results": results}, indent=2)
 
@@ -156,7 +176,7 @@ class Report:
             lines += [f"## {title}", "", "| status | item | why |", "| --- | --- | --- |"]
             lines += [f"| {r.status} | {r.id} | {r.why.replace('|', ESCAPED_BAR)} |" for r in results]
             lines.append("")
-        return "\n".join([*lines, self.summary()])
+        return "\n".join([*lines, self.summary("\n\n")])
 
 
 FORMATS = {"table": Report.as_table, "json": Report.as_json, "markdown": Report.as_markdown}
