@@ -29,11 +29,12 @@ def main_with_config(cfg: DiabetesConfig, resume_from: Path | None = None) -> di
     from src.runs.console import metric_text
     from src.runs.lifetime import mark_training_ended, start_run, training_ended
     from src.runs.loggers import file_loggers
-    from src.trees.booster import best_rounds, summary_and_plots, train_booster
+    from src.trees.booster import best_rounds, check_booster_params, summary_and_plots, train_booster
     from src.trees.data import load_split
     from src.trees.rounds import RoundLoggers, round_callbacks
     from src.wandb_utils import finish_run, log_model_artifact, setup_run
 
+    check_booster_params(cfg, booster_params(cfg))  # CFG-3: a misspelt name, before the run directory
     with start_run(cfg, resume_from) as run:
         split = load_split(cfg, data)  # the rows that data.py loads, checked (DATA-1) and split
         # LOG-1: W&B directly, TensorBoard and CSV through Lightning's loggers, as --loggers chose.

@@ -32,7 +32,7 @@ from conftest import (
     run_python,
     slow,
 )
-from sklearn.datasets import load_diabetes
+from sklearn.datasets import load_diabetes, load_iris
 
 from src.config import AlertConfig, ConfigError
 from src.data_checks import DataValidationError, validate_table
@@ -269,6 +269,27 @@ def test_model_holds_the_best_rounds_and_the_checkpoint_every_round(uninterrupte
     best, rounds = summary[f"best_val_{ran.watched_metric}"], ran.early_stopping_rounds
     said = f"no better than {best:.6g} for {rounds} rounds"
     assert_ended(run_dir, "finished", "patience", said)
+
+
+def test_early_stopping_on_ties_says_the_metric_was_flat_not_worse(tmp_path):  # CB-1
+    # Two iris species, which one split separates: val auc is 1 from round 0 on. Patience ran
+    # out on ties, as in xgb.callback.EarlyStopping, leaving a model of one tree; the stop said
+    # only "no better than 1", as if the model had got worse.
+    irises = load_iris(as_frame=True).frame
+    path = tmp_path / "two_species.csv"
+    irises[irises["target"] < 2].to_csv(path, index=False)
+    fields = {"objective": "binary:logistic", "eval_metric": "auc", "early_stopping_rounds": 3}
+    cfg = smoke_config(tmp_path, data_path=str(path), **fields)
+    callbacks = round_callbacks(cfg, tmp_path, RoundLoggers())
+    booster = train_booster(cfg, model.booster_params(cfg), load_split(cfg, data), callbacks)
+    assert (booster.num_boosted_rounds(), booster.attr("best_iteration")) == (4, "0")
+    said = "val_auc 1, no better than 1 for 3 rounds (every round since tied it: val_auc is flat, not worse"
+    assert booster.attr("stop_reason").startswith(said)
+    # A metric that got worse says no more than before.
+    cfg = smoke_config(tmp_path / "worse", num_boost_round=200)
+    callbacks = round_callbacks(cfg, tmp_path / "worse", RoundLoggers())
+    booster = train_booster(cfg, model.booster_params(cfg), load_split(cfg, data), callbacks)
+    assert booster.num_boosted_rounds() < 200 and "tied" not in booster.attr("stop_reason")
 
 
 @slow
@@ -588,6 +609,32 @@ def test_a_misspelt_booster_parameter_is_refused_not_ignored(tmp_path):  # CFG-3
         training_params(cfg, misspelt, encoding)
     params = training_params(cfg, model.booster_params(cfg), encoding)
     assert params["colsample_bytree"] == cfg.colsample_bytree
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        (("max_deph", 4), "model.booster_params(cfg) gives max_deph, which XGBoost does not use with"),
+        (("max_depth", "x"), "model.booster_params(cfg): XGBoost: Invalid Parameter format for max_depth"),
+    ],
+    ids=["misspelt", "bad value"],
+)
+def test_a_booster_parameter_xgboost_refuses_is_refused_before_a_run_dir(tmp_path, given, message):  # CFG-3
+    # A misspelt name in model.booster_params, as a user edits model.py: refused only in
+    # training, after the run directory (config.json, run.json "failed") was made.
+    part = PARTS["sl_tree"]
+    code = (
+        f"import {part}.model as model; own = model.booster_params; "
+        f"model.booster_params = lambda cfg: own(cfg) | dict([{given!r}]); "
+        f"from {part}.train import main; main()"
+    )
+    command = [sys.executable, "-c", code, "--config", "smoke"]
+    command += ["--wandb-mode", "disabled", "--output.base-dir", str(tmp_path)]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.strip().splitlines()  # one line, no traceback
+    assert line.startswith(f"error: {message}"), result.stderr
+    assert not list(tmp_path.iterdir())  # refused before a run directory
 
 
 def test_a_booster_parameter_that_sizes_the_data_trains(tmp_path):  # CFG-3

@@ -43,6 +43,7 @@ from src.trees.config import (
     is_local_cluster,
     shares_gpus,
     unused_parameters,
+    xgboost_says,
 )
 from src.trees.data import ENCODING_ATTRIBUTE, Split, TableEncoding
 from src.trees.plots import feature_importance, shap_summary
@@ -60,18 +61,44 @@ def training_params(
         device = cluster_device(cfg.device, list(client.run(_first_cuda_gpu).values()))
     else:
         device = local_device(cfg)
+    num_class = len(encoding.classes or ())
+    check_booster_params(cfg, params, num_class)
+    return params | pipeline_params(cfg, device, num_class)
+
+
+def pipeline_params(cfg: SLTreeConfig, device: str, num_class: int) -> dict[str, Any]:
+    """What the pipeline sets of XGBoost's parameters, which model.booster_params(cfg) may not."""
     ours = {"objective": cfg.objective, "eval_metric": cfg.watched_metric, "tree_method": "hist"}
     ours |= {"device": device, "nthread": cfg.num_threads, "seed": cfg.seed}
-    if cfg.task == "multiclass":
-        ours["num_class"] = len(encoding.classes or ())
+    return ours | ({"num_class": num_class} if cfg.task == "multiclass" else {})
+
+
+def check_booster_params(cfg: SLTreeConfig, params: dict[str, Any], num_class: int = 2) -> None:
+    """CFG-3: a ConfigError where model.booster_params(cfg) sets what the pipeline sets, gives
+    a name XGBoost does not use (a misspelt one trains as if unset) or a value it refuses.
+    Before the run directory is made (the classes unknown yet: two), and again in training."""
+    ours = pipeline_params(cfg, "cpu", num_class)  # checked where any XGBoost runs
     if both := sorted(ours.keys() & params.keys()):
         raise ConfigError(f"model.booster_params(cfg) sets {', '.join(both)}, which the pipeline sets")
-    if unused := unused_parameters(params | ours | {"device": "cpu"}):  # checked where any XGBoost runs
+    try:
+        unused = unused_parameters(params | ours)
+    except ValueError as error:  # XGBoostError: a value it refuses
+        if unused_parameters_refused(ours):  # the config's own objective or metric: validate() says so
+            return
+        raise ConfigError(f"model.booster_params(cfg): {xgboost_says(error)}") from None
+    if unused:
         raise ConfigError(
             f"model.booster_params(cfg) gives {', '.join(unused)}, which XGBoost does not use with "
             f"objective {cfg.objective}: a misspelt name? Its parameters: {XGBOOST_DOCS.partition('#')[0]}"
         )
-    return params | ours
+
+
+def unused_parameters_refused(params: dict[str, Any]) -> bool:
+    try:
+        unused_parameters(params)
+    except ValueError:
+        return True
+    return False
 
 
 def local_device(cfg: SLTreeConfig) -> str:
