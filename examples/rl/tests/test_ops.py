@@ -289,6 +289,25 @@ def test_a_monitor_the_run_never_logs_is_named_with_those_it_does(tmp_path):  # 
     assert babysit.check_metrics(make_run(tmp_path / "new", val_losses=())[0], "val_los", 10).level == "OK"
 
 
+def test_a_run_before_its_first_validation_is_not_said_to_log_its_config_fields(tmp_path):  # OPS-3
+    # The start-of-run line holds the config, val_fraction among it: no metric the run logs.
+    run_dir, _ = make_run(tmp_path, val_losses=())
+    append_jsonl(
+        run_dir / "metrics.jsonl", {"event": "hyperparams", "val_fraction": 0.15, "val_every_n_steps": 0}
+    )
+    finding = babysit.check_metrics(run_dir, "val_loss", patience=10)
+    assert (finding.level, finding.message) == ("OK", "no val_loss yet")
+
+
+def test_babysitter_checks_the_checkpoint_a_resume_would_take(tmp_path, monkeypatch):  # OPS-3, RES-1
+    # Killed between writing best.ckpt and last.ckpt: best.ckpt is what --resume continues from.
+    monkeypatch.chdir(tmp_path)
+    run_dir, _ = make_run(tmp_path)
+    (run_dir / "checkpoints" / "last.ckpt").rename(run_dir / "checkpoints" / "best.ckpt")
+    findings = {f.check: f for f in babysitter(tmp_path, run_dir).check()}
+    assert findings["checkpoint"].message.startswith("best.ckpt loads (epoch 2"), findings["checkpoint"]
+
+
 def test_a_stall_shorter_than_a_minute_says_how_long(tmp_path):  # OPS-3
     run_dir, _ = make_run(tmp_path)
     half_a_minute_ago = time.time() - 30

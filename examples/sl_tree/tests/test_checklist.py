@@ -472,16 +472,18 @@ def test_a_run_file_that_is_json_but_no_object_is_bad_input(damaged, smoke_runs,
     assert f"{run_dir / damaged} holds a JSON list, not an object" in result.stderr
 
 
-def test_a_run_that_has_not_finished_is_bad_input(smoke_runs, tmp_path):
+@pytest.mark.parametrize(("status", "shown"), [("running", "killed"), ("failed", "failed")])
+def test_a_run_that_has_not_finished_is_bad_input(smoke_runs, tmp_path, status, shown):
     # A killed run lacks its model and last metrics: their checks failed, as if the code broke them.
+    # Neither a killed nor a failed run finishes by waiting: the advice is to resume it.
     run_dir = shutil.copytree(smoke_runs(sorted(PARTS)[0])[0], tmp_path / "run")
     record = json.loads((run_dir / "run.json").read_text())
-    (run_dir / "run.json").write_text(json.dumps({**record, "status": "running", "pid": 2**22 + 1}))
+    (run_dir / "run.json").write_text(json.dumps({**record, "status": status, "pid": 2**22 + 1}))
     result = subprocess.run(
         [sys.executable, "-m", "src.checklist", str(run_dir)], cwd=ROOT, capture_output=True, text=True
     )
     assert (result.returncode, result.stdout) == (2, ""), result.stdout[-2000:]
-    said = "the run is killed, not finished; check it once it has finished"
+    said = f"the run is {shown}, not finished; resume it to its end, or leave it out"
     assert result.stderr == f"checklist: {run_dir}: {said}\n"
 
 

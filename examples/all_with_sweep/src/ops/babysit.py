@@ -97,7 +97,9 @@ def check_metrics(run_dir: Path, monitor: str, patience: int, running: bool = Tr
     # Numbers only: null is how metrics.jsonl spells a value that is not finite.
     logged = _events(run_dir)
     events = [e for e in logged if monitor in e and type(e[monitor]) in (int, float, type(None))]
-    validated = sorted({key for event in logged for key in event if key.startswith("val_")})
+    # Of the metric lines: the start-of-run line's config has val_* fields (val_fraction).
+    metrics = [event for event in logged if event.get("event") != "hyperparams"]
+    validated = sorted({key for event in metrics for key in event if key.startswith("val_")})
     if not events and validated:  # the run validates, and logs no such metric: a misspelt --monitor?
         return Finding("metrics", "WARN", f"the run logs no {monitor}; it logs {', '.join(validated)}")
     if not events:

@@ -89,7 +89,12 @@ def open_run_dir(path: Path, project: Project) -> RunDir:
     from src.runs.directory import status_now  # psutil: the static checks need only the standard library
 
     if (status := status_now(path, run)) != "finished":  # its model and last metrics are not there yet
-        raise BadInput(f"{path}: the run is {status}, not finished; check it once it has finished")
+        then = (
+            "check it once it has finished"
+            if status == "running"
+            else "resume it to its end, or leave it out"
+        )
+        raise BadInput(f"{path}: the run is {status}, not finished; {then}")
     return RunDir(path, part, config, run)
 
 

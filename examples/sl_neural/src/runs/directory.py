@@ -26,7 +26,6 @@ STAMP_FORMAT = "%Y%m%d_%H%M%S"
 # Lightning starts DDP ranks as copies of this command; they inherit the run
 # directory through this variable instead of stamping their own (DDP-1).
 RUN_DIR_ENV = "TRAIN_RUN_DIR"
-CHECKPOINTS = ("checkpoints/last.ckpt", "checkpoints/last.ubj")  # Lightning, XGBoost
 CHECKPOINT_SUFFIXES = (".ckpt", ".ubj")  # Lightning, XGBoost
 # run.json's status of a run whose process died (kill -9, a crash, a lost machine) before
 # it wrote a checkpoint: nothing can resume it, and its folder can go.
@@ -222,9 +221,9 @@ def intact_checkpoint(run_dir: Path) -> tuple[Path | None, list[str]]:
 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:
-    """checkpoints/last.ckpt (Lightning parts) or checkpoints/last.ubj (tree parts), the newer."""
-    existing = [run_dir / name for name in CHECKPOINTS if (run_dir / name).is_file()]
-    return max(existing, key=lambda path: path.stat().st_mtime) if existing else None
+    """The checkpoint of most progress, which a resume tries first: last.ckpt or last.ubj, else
+    a periodic one, else best.ckpt (a run killed between writing best and last has only it)."""
+    return next(iter(resume_candidates(run_dir)), None)
 
 
 def run_dir_of(checkpoint: Path) -> Path:
