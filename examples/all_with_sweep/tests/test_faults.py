@@ -548,6 +548,28 @@ def test_a_tree_run_killed_as_its_patience_ran_out_resumes_without_another_round
     assert (status(run_dir)["end_reason"], status(run_dir)["end_detail"]) == ("patience", stopped)
 
 
+@pytest.mark.skipif(THOROUGH not in PARTS, reason="this project has no Lightning part")
+def test_a_run_resumed_with_no_epochs_left_ends_on_its_budget(tmp_path):  # RES-1
+    # Killed after its last epoch's checkpoint, before it recorded that training ended (or
+    # resumed with num_epochs at the epochs it had done): Lightning skips the whole fit loop,
+    # and the run ended "unknown (the training code recorded no reason)".
+    finished = train(THOROUGH, tmp_path, "--num-epochs", "2")
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    run_dir = run_dir_in(tmp_path)
+    assert (status(run_dir)["end_reason"], status(run_dir)["end_detail"]) == (
+        "budget",
+        "num_epochs 2 trained",
+    )
+    (run_dir / "run.json").write_text(
+        json.dumps(status(run_dir) | {"status": "running", "training_ended": False})
+    )
+    resumed = train(THOROUGH, tmp_path, "--resume", str(run_dir))
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    record = status(run_dir)
+    assert (record["end_reason"], record["end_detail"]) == ("budget", "num_epochs 2 trained"), record
+    assert record["status"] == "finished" and record["training_ended"]
+
+
 def training_ended(base_dir: Path) -> bool:
     with contextlib.suppress(OSError, ValueError):
         return bool(status(run_dir_in(base_dir)).get("training_ended"))

@@ -64,6 +64,7 @@ class ExactResume(L.Callback):
         self._plateau_metrics: dict[str, float] | None = None  # from the checkpoint, until stepped
         self._saved_at, self._saved_step = time.monotonic(), -1
         self._ended_earlier = False  # run.json said training had ended when this session began
+        self._fit_loop_ran = False  # Lightning skips it for a run resumed with no epochs left
         self._own_generators = False  # this rank's random generators came from the checkpoint
         self._metrics_rows: int | None = None  # metrics.jsonl's rows when the checkpoint was taken
 
@@ -143,6 +144,7 @@ class ExactResume(L.Callback):
             jsonl.testing(trainer.global_step)
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._fit_loop_ran = True
         if self.schedule_spans_run:
             self._steps = int(trainer.estimated_stepping_batches)
             if self._planned_steps is not None and self._planned_steps != self._steps:
@@ -218,6 +220,21 @@ class ExactResume(L.Callback):
             trainer.save_checkpoint(self.run_dir / "checkpoints" / "last.ckpt", weights_only=False)
         if trainer.is_global_zero:  # after the save: killed in between, the resume trains the rest
             mark_training_ended(self.run_dir)
+
+    def on_fit_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        # Resumed with no epochs left (killed after its last epoch's checkpoint, before it
+        # recorded that training ended, or given num_epochs at the epochs it has done): Lightning
+        # skipped the fit loop, on_train_end with it, and the run would end for no reason.
+        if (
+            self._fit_loop_ran
+            or trainer.max_epochs in (None, -1)
+            or trainer.current_epoch < trainer.max_epochs
+        ):
+            return
+        if not training_ended(self.run_dir):
+            training_stopped("budget", f"num_epochs {trainer.max_epochs} trained")
+            if trainer.is_global_zero:
+                mark_training_ended(self.run_dir)
 
     def _step_plateau(self, trainer: L.Trainer, logged: Mapping[str, Any]) -> None:
         """The ReduceLROnPlateau step the checkpoint's epoch end missed, on the value the
