@@ -299,6 +299,17 @@ def test_a_run_before_its_first_validation_is_not_said_to_log_its_config_fields(
     assert (finding.level, finding.message) == ("OK", "no val_loss yet")
 
 
+@pytest.mark.parametrize("checkpointed", [True, False])
+def test_a_failed_run_is_told_to_resume_only_if_it_can(tmp_path, checkpointed):  # OPS-3
+    # A table refused before training leaves no checkpoint: --resume then says "start afresh".
+    run_dir, _ = make_run(tmp_path, status="failed")
+    if not checkpointed:
+        (run_dir / "checkpoints" / "last.ckpt").unlink()
+    finding = babysit.check_process(run_dir, json.loads((run_dir / "run.json").read_text()), None)
+    advice = "(fix it, then --resume)" if checkpointed else "(nothing to resume: fix it, then start afresh)"
+    assert finding.level == "FAIL" and finding.message.endswith(advice), finding
+
+
 def test_babysitter_checks_the_checkpoint_a_resume_would_take(tmp_path, monkeypatch):  # OPS-3, RES-1
     # Killed between writing best.ckpt and last.ckpt: best.ckpt is what --resume continues from.
     monkeypatch.chdir(tmp_path)

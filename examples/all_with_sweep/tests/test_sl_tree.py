@@ -36,6 +36,7 @@ from sklearn.datasets import load_diabetes, load_iris
 
 from src.config import AlertConfig, ConfigError
 from src.data_checks import DataValidationError, validate_table
+from src.ops.hardware import visible_gpus
 from src.predict import PredictOptions
 from src.predictions import read_predictions
 from src.runs.directory import latest_checkpoint
@@ -635,6 +636,18 @@ def test_a_booster_parameter_xgboost_refuses_is_refused_before_a_run_dir(tmp_pat
     (line,) = result.stderr.strip().splitlines()  # one line, no traceback
     assert line.startswith(f"error: {message}"), result.stderr
     assert not list(tmp_path.iterdir())  # refused before a run directory
+
+
+@pytest.mark.skipif(bool(visible_gpus()) and xgb.build_info()["USE_CUDA"], reason="a CUDA GPU is here")
+def test_device_cuda_without_a_gpu_is_refused_before_a_run_dir(tmp_path):  # CFG-3
+    # It was refused in training, after the run directory (run.json "failed") was made.
+    command = [sys.executable, "-m", f"{PARTS['sl_tree']}.train", "--config", "smoke", "--device", "cuda"]
+    command += ["--wandb-mode", "disabled", "--output.base-dir", str(tmp_path)]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("error: device cuda: "), result.stderr
+    assert not list(tmp_path.iterdir())
 
 
 def test_a_booster_parameter_that_sizes_the_data_trains(tmp_path):  # CFG-3

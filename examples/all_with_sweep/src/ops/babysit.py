@@ -66,7 +66,8 @@ def check_process(run_dir: Path, record: dict, pending_restart: int | None) -> F
         return Finding("process", "WARN", f"interrupted on purpose ({stopped_by}): not restarted")
     if status == "failed":
         details = {"exit_status": "failed", "last_checkpoint": last, "traceback": record.get("error", "")}
-        message = f"failed: {record.get('error', '')} (fix it, then --resume)"
+        then = "fix it, then --resume" if last != "none" else "nothing to resume: fix it, then start afresh"
+        message = f"failed: {record.get('error', '')} ({then})"
         return Finding("process", "FAIL", message, "crash", details)
     if pending_restart:
         return Finding("process", "OK", f"restarted as pid {pending_restart}, not yet running (GPU lock?)")

@@ -62,7 +62,7 @@ def training_params(
     else:
         device = local_device(cfg)
     num_class = len(encoding.classes or ())
-    check_booster_params(cfg, params, num_class)
+    check_booster_params(cfg, params, num_class, device)
     return params | pipeline_params(cfg, device, num_class)
 
 
@@ -73,10 +73,15 @@ def pipeline_params(cfg: SLTreeConfig, device: str, num_class: int) -> dict[str,
     return ours | ({"num_class": num_class} if cfg.task == "multiclass" else {})
 
 
-def check_booster_params(cfg: SLTreeConfig, params: dict[str, Any], num_class: int = 2) -> None:
+def check_booster_params(
+    cfg: SLTreeConfig, params: dict[str, Any], num_class: int = 2, device: str | None = None
+) -> None:
     """CFG-3: a ConfigError where model.booster_params(cfg) sets what the pipeline sets, gives
     a name XGBoost does not use (a misspelt one trains as if unset) or a value it refuses.
-    Before the run directory is made (the classes unknown yet: two), and again in training."""
+    Before the run directory is made (the classes unknown yet: two; the device, where training
+    runs on this machine, checked too), and again in training, given the device it settled."""
+    if device is None and (not cfg.cluster or is_local_cluster(cfg.cluster)):
+        local_device(cfg)  # device cuda without a GPU or XGBoost's CUDA build
     ours = pipeline_params(cfg, "cpu", num_class)  # checked where any XGBoost runs
     if both := sorted(ours.keys() & params.keys()):
         raise ConfigError(f"model.booster_params(cfg) sets {', '.join(both)}, which the pipeline sets")
