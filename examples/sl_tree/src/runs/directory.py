@@ -26,6 +26,7 @@ STAMP_FORMAT = "%Y%m%d_%H%M%S"
 # Lightning starts DDP ranks as copies of this command; they inherit the run
 # directory through this variable instead of stamping their own (DDP-1).
 RUN_DIR_ENV = "TRAIN_RUN_DIR"
+CHECKPOINTS = ("checkpoints/last.ckpt", "checkpoints/last.ubj")  # Lightning, XGBoost
 CHECKPOINT_SUFFIXES = (".ckpt", ".ubj")  # Lightning, XGBoost
 # run.json's status of a run whose process died (kill -9, a crash, a lost machine) before
 # it wrote a checkpoint: nothing can resume it, and its folder can go.
@@ -197,7 +198,7 @@ def resume_candidates(run_dir: Path) -> list[Path]:
     files = [path for path in files if path.suffix in CHECKPOINT_SUFFIXES and not path.name.startswith(".")]
 
     def rank(path: Path) -> int:
-        if path.stem == "last" or path.stem.startswith("hpc_ckpt_"):
+        if str(path.relative_to(run_dir)) in CHECKPOINTS or path.stem.startswith("hpc_ckpt_"):
             return 0
         return 2 if path.stem == "best" else 1
 
