@@ -629,25 +629,26 @@ def test_a_booster_parameter_xgboost_refuses_is_refused_before_a_run_dir(tmp_pat
         f"model.booster_params = lambda cfg: own(cfg) | dict([{given!r}]); "
         f"from {part}.train import main; main()"
     )
-    command = [sys.executable, "-c", code, "--config", "smoke"]
-    command += ["--wandb-mode", "disabled", "--output.base-dir", str(tmp_path)]
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert result.returncode == 2, result.stderr
-    (line,) = result.stderr.strip().splitlines()  # one line, no traceback
-    assert line.startswith(f"error: {message}"), result.stderr
-    assert not list(tmp_path.iterdir())  # refused before a run directory
+    assert refusal_before_a_run_dir(tmp_path, ["-c", code]).startswith(f"error: {message}")
 
 
 @pytest.mark.skipif(bool(visible_gpus()) and xgb.build_info()["USE_CUDA"], reason="a CUDA GPU is here")
 def test_device_cuda_without_a_gpu_is_refused_before_a_run_dir(tmp_path):  # CFG-3
     # It was refused in training, after the run directory (run.json "failed") was made.
-    command = [sys.executable, "-m", f"{PARTS['sl_tree']}.train", "--config", "smoke", "--device", "cuda"]
+    refused = refusal_before_a_run_dir(tmp_path, ["-m", f"{PARTS['sl_tree']}.train"], "--device", "cuda")
+    assert refused.startswith("error: device cuda: ")
+
+
+def refusal_before_a_run_dir(tmp_path: Path, python_args: list[str], *flags: str) -> str:
+    """The one line a smoke run started with `python_args` and `flags` exits 2 with, having made
+    no run directory in tmp_path."""
+    command = [sys.executable, *python_args, "--config", "smoke", *flags]
     command += ["--wandb-mode", "disabled", "--output.base-dir", str(tmp_path)]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2, result.stderr
-    (line,) = result.stderr.strip().splitlines()
-    assert line.startswith("error: device cuda: "), result.stderr
-    assert not list(tmp_path.iterdir())
+    (line,) = result.stderr.strip().splitlines()  # one line, no traceback
+    assert not list(tmp_path.iterdir())  # refused before a run directory
+    return line
 
 
 def test_a_booster_parameter_that_sizes_the_data_trains(tmp_path):  # CFG-3

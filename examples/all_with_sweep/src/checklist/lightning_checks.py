@@ -45,11 +45,12 @@ def module_methods(project: Project, part: Part) -> tuple[str, dict[str, ast.Fun
 def steps_its_own_optimizers(project: Project, part: Part) -> bool:
     """Whether the part's LightningModule sets automatic_optimization = False: Lightning then
     neither accumulates nor clips its gradients."""
-    init = module_methods(project, part)[1].get("__init__")
+    if (init := module_methods(project, part)[1].get("__init__")) is None:
+        return False
     assigned = [
         n for n in of_type(init, ast.Assign) if "self.automatic_optimization" in map(source, n.targets)
     ]
-    return init is not None and any(constant(n.value) is False for n in assigned)
+    return any(constant(n.value) is False for n in assigned)
 
 
 @check("CFG-5", "num_epochs is effectively unlimited; early stopping ends training", "nn")

@@ -87,23 +87,14 @@ def check_booster_params(
         raise ConfigError(f"model.booster_params(cfg) sets {', '.join(both)}, which the pipeline sets")
     try:
         unused = unused_parameters(params | ours)
-    except ValueError as error:  # XGBoostError: a value it refuses
-        if unused_parameters_refused(ours):  # the config's own objective or metric: validate() says so
-            return
+    except ValueError as error:  # XGBoostError: a value it refuses, the config's own said first
+        cfg.validate()
         raise ConfigError(f"model.booster_params(cfg): {xgboost_says(error)}") from None
     if unused:
         raise ConfigError(
             f"model.booster_params(cfg) gives {', '.join(unused)}, which XGBoost does not use with "
             f"objective {cfg.objective}: a misspelt name? Its parameters: {XGBOOST_DOCS.partition('#')[0]}"
         )
-
-
-def unused_parameters_refused(params: dict[str, Any]) -> bool:
-    try:
-        unused_parameters(params)
-    except ValueError:
-        return True
-    return False
 
 
 def local_device(cfg: SLTreeConfig) -> str:

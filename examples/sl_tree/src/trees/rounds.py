@@ -101,12 +101,9 @@ class EarlyStoppingRounds(xgb.callback.TrainingCallback):
     def __init__(self, rounds: int, metric: str) -> None:
         self.rounds, self.best = rounds, BestRound(metric)
         self._saved_stop: str | None = None
-        self._only_ties = True
 
     def before_training(self, model: xgb.Booster) -> xgb.Booster:
         self.best.start(model)
-        # Whether every round since the best tied it; unknown of a resumed model's earlier rounds.
-        self._only_ties = self.best.round == self.best.first_round - 1
         # Read before StopRounds, later in round_callbacks' order, clears the saved model's reason.
         self._saved_stop = model.attr(STOP_REASON) if model.attr(STOP_KIND) == "patience" else None
         return model
@@ -128,12 +125,14 @@ class EarlyStoppingRounds(xgb.callback.TrainingCallback):
         round_number, score, improved = self.best.update(epoch, evals_log)
         if improved:
             model.set_attr(best_score=str(score), best_iteration=str(round_number))
-        self._only_ties = improved or (self._only_ties and score == self.best.score)
         if round_number - self.best.round < self.rounds:
             return False
         best = self.best
         said = f"val_{best.metric} {score:.6g}, no better than {best.score:.6g} for {self.rounds} rounds"
-        if self._only_ties:  # as xgb.callback.EarlyStopping: a tie is no improvement
+        # The scores since the best, where this training call has them all (not a resumed
+        # model's earlier rounds): all ties, as xgb.callback.EarlyStopping counts no improvement.
+        since_best = evals_log["val"][best.metric][best.round + 1 - best.first_round :]
+        if best.round + 1 >= best.first_round and all(float(s) == best.score for s in since_best):
             said += (
                 f" (every round since tied it: val_{best.metric} is flat, not worse, as auc can be while "
                 "the trees still change the predictions; give more --early-stopping-rounds or another "
